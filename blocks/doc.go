@@ -1,0 +1,46 @@
+// Package blocks is the physical layer of kvpage: a fixed-capacity pool of KV-cache blocks
+// identified by small integers, with reference counts, a FIFO free list, statistics,
+// invariant checks, and the KV sizing arithmetic that says how many blocks fit in memory.
+// It knows nothing of tokens.
+//
+// # Semantics
+//
+// A block is free (no holder, on the free list) or held (one or more holders). Allocate
+// hands out free blocks with one holder each; Retain adds a holder (a fork, a prefix hit,
+// the cache keeping a block); Release drops one, and a block whose last holder leaves goes
+// back to the tail of the free list. IDs come out in ascending order from a new pool and
+// released blocks are reused in release order, so tests can assert exact IDs.
+//
+// With WithNullBlock, block 0 is reserved as vLLM reserves it for padding and for table
+// slots outside a sliding window: never handed out, never freed, not counted in usage.
+//
+// When the free list cannot cover an allocation, the pool asks its Reclaimer (the prefix
+// index, which evicts unreferenced cached blocks). The Reclaimer first says how many blocks
+// it can certainly free; only if free + that number covers the request does anything
+// change, so an allocation never evicts and then fails.
+//
+// # Errors
+//
+// Bad input returns an error wrapping one of the sentinel errors (ErrOutOfBlocks,
+// ErrDoubleFree, ErrNotAllocated, ErrUnknownBlock, ErrNullBlock, ErrInvalidArgument), to be
+// tested with errors.Is, and leaves the pool exactly as it was: every call is all or
+// nothing. The pool panics only for a broken invariant, which is a bug in this module.
+//
+// # Invariants
+//
+// Every usable block is free or held, never both; the free list holds each free block
+// exactly once; free + in use = capacity; no refcount is negative; the null block is never
+// free or held. CheckInvariants verifies all of them; under the kvinvariants build tag (and
+// under -race) every mutation re-checks them, sampled on large pools.
+//
+// # Concurrency
+//
+// A Pool is not safe for concurrent use. One scheduler goroutine owns it, as in vLLM,
+// SGLang and TensorRT-LLM, which keeps the hot paths free of locks and atomics.
+//
+// # Cost
+//
+// Per-block metadata is 8 bytes in two flat slices (a refcount and a free-ring slot), with
+// no pointer per block. Allocate and Release allocate no memory when the caller's slice has
+// room, and cost a few nanoseconds per block.
+package blocks

@@ -1,0 +1,50 @@
+package blocks
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error the pool returns for bad input wraps one of these, so callers
+// test with errors.Is; a failed call leaves the pool exactly as it was.
+var (
+	// ErrOutOfBlocks: an allocation asked for more blocks than are free plus reclaimable.
+	ErrOutOfBlocks = errors.New("blocks: out of blocks")
+	// ErrDoubleFree: a block was released more times than it was held.
+	ErrDoubleFree = errors.New("blocks: double free")
+	// ErrNotAllocated: a free block was retained.
+	ErrNotAllocated = errors.New("blocks: block is not allocated")
+	// ErrUnknownBlock: an ID outside the pool.
+	ErrUnknownBlock = errors.New("blocks: unknown block")
+	// ErrNullBlock: the reserved null block was retained or released.
+	ErrNullBlock = errors.New("blocks: the null block is reserved")
+	// ErrInvalidArgument: a negative count, a non-positive capacity or a bad size.
+	ErrInvalidArgument = errors.New("blocks: invalid argument")
+)
+
+// OutOfBlocksError says how many blocks an allocation asked for and how many could be had
+// (free plus reclaimable). It wraps ErrOutOfBlocks.
+type OutOfBlocksError struct {
+	Requested int
+	Available int
+}
+
+func (e *OutOfBlocksError) Error() string {
+	return fmt.Sprintf("blocks: out of blocks: requested %d, available %d (free + reclaimable)", e.Requested, e.Available)
+}
+
+// Unwrap returns ErrOutOfBlocks.
+func (e *OutOfBlocksError) Unwrap() error { return ErrOutOfBlocks }
+
+// BlockError names the operation and block behind a rejected call. It wraps one of the
+// sentinel errors.
+type BlockError struct {
+	Op  string
+	ID  ID
+	Err error
+}
+
+func (e *BlockError) Error() string { return fmt.Sprintf("blocks: %s block %d: %v", e.Op, e.ID, e.Err) }
+
+// Unwrap returns the sentinel error.
+func (e *BlockError) Unwrap() error { return e.Err }

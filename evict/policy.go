@@ -1,0 +1,50 @@
+package evict
+
+import "cmp"
+
+// DefaultPriority is the retention priority of a block that was given none, as in
+// TensorRT-LLM's KvCacheRetentionConfig (priorities run from 0, evicted first, to 100).
+const DefaultPriority = 35
+
+// Entry describes one eviction candidate: a cached block that nobody but the cache holds.
+//
+// The cache that owns the blocks (the prefix index) fills every field; a policy reads the
+// fields it needs and ignores the rest. Times come from a logical Clock, never wall time.
+type Entry[K cmp.Ordered] struct {
+	// Key identifies the candidate (a block ID). Ties in every policy are broken by Key,
+	// smallest first, so that every run is reproducible.
+	Key K
+	// LastAccess is the logical time at which the block was last used. A block can become a
+	// candidate long after its last use (a radix-tree parent becomes an evictable leaf when
+	// its last child leaves), so policies order by LastAccess, not by arrival.
+	LastAccess uint64
+	// Hits counts how many times the cached content has been used (stored once, then reused
+	// by each hit). It follows the content, not the block ID, which is reused after eviction.
+	Hits uint32
+	// Priority is the retention priority, 0 to 100; 0 means DefaultPriority.
+	Priority uint8
+	// PriorityUntil is the logical time after which Priority falls back to DefaultPriority;
+	// 0 means it never does.
+	PriorityUntil uint64
+}
+
+// Policy orders the evictable candidates of a cache and picks the next victim.
+//
+// A Policy is driven by one goroutine (it is not safe for concurrent use). In steady state
+// (keys it has seen before, sizes it has reached before) Add, Remove and Victim allocate
+// nothing and cost at most O(log n).
+type Policy[K cmp.Ordered] interface {
+	// Name is the policy's short name, as used on the command line ("lru", "lfu", ...).
+	Name() string
+	// Add makes e.Key a candidate. Adding a key that is already a candidate replaces its entry.
+	Add(e Entry[K])
+	// Remove withdraws key from the candidates (it was hit again, or dropped by its owner)
+	// and reports whether it was a candidate.
+	Remove(key K) bool
+	// Victim removes and returns the candidate to evict next; ok is false when there is none.
+	Victim() (key K, ok bool)
+	// Len is the number of candidates.
+	Len() int
+	// Reset drops every candidate (and any history the policy keeps).
+	Reset()
+}

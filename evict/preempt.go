@@ -1,0 +1,30 @@
+package evict
+
+// SeqInfo describes one running sequence to a preemption policy.
+type SeqInfo struct {
+	// ID is the scheduler's sequence ID. Ties in every policy are broken by ID.
+	ID uint64
+	// Priority is the scheduling priority; as in vLLM, a larger value means less important.
+	Priority int
+	// Arrival is the logical order of arrival: a larger value arrived later.
+	Arrival uint64
+	// Computed is the number of tokens whose KV the sequence holds (the work lost when it is
+	// preempted in recompute mode).
+	Computed int
+	// Held is the number of blocks in the sequence's table.
+	Held int
+	// Freeable is how many blocks preempting it would really return to the pool: blocks
+	// shared with other sequences (forks, prefix hits) stay.
+	Freeable int
+}
+
+// Preemption chooses which running sequences to pause when the pool cannot grow a sequence.
+type Preemption interface {
+	// Name is the policy's short name ("fcfs", "priority", "progress", "cost").
+	Name() string
+	// Victims appends to dst, in the order they should be preempted, the indices into running
+	// of sequences whose preemption frees at least need blocks (by Freeable), and returns dst.
+	// It may return fewer when even all of them cannot. It must not modify running, and it
+	// allocates nothing when dst has room.
+	Victims(dst []int, running []SeqInfo, need int) []int
+}
