@@ -1,0 +1,144 @@
+package prefix
+
+// This file pins the public contract of the prefix index so that blocktable and
+// prefix/kvevents can be built against it in parallel. Implementations replace the
+// bodies; signatures change only by agreement with their users.
+
+import (
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+)
+
+// Namespace separates requests that must never share KV blocks: different LoRA adapters,
+// and different cache salts (vLLM's cache_salt, which is how tenants are kept apart). The
+// zero value is the default namespace. Each namespace is its own subtree of the index.
+type Namespace struct {
+	// LoRA is the adapter's name; "" for the base model.
+	LoRA string
+	// Salt is the cache salt; "" for none.
+	Salt string
+}
+
+// MMInput marks a multimodal input (an image, an audio clip) whose placeholder tokens occupy
+// Tokens[Offset : Offset+Length] of a prompt. Every block that overlaps it carries Hash as
+// an extra key, so identical placeholder tokens from different inputs never match.
+type MMInput struct {
+	Hash   string
+	Offset int
+	Length int
+}
+
+// Prompt is what the index matches and stores: tokens in a namespace, with the multimodal
+// inputs they contain (sorted by Offset; nil for text).
+type Prompt struct {
+	Namespace Namespace
+	Tokens    []int32
+	MM        []MMInput
+}
+
+// Extra is a block's identity beyond its tokens, in vLLM's order: the LoRA name, the
+// hashes of the multimodal inputs that overlap the block, and the cache salt on a
+// namespace's first block only. It takes part in equality and in the block hash.
+type Extra struct {
+	LoRA string
+	MM   []string
+	Salt string
+}
+
+// Hasher computes chained block hashes. Hashes identify blocks in events and logs; the
+// index never takes a hash as proof of equality (it compares tokens and extras).
+type Hasher interface {
+	// Name identifies the scheme ("xxh64"-like default, "sha256", "sha256_cbor", ...).
+	Name() string
+	// Size is the length in bytes of every hash it writes.
+	Size() int
+	// Root writes into dst (len Size()) the parent hash of a namespace's first block
+	// (vLLM: the hash of the seed, NONE_HASH).
+	Root(dst []byte)
+	// Block writes into dst (len Size()) the hash of a block from its parent's hash, its
+	// tokens (exactly one block) and its extra keys. It must not retain any argument.
+	Block(dst, parent []byte, tokens []int32, extra Extra)
+}
+
+// BlockStored reports blocks newly cached as one chain: block i has hash Hash(i), its
+// parent is block i-1, and block 0's parent is Parent (nil when block 0 is the first block
+// of its namespace). Slices are valid only during the call: an observer that keeps them
+// copies them.
+type BlockStored struct {
+	Hashes    []byte // len(Blocks) hashes of HashSize bytes each, concatenated
+	HashSize  int
+	Parent    []byte
+	Blocks    []blocks.ID
+	Tokens    []int32 // len(Blocks) x BlockSize tokens
+	BlockSize int
+	Namespace Namespace
+	// MM holds each block's multimodal extra keys, or is nil when no block has any.
+	MM [][]string
+}
+
+// Hash returns the hash of the i-th stored block.
+func (e *BlockStored) Hash(i int) []byte { return e.Hashes[i*e.HashSize : (i+1)*e.HashSize] }
+
+// BlockRemoved reports cached blocks that left the index (evicted, or dropped by Reset).
+type BlockRemoved struct {
+	Hashes   []byte
+	HashSize int
+	Blocks   []blocks.ID
+}
+
+// Hash returns the hash of the i-th removed block.
+func (e *BlockRemoved) Hash(i int) []byte { return e.Hashes[i*e.HashSize : (i+1)*e.HashSize] }
+
+// Observer receives the index's events, in order, synchronously. It must not call back
+// into the index. Nothing is computed for events when no observer is set.
+type Observer interface {
+	BlockStored(e *BlockStored)
+	BlockRemoved(e *BlockRemoved)
+	AllBlocksCleared()
+}
+
+// Option configures an Index.
+type Option func(*config)
+
+type config struct {
+	blockSize int
+	policy    evict.Policy[blocks.ID]
+	hasher    Hasher
+	observer  Observer
+	clock     evict.Clock
+}
+
+// WithPolicy sets the eviction policy (default: evict.NewLRU).
+func WithPolicy(p evict.Policy[blocks.ID]) Option { return func(c *config) { c.policy = p } }
+
+// WithHasher sets the block hasher (default: the fast 64-bit hasher).
+func WithHasher(h Hasher) Option { return func(c *config) { c.hasher = h } }
+
+// WithObserver sets the event observer (default: none, and no event costs anything).
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithClock shares a logical clock with the index (default: a private evict.Counter).
+// The manager and the index share one so that they agree on what recent means.
+func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } }
+
+// Cursor remembers where in the tree a sequence's committed blocks end, so that committing
+// one more block as it fills costs O(1) instead of a walk from the root. The zero Cursor
+// is at the root of no namespace; Index.Cursor or Index.Match positions one.
+type Cursor struct {
+	node   int32 // internal node index; 0 means not positioned
+	blocks int32 // how many blocks of the sequence lie on the path to node
+}
+
+// Blocks is how many of the sequence's blocks the cursor has passed.
+func (c Cursor) Blocks() int { return int(c.blocks) }
+
+// CommitResult says what Commit did with each block it was given.
+type CommitResult struct {
+	// Stored counts blocks newly cached (the index took a reference on each).
+	Stored int
+	// Duplicates counts blocks whose tokens were already cached under the same parent as
+	// another block. The index keeps its existing copy; the caller's block stays the
+	// caller's, uncached, valid for its table, and returns to the pool when the caller
+	// releases it. The cursor moves onto the existing copy so later blocks chain under it.
+	Duplicates int
+}
