@@ -48,3 +48,17 @@ func (e *BlockError) Error() string { return fmt.Sprintf("blocks: %s block %d: %
 
 // Unwrap returns the sentinel error.
 func (e *BlockError) Unwrap() error { return e.Err }
+
+// CountError reports a negative block count, as in Allocate(dst, -1). It wraps
+// ErrInvalidArgument.
+type CountError struct {
+	Op string
+	N  int
+}
+
+func (e *CountError) Error() string {
+	return fmt.Sprintf("blocks: %s %d blocks: %v", e.Op, e.N, ErrInvalidArgument)
+}
+
+// Unwrap returns ErrInvalidArgument.
+func (e *CountError) Unwrap() error { return ErrInvalidArgument }

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kvpage/kvpage/internal/invariant"
 )
@@ -86,33 +87,33 @@ func (p *Pool) RefCount(id ID) int {
 
 // Allocate appends n newly allocated blocks, each with one holder, to dst and returns it.
 // It is all or nothing: when free plus reclaimable blocks cannot cover n, it returns dst
-// unchanged and an *OutOfBlocksError (wrapping ErrOutOfBlocks), having evicted nothing.
-// When the free list alone is short, the Reclaimer frees the difference first.
+// unchanged and an *OutOfBlocksError (wrapping ErrOutOfBlocks), having evicted nothing;
+// only the FailedAllocations counter records the attempt. When the free list alone is
+// short, the Reclaimer frees the difference first. Blocks come off the head of the free
+// list: ascending IDs from a new pool, then released blocks in the order they were released.
 // Allocate allocates no memory when dst has room for n more IDs.
 func (p *Pool) Allocate(dst []ID, n int) ([]ID, error) {
 	if n < 0 {
-		return dst, fmt.Errorf("%w: allocate %d blocks", ErrInvalidArgument, n)
+		return dst, &CountError{Op: "allocate", N: n}
 	}
 	if n > p.nfree {
-		avail := p.Available()
-		if avail < n {
-			p.failed++
-			return dst, &OutOfBlocksError{Requested: n, Available: avail}
-		}
-		got := p.reclaimer.Reclaim(n - p.nfree)
-		p.reclaimed += uint64(got)
-		if n > p.nfree {
-			panic(fmt.Sprintf("kvpage: broken invariant: reclaimer reported %d reclaimable blocks but left %d free for an allocation of %d", avail-p.nfree, p.nfree, n))
+		if err := p.reclaim(n); err != nil {
+			return dst, err
 		}
 	}
-	for range n {
-		id := p.ring[p.head]
-		p.head++
-		if p.head == len(p.ring) {
-			p.head = 0
-		}
-		p.refs[id] = 1
-		dst = append(dst, id)
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+	// The free blocks are ring[head : head+n], wrapped: at most two contiguous copies.
+	first := copy(out, p.ring[p.head:min(p.head+n, len(p.ring))])
+	copy(out[first:], p.ring)
+	p.head += n
+	if p.head >= len(p.ring) {
+		p.head -= len(p.ring)
+	}
+	refs := p.refs
+	for _, id := range out {
+		refs[id] = 1
 	}
 	p.nfree -= n
 	p.allocs += uint64(n)
@@ -120,9 +121,30 @@ func (p *Pool) Allocate(dst []ID, n int) ([]ID, error) {
 	return dst, nil
 }
 
-// Retain adds one holder to each of ids (a fork, a prefix hit, the cache taking a block).
-// It is all or nothing: a free, null or unknown ID fails the whole call with a *BlockError
-// and changes nothing.
+// reclaim makes at least n blocks free by asking the Reclaimer for the shortfall, or returns
+// an *OutOfBlocksError, having changed nothing but the FailedAllocations counter, when free
+// plus reclaimable blocks cannot cover n.
+func (p *Pool) reclaim(n int) error {
+	avail := p.Available()
+	if avail < n {
+		p.failed++
+		return &OutOfBlocksError{Requested: n, Available: avail}
+	}
+	before := p.nfree
+	p.reclaimer.Reclaim(n - before)
+	// Count what actually came back, not what the Reclaimer says it freed.
+	if p.nfree > before {
+		p.reclaimed += uint64(p.nfree - before)
+	}
+	if n > p.nfree {
+		panic(fmt.Sprintf("kvpage: broken invariant: reclaimer reported %d reclaimable blocks but left %d free for an allocation of %d", avail-before, p.nfree, n))
+	}
+	return nil
+}
+
+// Retain adds one holder to each of ids (a fork, a prefix hit, the cache taking a block);
+// an ID listed twice gains two holders. It is all or nothing: a free, null or unknown ID
+// fails the whole call with a *BlockError and changes nothing.
 func (p *Pool) Retain(ids ...ID) error {
 	for _, id := range ids {
 		if err := p.validate("retain", id); err != nil {
@@ -139,49 +161,51 @@ func (p *Pool) Retain(ids ...ID) error {
 	return nil
 }
 
-// Release drops one holder from each of ids; a block whose last holder leaves goes to the
-// tail of the free list, in the order of ids. It is all or nothing: releasing a block more
-// times than it is held fails the whole call with a *BlockError wrapping ErrDoubleFree and
-// changes nothing. Release allocates no memory.
+// Release drops one holder from each of ids, in order; an ID listed twice loses two
+// holders. A block whose last holder leaves goes to the tail of the free list at that
+// point, so blocks are queued in the order their last holder left. It is all or nothing:
+// releasing a block more times than it is held (a double free), or a null or unknown ID,
+// fails the whole call with a *BlockError and changes nothing. Release allocates no memory.
 func (p *Pool) Release(ids ...ID) error {
+	refs, ring := p.refs, p.ring
+	// Newly freed blocks are written just past the free window, which only ever holds
+	// stale IDs of blocks in use; the window grows over them once the whole call has
+	// succeeded, so a failed call needs only its refcounts restored.
+	tail := p.head + p.nfree
+	if tail >= len(ring) {
+		tail -= len(ring)
+	}
+	freed := 0
 	for i, id := range ids {
-		err := p.validate("release", id)
-		if err == nil && p.refs[id] == 0 {
-			err = &BlockError{Op: "release", ID: id, Err: ErrDoubleFree}
-		}
-		if err != nil {
+		if uint32(id) >= uint32(len(refs)) || refs[id] <= 0 {
 			for _, done := range ids[:i] {
-				p.refs[done]++
+				refs[done]++
 			}
-			return err
+			return p.releaseError(id)
 		}
-		p.refs[id]--
-	}
-	// Second pass: queue each block whose count reached zero exactly once, in order. A
-	// block queued here is marked -1 so that a duplicate later in ids is not queued twice.
-	for _, id := range ids {
-		if p.refs[id] == 0 {
-			p.push(id)
-			p.refs[id] = -1
-		}
-	}
-	for _, id := range ids {
-		if p.refs[id] == -1 {
-			p.refs[id] = 0
+		r := refs[id] - 1
+		refs[id] = r
+		if r == 0 {
+			ring[tail] = id
+			tail++
+			if tail == len(ring) {
+				tail = 0
+			}
+			freed++
 		}
 	}
+	p.nfree += freed
+	p.releases += uint64(freed)
 	p.checkAfterMutation()
 	return nil
 }
 
-func (p *Pool) push(id ID) {
-	tail := p.head + p.nfree
-	if tail >= len(p.ring) {
-		tail -= len(p.ring)
+// releaseError explains why id cannot be released.
+func (p *Pool) releaseError(id ID) error {
+	if err := p.validate("release", id); err != nil {
+		return err
 	}
-	p.ring[tail] = id
-	p.nfree++
-	p.releases++
+	return &BlockError{Op: "release", ID: id, Err: ErrDoubleFree}
 }
 
 func (p *Pool) validate(op string, id ID) error {
