@@ -1,0 +1,68 @@
+package blocktable
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// Sentinel errors. Every error the package returns for bad input or lack of memory wraps
+// one of these, so callers test with errors.Is; a failed call changes nothing.
+var (
+	// ErrOutOfBlocks: not enough free or reclaimable blocks. Also matches
+	// blocks.ErrOutOfBlocks.
+	ErrOutOfBlocks = errors.New("blocktable: out of blocks")
+	// ErrUnknownSeq: no such sequence (never admitted, or already finished, aborted or
+	// preempted in recompute mode).
+	ErrUnknownSeq = errors.New("blocktable: unknown sequence")
+	// ErrDuplicateSeq: the ID is already in use.
+	ErrDuplicateSeq = errors.New("blocktable: duplicate sequence")
+	// ErrNotRunning: the sequence is swapped out (or, for SwapIn, not swapped).
+	ErrNotRunning = errors.New("blocktable: sequence not in the required state")
+	// ErrShortBuffer: a caller's slice cannot hold the result.
+	ErrShortBuffer = errors.New("blocktable: buffer too short")
+	// ErrNoHostPool: Swap mode without Config.HostPool.
+	ErrNoHostPool = errors.New("blocktable: no host pool for swapping")
+	// ErrInvalidArgument: an empty prompt, a negative count, a position or length out of
+	// range, a bad configuration.
+	ErrInvalidArgument = errors.New("blocktable: invalid argument")
+)
+
+// OutOfBlocksError says which operation lacked memory and by how much. It matches both
+// ErrOutOfBlocks and blocks.ErrOutOfBlocks.
+type OutOfBlocksError struct {
+	// Op is the operation ("admit", "append", "fork", "preempt", "swap in").
+	Op string
+	// Seq is the sequence concerned.
+	Seq SeqID
+	// Needed is the number of blocks the operation needed (plus the watermark, on admit).
+	Needed int
+	// Available is how many it could have had (free plus reclaimable).
+	Available int
+}
+
+// Missing is how many more blocks the operation needed.
+func (e *OutOfBlocksError) Missing() int { return e.Needed - e.Available }
+
+func (e *OutOfBlocksError) Error() string {
+	return fmt.Sprintf("blocktable: %s seq %d: out of blocks: need %d, available %d, missing %d",
+		e.Op, e.Seq, e.Needed, e.Available, e.Missing())
+}
+
+// Unwrap returns ErrOutOfBlocks and blocks.ErrOutOfBlocks.
+func (e *OutOfBlocksError) Unwrap() []error { return []error{ErrOutOfBlocks, blocks.ErrOutOfBlocks} }
+
+// SeqError names the operation and sequence behind a rejected call; it wraps a sentinel.
+type SeqError struct {
+	Op  string
+	Seq SeqID
+	Err error
+}
+
+func (e *SeqError) Error() string {
+	return fmt.Sprintf("blocktable: %s seq %d: %v", e.Op, e.Seq, e.Err)
+}
+
+// Unwrap returns the sentinel error.
+func (e *SeqError) Unwrap() error { return e.Err }
