@@ -1,0 +1,67 @@
+// Package blocktable maps sequences onto paged KV blocks: the per-sequence Table (token
+// position to physical block and flat slot) and the Manager that a scheduler drives
+// (admit, append, fork, truncate, preempt, finish, abort) over a blocks.Pool and a
+// prefix.Index.
+//
+// # Table
+//
+// Token position p of a sequence lives in block Blocks()[p/B] at offset p%B, and its flat
+// slot, what paged-attention kernels and vLLM's slot_mapping consume, is block x B +
+// offset. A block is allocated only when every slot so far is taken; lookahead slots for
+// draft tokens are reserved without being committed. FillRow and FillSlots write a table
+// row (int32, padded with the null block 0) and a step's slot mapping (int64, padded
+// with -1) into the caller's slices, and Batch packs many rows into one reused,
+// row-major [batch x maxBlocks] buffer.
+//
+// Fork shares every block holding tokens (one more reference each). The first write into
+// a shared, partly filled block copies it and reports a CopyOp{Src, Dst} that the server
+// executes on the device before the step. Blocks past the last token's block are never
+// shared, so one Append makes at most one copy. Truncate releases the blocks rejected
+// speculative tokens no longer need. With a sliding window of W tokens, every block
+// wholly before position (Len - W + 1) is released before an append and its entry points
+// at the null block; the table never wraps around, so a shared block is never
+// overwritten in place.
+//
+// # Manager
+//
+// Admit matches the prompt in the prefix index (capped at len-1 tokens by default, as
+// vLLM caps it), counts every block it needs, including the hit blocks it would take off
+// the evictable set, and only then takes the hit and allocates the rest: it either admits
+// with the hit or returns an *OutOfBlocksError saying how many blocks were missing,
+// having changed nothing. CanAdmit is the same check as a dry run. Append commits each
+// block to the index as it fills (through a per-sequence prefix.Cursor, O(1) per block),
+// so concurrent requests hit it before the first finishes. Finish caches the full blocks
+// and releases everything; Abort releases without caching more. Preempt asks an
+// evict.Preemption policy for victims and releases them (Recompute) or copies them to a
+// host pool (Swap, with SwapIn to bring them back). A sequence preempted in Recompute
+// mode is forgotten; admitted again, it re-hits its own blocks unless they were evicted.
+// Sliding-window sequences neither match nor commit.
+//
+// # Errors
+//
+// Bad input and lack of memory return errors wrapping a sentinel (ErrUnknownSeq,
+// ErrDuplicateSeq, ErrNotRunning, ErrOutOfBlocks, ErrShortBuffer, ErrNoHostPool,
+// ErrInvalidArgument), tested with errors.Is, and leave every structure exactly as it
+// was. A finished, aborted or recompute-preempted sequence is forgotten, so appending to
+// it returns ErrUnknownSeq. The package panics only for a broken invariant.
+//
+// # Invariants
+//
+// Every block's refcount equals its number of holders: table entries of running
+// sequences plus the index's one reference on each cached block. Blocks past a table's
+// last token block have exactly one holder. Each sequence's committed blocks are the
+// path of its cursor in the index. CheckInvariants verifies all of it together with the
+// pool's and the index's own checks; under the kvinvariants build tag (and -race) every
+// mutation re-checks, sampled.
+//
+// # Concurrency
+//
+// Neither Table nor Manager is safe for concurrent use: one scheduler goroutine owns the
+// Manager, its pool and its index, as in vLLM, SGLang and TensorRT-LLM.
+//
+// # Cost
+//
+// Append, slot lookups and FillRow/FillSlots/Pack allocate nothing in steady state:
+// finished sequences' records are reused, and token and block buffers keep their
+// capacity (Request.MaxTokens sizes them once).
+package blocktable

@@ -1,0 +1,118 @@
+package blocktable
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// CheckInvariants verifies manager, tables, index and pool together: every block's
+// refcount equals its number of holders (table entries of running sequences plus the
+// index's reference on cached blocks), no table points at a free block, every swapped
+// sequence holds exactly its host blocks, and each part's own invariants hold. It costs
+// O(blocks + tokens) and allocates: it is for tests and the kvinvariants build tag.
+func (m *Manager) CheckInvariants() error {
+	if err := m.pool.CheckInvariants(); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	if m.index != nil {
+		if err := m.index.CheckInvariants(); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+	}
+	holders := make([]int32, m.pool.NumBlocks())
+	var hostHolders []int32
+	if m.cfg.HostPool != nil {
+		hostHolders = make([]int32, m.cfg.HostPool.NumBlocks())
+	}
+	for id, s := range m.seqs {
+		if s.id != id {
+			return fmt.Errorf("seq %d is filed under %d", s.id, id)
+		}
+		if len(s.tokens) != s.t.tokens {
+			return fmt.Errorf("seq %d has %d tokens but its table %d", id, len(s.tokens), s.t.tokens)
+		}
+		if s.t.bs != m.bs || s.t.window != m.cfg.SlidingWindow || s.t.pool != m.pool {
+			return fmt.Errorf("seq %d: table configured unlike the manager", id)
+		}
+		if c := s.committed(); c > len(s.tokens)/m.bs || (!m.caching() && c != 0) {
+			return fmt.Errorf("seq %d has %d committed blocks for %d tokens", id, c, len(s.tokens))
+		}
+		switch s.state {
+		case Running:
+			if err := s.t.CheckInvariants(); err != nil {
+				return fmt.Errorf("seq %d: %w", id, err)
+			}
+			if len(s.host) != 0 {
+				return fmt.Errorf("running seq %d holds %d host blocks", id, len(s.host))
+			}
+			for _, b := range s.t.ids[s.t.nulls:] {
+				holders[b]++
+			}
+		case Swapped:
+			live := s.t.ids[s.t.nulls:]
+			if len(s.host) != len(live) {
+				return fmt.Errorf("swapped seq %d holds %d host blocks for %d table entries", id, len(s.host), len(live))
+			}
+			for i, h := range s.host {
+				if live[i] != h {
+					return fmt.Errorf("swapped seq %d: entry %d is %d, host block %d", id, i, live[i], h)
+				}
+				if int(h) >= len(hostHolders) {
+					return fmt.Errorf("swapped seq %d holds unknown host block %d", id, h)
+				}
+				hostHolders[h]++
+			}
+		default:
+			return fmt.Errorf("seq %d in unknown state %d", id, s.state)
+		}
+	}
+	for i, h := range holders {
+		id := blocks.ID(i)
+		if m.pool.HasNullBlock() && id == blocks.NullID {
+			if h != 0 {
+				return fmt.Errorf("%d table entries outside a sliding window name the null block", h)
+			}
+			continue
+		}
+		want := int(h)
+		if m.index != nil && m.index.IsCached(id) {
+			want++
+		}
+		if got := m.pool.RefCount(id); got != want {
+			return fmt.Errorf("block %d has refcount %d but %d holders (%s)", id, got, want, m.holderNames(id))
+		}
+	}
+	for i, h := range hostHolders {
+		id := blocks.ID(i)
+		if m.cfg.HostPool.HasNullBlock() && id == blocks.NullID {
+			continue
+		}
+		if got := m.cfg.HostPool.RefCount(id); got != int(h) {
+			return fmt.Errorf("host block %d has refcount %d but %d holders", id, got, h)
+		}
+	}
+	return nil
+}
+
+// holderNames lists the running sequences whose tables hold id, for error messages.
+func (m *Manager) holderNames(id blocks.ID) string {
+	out := ""
+	for sid, s := range m.seqs {
+		if s.state != Running {
+			continue
+		}
+		for _, b := range s.t.ids[s.t.nulls:] {
+			if b == id {
+				out += fmt.Sprintf("seq %d ", sid)
+			}
+		}
+	}
+	if m.index != nil && m.index.IsCached(id) {
+		out += "index"
+	}
+	if out == "" {
+		return "none"
+	}
+	return out
+}

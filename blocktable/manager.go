@@ -1,0 +1,419 @@
+package blocktable
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// Manager is what a scheduler drives: it admits sequences against the prefix index,
+// grows their block tables as they decode, commits their blocks to the index as they fill,
+// and preempts, finishes and aborts them. It is not safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	pool     *blocks.Pool
+	index    *prefix.Index
+	bs       int
+	clock    evict.Clock
+	preempt  evict.Preemption
+	wmBlocks int
+
+	seqs  map[SeqID]*sequence
+	spare []*sequence // finished sequences kept for reuse, so steady state allocates nothing
+
+	hits    []blocks.ID // scratch for matches
+	infos   []evict.SeqInfo
+	infoIDs []SeqID
+	victims []int
+
+	st          Stats
+	reclaimBase uint64 // pool's Reclaimed counter when the Manager was built
+	mutations   uint64
+}
+
+// sequence is the Manager's record of one sequence.
+type sequence struct {
+	id       SeqID
+	state    SeqState
+	t        Table
+	tokens   []int32
+	prompt   prefix.Prompt // Namespace, MM, and Tokens = tokens, for the index
+	cur      prefix.Cursor
+	stale    bool // the cursor may sit on a block the sequence does not hold: re-match first
+	hit      int
+	priority int
+	arrival  uint64
+	host     []blocks.ID // host blocks of a swapped sequence, one per live table entry
+}
+
+// committed is how many of the sequence's blocks lie on its path in the index.
+func (s *sequence) committed() int { return s.cur.Blocks() }
+
+// New returns a Manager over cfg.Pool (and cfg.Index, when set).
+func New(cfg Config) (*Manager, error) {
+	switch {
+	case cfg.Pool == nil:
+		return nil, fmt.Errorf("%w: Config.Pool is nil", ErrInvalidArgument)
+	case cfg.BlockSize <= 0:
+		return nil, fmt.Errorf("%w: block size %d", ErrInvalidArgument, cfg.BlockSize)
+	case cfg.Watermark < 0 || cfg.Watermark >= 1:
+		return nil, fmt.Errorf("%w: watermark %v outside [0, 1)", ErrInvalidArgument, cfg.Watermark)
+	case cfg.SlidingWindow < 0:
+		return nil, fmt.Errorf("%w: sliding window %d", ErrInvalidArgument, cfg.SlidingWindow)
+	case cfg.SlidingWindow > 0 && !cfg.Pool.HasNullBlock():
+		return nil, fmt.Errorf("%w: a sliding window needs a pool with a null block", ErrInvalidArgument)
+	}
+	m := &Manager{
+		cfg:      cfg,
+		pool:     cfg.Pool,
+		index:    cfg.Index,
+		bs:       cfg.BlockSize,
+		clock:    cfg.Clock,
+		preempt:  cfg.Preemption,
+		wmBlocks: int(cfg.Watermark * float64(cfg.Pool.Capacity())),
+		seqs:     make(map[SeqID]*sequence),
+	}
+	if m.clock == nil {
+		m.clock = &evict.Counter{}
+	}
+	if m.preempt == nil {
+		m.preempt = newestFirst{}
+	}
+	m.reclaimBase = m.pool.Stats().Reclaimed
+	return m, nil
+}
+
+// Config returns the configuration the Manager was built with.
+func (m *Manager) Config() Config { return m.cfg }
+
+func (m *Manager) caching() bool { return m.index != nil && m.cfg.SlidingWindow == 0 }
+
+func (m *Manager) releaseBlocks(ids []blocks.ID) error {
+	if m.index != nil {
+		return m.index.Release(ids)
+	}
+	return m.pool.Release(ids...)
+}
+
+// newSequence returns a reset sequence record, reused when possible.
+func (m *Manager) newSequence(id SeqID) *sequence {
+	var s *sequence
+	if n := len(m.spare); n > 0 {
+		s = m.spare[n-1]
+		m.spare = m.spare[:n-1]
+	} else {
+		s = &sequence{}
+	}
+	tokens, ids, host := s.tokens[:0], s.t.ids[:0], s.host[:0]
+	*s = sequence{id: id, state: Running, tokens: tokens, host: host}
+	s.t = Table{pool: m.pool, bs: m.bs, window: m.cfg.SlidingWindow, ids: ids, release: m.releaseBlocks}
+	return s
+}
+
+func (m *Manager) recycle(s *sequence) {
+	s.prompt = prefix.Prompt{}
+	s.t.release = nil
+	m.spare = append(m.spare, s)
+}
+
+func (m *Manager) lookup(op string, id SeqID) (*sequence, error) {
+	s, ok := m.seqs[id]
+	if !ok {
+		return nil, &SeqError{Op: op, Seq: id, Err: ErrUnknownSeq}
+	}
+	return s, nil
+}
+
+func (m *Manager) running(op string, id SeqID) (*sequence, error) {
+	s, err := m.lookup(op, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.state != Running {
+		return nil, &SeqError{Op: op, Seq: id, Err: ErrNotRunning}
+	}
+	return s, nil
+}
+
+// admitPlan is what Admit will do, computed before anything changes.
+type admitPlan struct {
+	res    AdmitResult
+	hits   []blocks.ID
+	cur    prefix.Cursor
+	need   int // blocks to allocate
+	tokens int // prompt tokens that get slots now
+}
+
+func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
+	var p admitPlan
+	if _, dup := m.seqs[seq]; dup {
+		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrDuplicateSeq}
+	}
+	if req == nil || len(req.Prompt) == 0 || req.Prefill < 0 || req.Lookahead < 0 {
+		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrInvalidArgument}
+	}
+	if m.caching() {
+		prompt := prefix.Prompt{Namespace: req.Namespace, Tokens: req.Prompt, MM: req.MM}
+		m.hits, p.cur = m.index.Match(m.hits[:0], &prompt, !m.cfg.FullPromptHit)
+		p.hits = m.hits
+	}
+	hitTokens := len(p.hits) * m.bs
+	p.tokens = len(req.Prompt)
+	if req.Prefill > 0 {
+		p.tokens = min(p.tokens, hitTokens+req.Prefill)
+	}
+	p.tokens = max(p.tokens, hitTokens)
+	p.need = ceilDiv(p.tokens+req.Lookahead, m.bs) - len(p.hits)
+	p.res = AdmitResult{HitTokens: hitTokens, HitBlocks: len(p.hits), NewBlocks: p.need, Tokens: p.tokens}
+
+	// Hit blocks that only the index holds are evictable now and will not be once taken:
+	// count them out of what an allocation can have. (A block only the index holds but
+	// which is not an evictable leaf makes this conservative, never optimistic.)
+	taken := 0
+	for _, id := range p.hits {
+		if m.pool.RefCount(id) == 1 {
+			taken++
+		}
+	}
+	avail := m.pool.Available() - taken
+	if p.need+m.wmBlocks > avail {
+		return p, &OutOfBlocksError{Op: "admit", Seq: seq, Needed: p.need + m.wmBlocks, Available: avail}
+	}
+	return p, nil
+}
+
+// Admit admits seq with req: it matches the prompt against the prefix index, takes the hit
+// blocks and allocates the rest (prefill and lookahead), counting before it changes
+// anything every block it needs, cached blocks it would take off the evictable set
+// included. The prompt's full blocks are committed to the index at once, so concurrent
+// requests hit them. It is all or nothing: on failure nothing changed, and an
+// *OutOfBlocksError (errors.Is ErrOutOfBlocks) says how many blocks were missing.
+func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
+	p, err := m.plan(seq, req)
+	if err != nil {
+		if _, oob := err.(*OutOfBlocksError); oob {
+			m.st.RejectedAdmissions++
+		}
+		return AdmitResult{}, err
+	}
+	s := m.newSequence(seq)
+	s.priority = req.Priority
+	s.arrival = m.clock.Tick()
+	s.hit = p.res.HitTokens
+	if req.MaxTokens > cap(s.tokens) {
+		s.tokens = make([]int32, 0, req.MaxTokens)
+	}
+	if nb := ceilDiv(max(req.MaxTokens, p.tokens+req.Lookahead), m.bs); nb > cap(s.t.ids) {
+		s.t.ids = make([]blocks.ID, 0, nb)
+	}
+	s.tokens = append(s.tokens, req.Prompt[:p.tokens]...)
+	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: req.MM}
+
+	if len(p.hits) > 0 {
+		if err := m.index.Acquire(p.hits); err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: acquiring matched blocks failed: %v", err))
+		}
+		s.t.ids = append(s.t.ids, p.hits...)
+		s.t.tokens = len(p.hits) * m.bs
+		s.cur = p.cur
+	} else if m.caching() {
+		s.cur = m.index.Cursor(req.Namespace)
+	}
+	if _, err := s.t.Append(p.tokens-s.t.tokens, req.Lookahead); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: admission counted %d blocks but allocation failed: %v", p.need, err))
+	}
+	m.commitFull(s)
+	m.seqs[seq] = s
+	m.st.Admitted++
+	m.st.PromptTokens += uint64(len(req.Prompt))
+	m.st.HitTokens += uint64(p.res.HitTokens)
+	m.check()
+	return p.res, nil
+}
+
+// CanAdmit answers what Admit would, changing nothing: the result, or the error.
+func (m *Manager) CanAdmit(seq SeqID, req *Request) (AdmitResult, error) {
+	p, err := m.plan(seq, req)
+	if err != nil {
+		return AdmitResult{}, err
+	}
+	return p.res, nil
+}
+
+// commitFull commits the sequence's full blocks that are not yet on its path in the index
+// and returns how many it passed to the index.
+func (m *Manager) commitFull(s *sequence) int {
+	if !m.caching() {
+		return 0
+	}
+	full := len(s.tokens) / m.bs
+	if s.stale && full > s.committed() {
+		m.rematch(s, full)
+	}
+	from := s.committed()
+	if full <= from {
+		return 0
+	}
+	s.prompt.Tokens = s.tokens
+	res, err := m.index.Commit(&s.cur, &s.prompt, s.t.ids[from:full])
+	if err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: committing seq %d blocks [%d, %d) failed: %v", s.id, from, full, err))
+	}
+	if res.Duplicates > 0 {
+		// The cursor now sits on the index's own copy, which this sequence does not hold:
+		// it may be evicted, so the next commit re-derives the cursor from the tree.
+		s.stale = true
+	}
+	return full - from
+}
+
+// rematch re-derives the sequence's cursor from the tree for its first upto blocks: the
+// longest cached path along its tokens. Blocks past it are the sequence's own, uncached
+// (a cached block it holds keeps its whole path cached), so they can be committed again.
+func (m *Manager) rematch(s *sequence, upto int) {
+	p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:upto*m.bs], MM: s.prompt.MM}
+	m.hits, s.cur = m.index.Match(m.hits[:0], &p, false)
+	if len(m.hits) == 0 {
+		s.cur = m.index.Cursor(s.prompt.Namespace)
+	}
+	s.stale = false
+	for i, id := range m.hits {
+		if s.t.ids[i] != id {
+			s.stale = true // the path holds another sequence's copy, which may go
+			break
+		}
+	}
+}
+
+// Append appends tokens to a running sequence (one decode step, or a prefill chunk, or
+// accepted draft tokens) and reserves lookahead slots beyond them. Blocks are allocated
+// only when the last one is full; each block that fills is committed to the prefix index
+// at once, so concurrent requests can hit it. The first write into a shared block copies
+// it (see AppendResult.Copy). All or nothing: on ErrOutOfBlocks nothing changed; the
+// caller preempts (Preempt) and retries. Append allocates no memory in steady state.
+func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult, error) {
+	s, err := m.running("append", seq)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res, err := s.t.Append(len(tokens), lookahead)
+	if err != nil {
+		if oob, ok := err.(*OutOfBlocksError); ok {
+			oob.Seq = seq
+		}
+		return res, err
+	}
+	if res.Copied {
+		m.st.CopyOnWrites++
+	}
+	s.tokens = append(s.tokens, tokens...)
+	res.Committed = m.commitFull(s)
+	m.check()
+	return res, nil
+}
+
+// Finish commits seq's full blocks to the prefix index and releases all of its blocks;
+// cached blocks become evictable once nobody holds them. The ID is then free for reuse.
+// A swapped sequence is finished like Abort (its KV is on the host).
+func (m *Manager) Finish(seq SeqID) error {
+	s, err := m.lookup("finish", seq)
+	if err != nil {
+		return err
+	}
+	if s.state == Running {
+		m.commitFull(s)
+	}
+	m.drop(s)
+	m.st.Finished++
+	m.check()
+	return nil
+}
+
+// Abort releases all of seq's blocks without committing anything more (blocks already
+// committed stay cached). A swapped sequence's host blocks are released too.
+func (m *Manager) Abort(seq SeqID) error {
+	s, err := m.lookup("abort", seq)
+	if err != nil {
+		return err
+	}
+	m.drop(s)
+	m.st.Aborted++
+	m.check()
+	return nil
+}
+
+// drop releases everything s holds and forgets it.
+func (m *Manager) drop(s *sequence) {
+	if s.state == Swapped {
+		if err := m.cfg.HostPool.Release(s.host...); err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: releasing host blocks of seq %d: %v", s.id, err))
+		}
+		s.host = s.host[:0]
+	} else if err := s.t.Release(); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d: %v", s.id, err))
+	}
+	delete(m.seqs, s.id)
+	m.recycle(s)
+}
+
+// Fork makes child a copy of the running sequence parent that shares all of its blocks
+// (parallel sampling, beam search). The first write by either into a shared, partly
+// filled block copies it. It fails with ErrUnknownSeq if parent is missing and
+// ErrDuplicateSeq if child exists. It allocates no block.
+func (m *Manager) Fork(parent, child SeqID) error {
+	p, err := m.running("fork", parent)
+	if err != nil {
+		return err
+	}
+	if _, dup := m.seqs[child]; dup {
+		return &SeqError{Op: "fork", Seq: child, Err: ErrDuplicateSeq}
+	}
+	c := m.newSequence(child)
+	if err := p.t.forkInto(&c.t); err != nil {
+		m.recycle(c)
+		return err
+	}
+	c.tokens = append(c.tokens, p.tokens...)
+	c.prompt = p.prompt
+	c.prompt.Tokens = c.tokens
+	c.cur, c.stale = p.cur, p.stale
+	c.hit, c.priority = p.hit, p.priority
+	c.arrival = m.clock.Tick()
+	m.seqs[child] = c
+	m.st.Forks++
+	m.check()
+	return nil
+}
+
+// Truncate cuts seq to n tokens (rejected speculative tokens) and releases the blocks no
+// longer needed, lookahead reservations included. Blocks committed to the index stay
+// cached; a later write into a kept shared or cached block copies it first.
+func (m *Manager) Truncate(seq SeqID, n int) error {
+	s, err := m.running("truncate", seq)
+	if err != nil {
+		return err
+	}
+	if err := s.t.Truncate(n); err != nil {
+		return &SeqError{Op: "truncate", Seq: seq, Err: err}
+	}
+	s.tokens = s.tokens[:n]
+	s.prompt.Tokens = s.tokens
+	if m.caching() && s.committed() > n/m.bs {
+		m.rematch(s, n/m.bs)
+	}
+	m.check()
+	return nil
+}
+
+func (m *Manager) check() {
+	if !invariant.Enabled {
+		return
+	}
+	m.mutations++
+	if invariant.Sample(m.mutations) {
+		invariant.Check(m.CheckInvariants)
+	}
+}

@@ -1,0 +1,217 @@
+package blocktable
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kvpage/kvpage/evict"
+)
+
+// newestFirst is the default preemption order, vLLM's FCFS: the latest arrival goes first.
+type newestFirst struct{}
+
+func (newestFirst) Name() string { return "fcfs" }
+
+func (newestFirst) Victims(dst []int, running []evict.SeqInfo, need int) []int {
+	start := len(dst)
+	for i := range running {
+		dst = append(dst, i)
+	}
+	order := dst[start:]
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := running[a], running[b]
+		if x.Arrival != y.Arrival {
+			if x.Arrival > y.Arrival {
+				return -1
+			}
+			return 1
+		}
+		if x.ID < y.ID {
+			return -1
+		}
+		if x.ID > y.ID {
+			return 1
+		}
+		return 0
+	})
+	freed := 0
+	for k, i := range order {
+		if freed >= need {
+			return dst[:start+k]
+		}
+		freed += running[i].Freeable
+	}
+	return dst
+}
+
+// freeable is how many blocks releasing s would make available: blocks it alone holds,
+// and cached blocks that only it and the index hold (they become evictable).
+func (m *Manager) freeable(s *sequence) int {
+	n := 0
+	for _, id := range s.t.ids[s.t.nulls:] {
+		switch rc := m.pool.RefCount(id); {
+		case rc == 1:
+			n++
+		case rc == 2 && m.index != nil && m.index.IsCached(id):
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Manager) info(s *sequence) evict.SeqInfo {
+	return evict.SeqInfo{
+		ID:       uint64(s.id),
+		Priority: s.priority,
+		Arrival:  s.arrival,
+		Computed: len(s.tokens),
+		Held:     len(s.t.ids) - s.t.nulls,
+		Freeable: m.freeable(s),
+	}
+}
+
+// Preempt asks the preemption policy for victims among the running sequences (minus
+// req.Protect), in its order, until req.Need more blocks are available (free or
+// reclaimable) than now, preempts them in req.Mode, and appends one Preempted per victim
+// to dst. When even all candidates cannot free enough (by the policy's Freeable
+// estimate), or swap mode lacks host blocks for the victims, it preempts none and returns
+// an *OutOfBlocksError.
+func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
+	if req.Need < 0 || req.Mode > Swap {
+		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
+	}
+	if req.Mode == Swap && m.cfg.HostPool == nil {
+		return dst, &SeqError{Op: "preempt", Err: ErrNoHostPool}
+	}
+	if req.Need == 0 {
+		return dst, nil
+	}
+	m.infos, m.infoIDs = m.infos[:0], m.infoIDs[:0]
+	total := 0
+	for id, s := range m.seqs {
+		if s.state != Running || slices.Contains(req.Protect, id) {
+			continue
+		}
+		inf := m.info(s)
+		total += inf.Freeable
+		m.infos = append(m.infos, inf)
+		m.infoIDs = append(m.infoIDs, id)
+	}
+	if total < req.Need {
+		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: total}
+	}
+	// Map iteration order is random: sort candidates by ID so that policies see one order.
+	sortInfos(m.infos, m.infoIDs)
+	m.victims = m.preempt.Victims(m.victims[:0], m.infos, req.Need)
+	if req.Mode == Swap {
+		host := 0
+		for _, i := range m.victims {
+			host += m.infos[i].Held
+		}
+		if free := m.cfg.HostPool.NumFree(); host > free {
+			return dst, &OutOfBlocksError{Op: "swap out", Needed: host, Available: free}
+		}
+	}
+	for _, i := range m.victims {
+		p, err := m.PreemptSeq(m.infoIDs[i], req.Mode)
+		if err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
+		}
+		dst = append(dst, p)
+	}
+	return dst, nil
+}
+
+func sortInfos(infos []evict.SeqInfo, ids []SeqID) {
+	for i := 1; i < len(infos); i++ {
+		for j := i; j > 0 && infos[j].ID < infos[j-1].ID; j-- {
+			infos[j], infos[j-1] = infos[j-1], infos[j]
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+}
+
+// PreemptSeq preempts one running sequence chosen by the caller, in mode. In Recompute
+// mode the sequence is forgotten (its committed blocks stay cached); in Swap mode its
+// blocks are copied to host blocks (Preempted.SwapOut) and it waits for SwapIn.
+func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
+	s, err := m.running("preempt", seq)
+	if err != nil {
+		return Preempted{}, err
+	}
+	if mode > Swap {
+		return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrInvalidArgument}
+	}
+	if mode == Swap && m.cfg.HostPool == nil {
+		return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrNoHostPool}
+	}
+	before := m.pool.Available()
+	p := Preempted{Seq: seq, Mode: mode, Tokens: len(s.tokens)}
+	switch mode {
+	case Recompute:
+		m.drop(s)
+	case Swap:
+		live := s.t.ids[s.t.nulls:]
+		host, err := m.cfg.HostPool.Allocate(s.host[:0], len(live))
+		if err != nil {
+			return Preempted{}, &OutOfBlocksError{Op: "swap out", Seq: seq, Needed: len(live), Available: m.cfg.HostPool.NumFree()}
+		}
+		s.host = host
+		p.SwapOut = make([]CopyOp, len(live))
+		for i, id := range live {
+			p.SwapOut[i] = CopyOp{Src: id, Dst: host[i]}
+		}
+		if err := s.t.release(live); err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d for swap: %v", seq, err))
+		}
+		// Keep the table's shape (its length, its null entries) for SwapIn; the live
+		// entries now name host blocks until then.
+		copy(live, host)
+		s.state = Swapped
+	}
+	p.Freed = m.pool.Available() - before
+	m.st.Preemptions++
+	m.check()
+	return p, nil
+}
+
+// SwapIn brings a swapped sequence back: it allocates device blocks for its table and
+// appends the reverse copy plan, {Src: host block, Dst: device block} in table order, to
+// dst; the host blocks are released once the plan is returned (the server executes it
+// before the host blocks are reused). All or nothing. The restored blocks are the
+// sequence's own: they are committed to the index again only where the index lost them.
+func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
+	s, err := m.lookup("swap in", seq)
+	if err != nil {
+		return dst, err
+	}
+	if s.state != Swapped {
+		return dst, &SeqError{Op: "swap in", Seq: seq, Err: ErrNotRunning}
+	}
+	live := s.t.ids[s.t.nulls:]
+	if avail := m.pool.Available(); avail < len(live) {
+		return dst, &OutOfBlocksError{Op: "swap in", Seq: seq, Needed: len(live), Available: avail}
+	}
+	dev, err := m.pool.Allocate(m.hits[:0], len(live))
+	if err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: %d blocks available but allocation failed: %v", len(live), err))
+	}
+	m.hits = dev
+	for i, id := range dev {
+		dst = append(dst, CopyOp{Src: s.host[i], Dst: id})
+	}
+	copy(live, dev)
+	if err := m.cfg.HostPool.Release(s.host...); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: releasing host blocks of seq %d: %v", seq, err))
+	}
+	s.host = s.host[:0]
+	s.state = Running
+	// The path the cursor pointed at may have been evicted while the sequence was away.
+	s.stale = true
+	if m.caching() {
+		m.rematch(s, min(s.committed(), len(s.tokens)/m.bs))
+	}
+	m.st.SwapIns++
+	m.check()
+	return dst, nil
+}

@@ -1,0 +1,149 @@
+package blocktable
+
+import (
+	"slices"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// Contains reports whether seq is known (running or swapped).
+func (m *Manager) Contains(seq SeqID) bool {
+	_, ok := m.seqs[seq]
+	return ok
+}
+
+// Seq describes seq.
+func (m *Manager) Seq(seq SeqID) (SeqInfo, error) {
+	s, err := m.lookup("seq", seq)
+	if err != nil {
+		return SeqInfo{}, err
+	}
+	return SeqInfo{
+		State:     s.state,
+		Tokens:    len(s.tokens),
+		Reserved:  s.t.Reserved(),
+		Blocks:    len(s.t.ids),
+		HitTokens: s.hit,
+		Committed: s.committed(),
+		Priority:  s.priority,
+		Arrival:   s.arrival,
+	}, nil
+}
+
+// Seqs appends the IDs of every known sequence, in arrival order, to dst.
+func (m *Manager) Seqs(dst []SeqID) []SeqID {
+	start := len(dst)
+	for id := range m.seqs {
+		dst = append(dst, id)
+	}
+	slices.SortFunc(dst[start:], func(a, b SeqID) int {
+		x, y := m.seqs[a].arrival, m.seqs[b].arrival
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	return dst
+}
+
+// Tokens returns seq's token ids. The slice is the Manager's: read it, do not keep it
+// past the next call.
+func (m *Manager) Tokens(seq SeqID) ([]int32, error) {
+	s, err := m.lookup("tokens", seq)
+	if err != nil {
+		return nil, err
+	}
+	return s.tokens, nil
+}
+
+// Blocks returns the block table of the running sequence seq (null entries of a sliding
+// window included). The slice is the Manager's: read it, do not keep it past the next call.
+func (m *Manager) Blocks(seq SeqID) ([]blocks.ID, error) {
+	s, err := m.running("blocks", seq)
+	if err != nil {
+		return nil, err
+	}
+	return s.t.ids, nil
+}
+
+// Slot returns the flat KV slot (block x BlockSize + offset) of token position pos of
+// the running sequence seq, lookahead slots included.
+func (m *Manager) Slot(seq SeqID, pos int) (int64, error) {
+	s, err := m.running("slot", seq)
+	if err != nil {
+		return -1, err
+	}
+	return s.t.Slot(pos)
+}
+
+// FillSlots writes into dst the flat slots of seq's positions from, from+1, ...: the slot
+// mapping of a step's new tokens, as vLLM's slot_mapping. Entries past the sequence's
+// last reserved slot are -1 (padding). It returns how many entries are real slots and
+// allocates nothing.
+func (m *Manager) FillSlots(seq SeqID, from int, dst []int64) (int, error) {
+	s, err := m.running("fill slots", seq)
+	if err != nil {
+		return 0, err
+	}
+	return s.t.FillSlots(from, dst)
+}
+
+// FillRow writes seq's block table into dst (int32 block IDs, what paged-attention
+// kernels read), pads the rest of dst with the null block (0) and returns the number of
+// blocks. It fails with ErrShortBuffer, writing nothing, when dst is too short.
+func (m *Manager) FillRow(seq SeqID, dst []int32) (int, error) {
+	s, err := m.running("fill row", seq)
+	if err != nil {
+		return 0, err
+	}
+	return s.t.FillRow(dst)
+}
+
+// Pack packs the block tables of the running sequences seqs into b, one padded row each
+// in the order of seqs (see Batch). On error b is unchanged.
+func (m *Manager) Pack(b *Batch, seqs []SeqID) error {
+	longest := 0
+	for _, id := range seqs {
+		s, err := m.running("pack", id)
+		if err != nil {
+			return err
+		}
+		longest = max(longest, len(s.t.ids))
+	}
+	stride, err := b.strideFor(longest)
+	if err != nil {
+		return err
+	}
+	b.reset(len(seqs), stride)
+	for i, id := range seqs {
+		row := b.rows[i*stride : (i+1)*stride]
+		for j, blk := range m.seqs[id].t.ids {
+			row[j] = int32(blk)
+		}
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the Manager's state and counters.
+func (m *Manager) Stats() Stats {
+	st := m.st
+	ps := m.pool.Stats()
+	st.Capacity, st.Free = ps.Capacity, ps.Free
+	st.Evictions = ps.Reclaimed - m.reclaimBase
+	for _, s := range m.seqs {
+		if s.state == Running {
+			st.Running++
+		} else {
+			st.Swapped++
+			st.HostInUse += len(s.host)
+		}
+	}
+	if m.index != nil {
+		st.Evictable = m.index.Reclaimable()
+	}
+	st.InUse = ps.InUse - st.Evictable
+	return st
+}

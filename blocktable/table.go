@@ -1,0 +1,359 @@
+package blocktable
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/invariant"
+)
+
+// Table is one sequence's logical-to-physical block map: token position p lives in block
+// Blocks()[p / B] at offset p % B, flat slot block x B + offset. It can be used on its own
+// over a pool (no prefix caching); the Manager keeps one per sequence. Not safe for
+// concurrent use.
+//
+// The blocks cover the tokens plus any lookahead slots reserved for draft tokens; a block
+// is allocated only when the slots so far are all taken. Blocks past the last token's
+// block are private to the table (never shared, never cached), so a write can only ever
+// meet a shared block at the block holding the next position: at most one copy-on-write
+// per Append.
+type Table struct {
+	pool   *blocks.Pool
+	bs     int
+	window int
+	ids    []blocks.ID
+	tokens int
+	// nulls is how many leading entries a sliding window has released (all NullID).
+	nulls int
+	// release drops the table's reference on blocks: pool.Release for a plain table, the
+	// prefix index's Release under a Manager (so cached blocks become evictable).
+	release func([]blocks.ID) error
+	// cows counts copy-on-writes, for Stats.
+	cows uint64
+}
+
+// TableOption configures a Table.
+type TableOption func(*Table)
+
+// WithWindow gives the table a sliding attention window of w tokens: blocks wholly
+// outside it are released and their entries point at the pool's null block. The table
+// never wraps around cyclically: entries only ever turn into the null block, so a block
+// shared with another table is never overwritten in place.
+func WithWindow(w int) TableOption { return func(t *Table) { t.window = w } }
+
+// NewTable returns an empty table over pool for blocks of blockSize tokens.
+func NewTable(pool *blocks.Pool, blockSize int, opts ...TableOption) (*Table, error) {
+	t := &Table{}
+	if err := t.init(pool, blockSize, opts...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) init(pool *blocks.Pool, blockSize int, opts ...TableOption) error {
+	*t = Table{pool: pool, bs: blockSize, ids: t.ids[:0]}
+	for _, o := range opts {
+		o(t)
+	}
+	switch {
+	case pool == nil:
+		return fmt.Errorf("%w: nil pool", ErrInvalidArgument)
+	case blockSize <= 0:
+		return fmt.Errorf("%w: block size %d", ErrInvalidArgument, blockSize)
+	case t.window < 0:
+		return fmt.Errorf("%w: window %d", ErrInvalidArgument, t.window)
+	case t.window > 0 && !pool.HasNullBlock():
+		return fmt.Errorf("%w: a sliding window needs a pool with a null block", ErrInvalidArgument)
+	}
+	t.release = t.poolRelease
+	return nil
+}
+
+func (t *Table) poolRelease(ids []blocks.ID) error { return t.pool.Release(ids...) }
+
+// Len is the number of tokens in the table.
+func (t *Table) Len() int { return t.tokens }
+
+// Reserved is the number of lookahead slots beyond Len that the table's blocks cover.
+func (t *Table) Reserved() int { return len(t.ids)*t.bs - t.tokens }
+
+// NumBlocks is the length of the table, null entries included.
+func (t *Table) NumBlocks() int { return len(t.ids) }
+
+// BlockSize is the number of tokens per block.
+func (t *Table) BlockSize() int { return t.bs }
+
+// Blocks returns the table's block IDs (null entries outside a sliding window included).
+// The slice is the table's: read it, do not keep it past the next mutation.
+func (t *Table) Blocks() []blocks.ID { return t.ids }
+
+// CopyOnWrites is the number of blocks this table copied on first write.
+func (t *Table) CopyOnWrites() uint64 { return t.cows }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// grow is how many blocks must be added to cover n more tokens and lookahead slots.
+func (t *Table) grow(n, lookahead int) int {
+	return max(0, ceilDiv(t.tokens+n+lookahead, t.bs)-len(t.ids))
+}
+
+// needsCopy reports whether writing n > 0 tokens at the end meets a shared block.
+func (t *Table) needsCopy(n int) bool {
+	if n == 0 {
+		return false
+	}
+	i := t.tokens / t.bs
+	return i < len(t.ids) && t.pool.RefCount(t.ids[i]) > 1
+}
+
+// windowDrop is how many more leading blocks the sliding window releases before n tokens
+// are appended: every block wholly before the first position that the earliest new token
+// attends to, (Len - window + 1), as vLLM's sliding-window manager computes it.
+func (t *Table) windowDrop() int {
+	if t.window == 0 {
+		return 0
+	}
+	first := t.tokens - t.window + 1
+	if first <= 0 {
+		return 0
+	}
+	return max(0, min(first/t.bs, len(t.ids))-t.nulls)
+}
+
+// windowFreeable is how many of the blocks windowDrop would release go back to the pool.
+func (t *Table) windowFreeable(drop int) int {
+	n := 0
+	for _, id := range t.ids[t.nulls : t.nulls+drop] {
+		if t.pool.RefCount(id) == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// Need returns how many blocks Append(n, lookahead) would allocate now, a copy-on-write
+// included, without changing anything.
+func (t *Table) Need(n, lookahead int) int {
+	k := t.grow(n, lookahead)
+	if t.needsCopy(n) {
+		k++
+	}
+	return k
+}
+
+// Append adds n tokens and makes sure lookahead more slots exist, allocating a block only
+// when the last one is full, copying a shared block on first write (reported in the
+// result). With a sliding window, blocks that fell out of the window are released first.
+// All or nothing: on error (ErrOutOfBlocks, ErrInvalidArgument) nothing changed. It
+// allocates no memory once the table's slice has grown to its working size.
+func (t *Table) Append(n, lookahead int) (AppendResult, error) {
+	var res AppendResult
+	if n < 0 || lookahead < 0 {
+		return res, fmt.Errorf("%w: append %d tokens, lookahead %d", ErrInvalidArgument, n, lookahead)
+	}
+	grow := t.grow(n, lookahead)
+	cow := t.needsCopy(n)
+	need := grow
+	if cow {
+		need++
+	}
+	drop := t.windowDrop()
+	dropFirst := false
+	if need > 0 {
+		avail := t.pool.Available()
+		if avail < need {
+			if drop > 0 && avail+t.windowFreeable(drop) >= need {
+				dropFirst = true
+			} else {
+				return res, &OutOfBlocksError{Op: "append", Needed: need, Available: avail}
+			}
+		}
+	}
+	if dropFirst {
+		t.dropWindow(drop)
+	}
+	if need > 0 {
+		before := len(t.ids)
+		ids, err := t.pool.Allocate(t.ids, need)
+		if err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: pool reported %d blocks available but failed: %v", need, err))
+		}
+		t.ids = ids
+		if cow {
+			// The last allocated block becomes the private copy of the shared one.
+			i := t.tokens / t.bs
+			dst := t.ids[len(t.ids)-1]
+			t.ids = t.ids[:len(t.ids)-1]
+			src := t.ids[i]
+			t.ids[i] = dst
+			t.mustRelease(src)
+			res.Copied, res.Copy = true, CopyOp{Src: src, Dst: dst}
+			t.cows++
+		}
+		res.NewBlocks = len(t.ids) - before
+	}
+	if !dropFirst && drop > 0 {
+		t.dropWindow(drop)
+	}
+	t.tokens += n
+	t.check()
+	return res, nil
+}
+
+func (t *Table) dropWindow(drop int) {
+	for i := t.nulls; i < t.nulls+drop; i++ {
+		t.mustRelease(t.ids[i])
+		t.ids[i] = blocks.NullID
+	}
+	t.nulls += drop
+}
+
+func (t *Table) mustRelease(id blocks.ID) {
+	one := [1]blocks.ID{id}
+	if err := t.release(one[:]); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: table failed to release its block %d: %v", id, err))
+	}
+}
+
+// Truncate cuts the table to n tokens (rejected speculative tokens) and releases the
+// blocks no longer needed, lookahead reservations included. With a sliding window, n must
+// keep every position the next token attends to (ErrInvalidArgument otherwise).
+func (t *Table) Truncate(n int) error {
+	if n < 0 || n > t.tokens {
+		return fmt.Errorf("%w: truncate to %d tokens, table has %d", ErrInvalidArgument, n, t.tokens)
+	}
+	if t.window > 0 && t.nulls > 0 && n-t.window+1 < t.nulls*t.bs {
+		return fmt.Errorf("%w: truncate to %d tokens needs positions the sliding window released", ErrInvalidArgument, n)
+	}
+	keep := ceilDiv(n, t.bs)
+	if keep < len(t.ids) {
+		if err := t.release(t.ids[keep:]); err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: table failed to release its blocks: %v", err))
+		}
+		t.ids = t.ids[:keep]
+	}
+	t.tokens = n
+	t.check()
+	return nil
+}
+
+// Fork returns a new table sharing all of t's token blocks (one more reference each).
+// Lookahead blocks past the last token are not shared: they hold nothing yet.
+func (t *Table) Fork() (*Table, error) {
+	c := &Table{}
+	if err := t.forkInto(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// forkInto makes c a fork of t, reusing c's slice.
+func (t *Table) forkInto(c *Table) error {
+	share := ceilDiv(t.tokens, t.bs)
+	live := t.ids[t.nulls:share]
+	if len(live) > 0 {
+		if err := t.pool.Retain(live...); err != nil {
+			return fmt.Errorf("fork: %w", err)
+		}
+	}
+	ids := append(c.ids[:0], t.ids[:share]...)
+	*c = Table{pool: t.pool, bs: t.bs, window: t.window, ids: ids, tokens: t.tokens, nulls: t.nulls, release: c.release}
+	if c.release == nil {
+		c.release = c.poolRelease
+	}
+	c.check()
+	return nil
+}
+
+// Release releases every block of the table, in table order, and empties it.
+func (t *Table) Release() error {
+	live := t.ids[t.nulls:]
+	if len(live) > 0 {
+		if err := t.release(live); err != nil {
+			return err
+		}
+	}
+	t.ids = t.ids[:0]
+	t.tokens = 0
+	t.nulls = 0
+	return nil
+}
+
+// Slot returns the flat slot of position pos (lookahead slots included).
+func (t *Table) Slot(pos int) (int64, error) {
+	if pos < 0 || pos >= len(t.ids)*t.bs {
+		return -1, fmt.Errorf("%w: position %d outside the table's %d slots", ErrInvalidArgument, pos, len(t.ids)*t.bs)
+	}
+	if pos < t.nulls*t.bs {
+		return -1, fmt.Errorf("%w: position %d is outside the sliding window", ErrInvalidArgument, pos)
+	}
+	return int64(t.ids[pos/t.bs])*int64(t.bs) + int64(pos%t.bs), nil
+}
+
+// FillSlots writes the slots of positions from, from+1, ... into dst, -1 past the last
+// reserved slot, and returns how many are real. It allocates nothing.
+func (t *Table) FillSlots(from int, dst []int64) (int, error) {
+	if from < t.nulls*t.bs || from > len(t.ids)*t.bs {
+		return 0, fmt.Errorf("%w: slots from position %d, table covers [%d, %d)", ErrInvalidArgument, from, t.nulls*t.bs, len(t.ids)*t.bs)
+	}
+	real := min(len(dst), len(t.ids)*t.bs-from)
+	bs := int64(t.bs)
+	for i := range real {
+		p := from + i
+		dst[i] = int64(t.ids[p/t.bs])*bs + int64(p%t.bs)
+	}
+	for i := real; i < len(dst); i++ {
+		dst[i] = -1
+	}
+	return real, nil
+}
+
+// FillRow writes the block IDs into dst, pads the rest with the null block (0) and returns
+// the number of blocks; ErrShortBuffer when dst is too short, having written nothing.
+func (t *Table) FillRow(dst []int32) (int, error) {
+	if len(dst) < len(t.ids) {
+		return 0, fmt.Errorf("%w: row of %d entries for %d blocks", ErrShortBuffer, len(dst), len(t.ids))
+	}
+	for i, id := range t.ids {
+		dst[i] = int32(id)
+	}
+	clear(dst[len(t.ids):])
+	return len(t.ids), nil
+}
+
+// CheckInvariants verifies the table against its pool: the blocks cover the tokens;
+// leading null entries are exactly the released window; every other entry is a held
+// block; blocks past the last token's block are private (one holder).
+func (t *Table) CheckInvariants() error {
+	if t.tokens < 0 || t.tokens > len(t.ids)*t.bs {
+		return fmt.Errorf("table: %d tokens in %d blocks of %d", t.tokens, len(t.ids), t.bs)
+	}
+	if t.nulls < 0 || t.nulls > len(t.ids) || (t.window == 0 && t.nulls != 0) {
+		return fmt.Errorf("table: %d null entries in %d blocks (window %d)", t.nulls, len(t.ids), t.window)
+	}
+	for i, id := range t.ids {
+		if i < t.nulls {
+			if id != blocks.NullID {
+				return fmt.Errorf("table: entry %d is %d inside the released window", i, id)
+			}
+			continue
+		}
+		if t.pool.HasNullBlock() && id == blocks.NullID {
+			return fmt.Errorf("table: entry %d is the null block outside the released window", i)
+		}
+		rc := t.pool.RefCount(id)
+		if rc < 1 {
+			return fmt.Errorf("table: entry %d is block %d, which is free", i, id)
+		}
+		if i >= ceilDiv(t.tokens, t.bs) && rc != 1 {
+			return fmt.Errorf("table: lookahead entry %d (block %d) has %d holders, want 1", i, id, rc)
+		}
+	}
+	return nil
+}
+
+func (t *Table) check() {
+	if invariant.Enabled {
+		invariant.Check(t.CheckInvariants)
+	}
+}
