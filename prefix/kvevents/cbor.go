@@ -1,0 +1,56 @@
+package kvevents
+
+// A hand-rolled encoder for the few CBOR items a vLLM block hash needs, appending into a
+// caller's buffer so that hashing a block allocates nothing. It follows RFC 8949's core
+// deterministic encoding (section 4.2.1): every length and integer takes its shortest
+// form, and lengths are always definite. Only the item kinds below are needed: unsigned and
+// negative integers, byte strings, text strings, arrays, and null.
+
+// CBOR major types (RFC 8949 section 3.1), already shifted into the top three bits.
+const (
+	cborUint  = 0 << 5
+	cborNeg   = 1 << 5
+	cborBytes = 2 << 5
+	cborText  = 3 << 5
+	cborArray = 4 << 5
+	cborNull  = 0xf6 // major type 7, simple value 22
+)
+
+// appendCBORHead appends the head of an item of major type major whose argument (a value
+// or a length) is n, in the shortest form: inside the initial byte below 24, else in the
+// 1, 2, 4 or 8 bytes that follow it (additional information 24 to 27).
+func appendCBORHead(dst []byte, major byte, n uint64) []byte {
+	switch {
+	case n < 24:
+		return append(dst, major|byte(n))
+	case n <= 0xff:
+		return append(dst, major|24, byte(n))
+	case n <= 0xffff:
+		return append(dst, major|25, byte(n>>8), byte(n))
+	case n <= 0xffffffff:
+		return append(dst, major|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	default:
+		return append(dst, major|27, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32),
+			byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+}
+
+// appendCBORInt appends the integer v: major type 0 when v >= 0, else major type 1 with
+// argument -1-v, as Python's cbor2 encodes an int.
+func appendCBORInt(dst []byte, v int64) []byte {
+	if v >= 0 {
+		return appendCBORHead(dst, cborUint, uint64(v))
+	}
+	return appendCBORHead(dst, cborNeg, uint64(-1-v))
+}
+
+// appendCBORBytes appends b as a byte string (Python bytes).
+func appendCBORBytes(dst, b []byte) []byte {
+	return append(appendCBORHead(dst, cborBytes, uint64(len(b))), b...)
+}
+
+// appendCBORText appends s as a text string (Python str). s is taken as UTF-8 as it is:
+// a Go string that is not valid UTF-8 has no Python str counterpart.
+func appendCBORText(dst []byte, s string) []byte {
+	return append(appendCBORHead(dst, cborText, uint64(len(s))), s...)
+}
