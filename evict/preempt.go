@@ -9,8 +9,12 @@ type SeqInfo struct {
 	// Arrival is the logical order of arrival: a larger value arrived later.
 	Arrival uint64
 	// Computed is the number of tokens whose KV the sequence holds (the work lost when it is
-	// preempted in recompute mode).
+	// preempted in recompute mode): prompt tokens computed plus output tokens generated.
 	Computed int
+	// Output is how many of the Computed tokens are generated output rather than prompt
+	// (decode progress). The "progress" policy orders by it, as SGLang's retraction does;
+	// other policies ignore it.
+	Output int
 	// Held is the number of blocks in the sequence's table.
 	Held int
 	// Freeable is how many blocks preempting it would really return to the pool: blocks

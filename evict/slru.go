@@ -1,0 +1,129 @@
+package evict
+
+import (
+	"cmp"
+	"fmt"
+)
+
+// ReusedHits is the Entry.Hits from which a block counts as reused: its content was stored
+// (one use) and hit at least once since. SLRU protects such blocks and S3FIFO keeps them in
+// its main queue; blocks below it are one-hit wonders.
+const ReusedHits = 2
+
+// DefaultProtectedPercent is SLRU's default protected share of the candidates.
+const DefaultProtectedPercent = 80
+
+// SLRU is segmented LRU: candidates whose content has been reused are protected, and
+// one-hit wonders are evicted before them.
+//
+// The exact rule. A candidate enters the protected segment when e.Hits >= ReusedHits, the
+// probation segment otherwise. Both segments are ordered by (LastAccess, Key). The
+// protected segment may hold at most ⌊P·n/100⌋ of the n candidates (P, the protected
+// percent, is set at construction: DefaultProtectedPercent); after every Add, Remove and
+// Victim, while it holds more, its least recently used candidate is demoted to probation,
+// where it competes by its own (old) LastAccess. A demoted candidate stays in probation until
+// it leaves; added again (after a hit) it starts over. Victim pops the least recently used
+// probation candidate, or the least recently used protected one when probation is empty.
+//
+// Segment sizes are shares of the candidates (the evictable blocks), not of the whole
+// cache, because that is all a policy sees. Each operation changes n by one, so at most one
+// demotion follows it: Add, Remove and Victim are O(log n).
+type SLRU[K cmp.Ordered] struct {
+	probation rankHeap[K]
+	protected rankHeap[K]
+	percent   int
+	v         verifier
+}
+
+// NewSLRU returns an empty SLRU policy whose protected segment holds at most percent of
+// the candidates; percent outside 1..100 means DefaultProtectedPercent.
+func NewSLRU[K cmp.Ordered](percent int) *SLRU[K] {
+	if percent < 1 || percent > 100 {
+		percent = DefaultProtectedPercent
+	}
+	return &SLRU[K]{probation: newRankHeap[K](), protected: newRankHeap[K](), percent: percent}
+}
+
+// Name returns "slru".
+func (p *SLRU[K]) Name() string { return "slru" }
+
+// ProtectedPercent is the protected segment's maximum share of the candidates.
+func (p *SLRU[K]) ProtectedPercent() int { return p.percent }
+
+// Add makes e.Key a candidate, protected if its content has been reused.
+func (p *SLRU[K]) Add(e Entry[K]) {
+	p.probation.remove(e.Key)
+	p.protected.remove(e.Key)
+	if e.Hits >= ReusedHits {
+		p.protected.push(e.Key, e.LastAccess, 0)
+	} else {
+		p.probation.push(e.Key, e.LastAccess, 0)
+	}
+	p.rebalance()
+	if checking {
+		p.v.after(p.CheckInvariants)
+	}
+}
+
+// Remove withdraws key and reports whether it was a candidate.
+func (p *SLRU[K]) Remove(key K) bool {
+	ok := p.protected.remove(key) || p.probation.remove(key)
+	p.rebalance()
+	if checking {
+		p.v.after(p.CheckInvariants)
+	}
+	return ok
+}
+
+// Victim pops the least recently used probation candidate, else the least recently used
+// protected one.
+func (p *SLRU[K]) Victim() (K, bool) {
+	k, ok := p.probation.pop()
+	if !ok {
+		k, ok = p.protected.pop()
+	}
+	p.rebalance()
+	if checking {
+		p.v.after(p.CheckInvariants)
+	}
+	return k, ok
+}
+
+// protectedCap is the most candidates the protected segment may hold.
+func (p *SLRU[K]) protectedCap() int { return p.Len() * p.percent / 100 }
+
+func (p *SLRU[K]) rebalance() {
+	for p.protected.len() > p.protectedCap() {
+		key, t, _, _ := p.protected.peek()
+		p.protected.pop()
+		p.probation.push(key, t, 0)
+	}
+}
+
+// Len is the number of candidates.
+func (p *SLRU[K]) Len() int { return p.probation.len() + p.protected.len() }
+
+// Reset drops every candidate.
+func (p *SLRU[K]) Reset() {
+	p.probation.reset()
+	p.protected.reset()
+}
+
+// CheckInvariants verifies both segments, that no key is in both, and the protected cap.
+func (p *SLRU[K]) CheckInvariants() error {
+	if err := p.probation.check(); err != nil {
+		return fmt.Errorf("slru probation: %w", err)
+	}
+	if err := p.protected.check(); err != nil {
+		return fmt.Errorf("slru protected: %w", err)
+	}
+	for k := range p.protected.index {
+		if p.probation.has(k) {
+			return fmt.Errorf("slru: key %v is in both segments", k)
+		}
+	}
+	if p.protected.len() > p.protectedCap() {
+		return fmt.Errorf("slru: %d protected, cap %d", p.protected.len(), p.protectedCap())
+	}
+	return nil
+}
