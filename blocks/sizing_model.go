@@ -1,0 +1,222 @@
+package blocks
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// LayerGroup is a run of decoder layers that cache the same thing per token: full or
+// sliding-window attention with KVHeads heads of KHeadDim (K) and VHeadDim (V) values, or
+// multi-head latent attention (MLA, DeepSeek) with one latent vector of LatentDim values.
+type LayerGroup struct {
+	// Layers is how many decoder layers the group has.
+	Layers int `json:"layers"`
+	// Window is the sliding window in tokens; 0 means full attention (every token stays).
+	Window int `json:"window,omitempty"`
+	// KVHeads is the number of KV heads (equal to the query heads without grouped-query
+	// attention). 0 for MLA.
+	KVHeads int `json:"kv_heads,omitempty"`
+	// KHeadDim and VHeadDim are the values per head of K and of V; they may differ.
+	KHeadDim int `json:"k_head_dim,omitempty"`
+	VHeadDim int `json:"v_head_dim,omitempty"`
+	// LatentDim, for MLA, is the values cached per token per layer: kv_lora_rank +
+	// qk_rope_head_dim (512 + 64 = 576 for DeepSeek-V3). Not split into K and V, not into
+	// heads. 0 for ordinary attention.
+	LatentDim int `json:"latent_dim,omitempty"`
+}
+
+// MLA reports whether the group caches an MLA latent rather than K and V heads.
+func (g LayerGroup) MLA() bool { return g.LatentDim > 0 }
+
+// Sliding reports whether the group keeps only a window of recent tokens.
+func (g LayerGroup) Sliding() bool { return g.Window > 0 }
+
+// limits keep every product of the sizing inside int64: a token count of at most
+// MaxTokens times at most maxBitsPerToken bits is below 2^62.
+const (
+	// MaxTokens is the largest context or token count the sizing accepts (2^31 - 1).
+	MaxTokens       = 1<<31 - 1
+	maxBitsPerToken = 1 << 31
+	maxDim          = 1 << 20
+)
+
+func (g LayerGroup) validate(i int) error {
+	switch {
+	case g.Layers <= 0 || g.Layers > maxDim:
+		return invalidf("layer group %d: %d layers", i, g.Layers)
+	case g.Window < 0 || g.Window > MaxTokens:
+		return invalidf("layer group %d: window %d", i, g.Window)
+	case g.MLA():
+		if g.KVHeads != 0 || g.KHeadDim != 0 || g.VHeadDim != 0 {
+			return invalidf("layer group %d: an MLA group has a latent, not KV heads", i)
+		}
+		if g.LatentDim > maxDim {
+			return invalidf("layer group %d: latent dim %d", i, g.LatentDim)
+		}
+	case g.KVHeads <= 0 || g.KVHeads > maxDim:
+		return invalidf("layer group %d: %d KV heads", i, g.KVHeads)
+	case g.KHeadDim <= 0 || g.KHeadDim > maxDim || g.VHeadDim <= 0 || g.VHeadDim > maxDim:
+		return invalidf("layer group %d: head dims K %d, V %d", i, g.KHeadDim, g.VHeadDim)
+	case g.LatentDim < 0:
+		return invalidf("layer group %d: latent dim %d", i, g.LatentDim)
+	}
+	return nil
+}
+
+// kvHeadsPerGPU is how many KV heads one GPU holds under tensor parallelism: the heads are
+// divided across the GPUs, and when there are fewer heads than GPUs each head is
+// replicated so that every GPU holds one (vLLM's rule).
+func (g LayerGroup) kvHeadsPerGPU(tp int) int {
+	if g.KVHeads >= tp {
+		return g.KVHeads / tp
+	}
+	return 1
+}
+
+// bitsPerToken is the bits one token takes in all layers of the group on one GPU of tp.
+// An MLA latent is replicated on every GPU, as vLLM does.
+func (g LayerGroup) bitsPerToken(d DType, tp int) int64 {
+	if g.MLA() {
+		return int64(g.Layers) * d.VectorBits(int64(g.LatentDim))
+	}
+	perHead := d.VectorBits(int64(g.KHeadDim)) + d.VectorBits(int64(g.VHeadDim))
+	return int64(g.Layers) * int64(g.kvHeadsPerGPU(tp)) * perHead
+}
+
+// ModelSpec is what the sizing needs to know of a model: its layer groups, its heads for
+// the tensor-parallel rules, its data type, and its weights.
+type ModelSpec struct {
+	// Name is the preset name, or the config's model_type for a parsed config.
+	Name string `json:"name"`
+	// Groups are the layer groups, in no particular order.
+	Groups []LayerGroup `json:"groups"`
+	// AttentionHeads is the number of query heads; tensor parallelism must divide it.
+	// 0 when unknown (the check is skipped).
+	AttentionHeads int `json:"attention_heads,omitempty"`
+	// DType is the model's data type (torch_dtype): what vLLM's --kv-cache-dtype auto and
+	// --dtype auto resolve to. 0 when the config does not say.
+	DType DType `json:"-"`
+	// WeightDType is the data type the weights are stored in when it differs from DType
+	// (an fp8 or mxfp4 checkpoint); 0 means DType.
+	WeightDType DType `json:"-"`
+	// Params is the parameter count; 0 when unknown.
+	Params int64 `json:"params,omitempty"`
+	// WeightBytes, when not 0, is the size of the weights as loaded, given directly (for a
+	// checkpoint whose parameters are not all of one type, such as gpt-oss).
+	WeightBytes int64 `json:"weight_bytes,omitempty"`
+	// MaxModelLen is the longest context the model supports (max_position_embeddings):
+	// what vLLM uses when --max-model-len is not given. 0 when unknown.
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// Source says where the values come from.
+	Source string `json:"source,omitempty"`
+	// Notes are the assumptions made while reading a config (a default taken for an absent
+	// field), to be shown with any result.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Validate checks that the spec describes a model the sizing can handle.
+func (m ModelSpec) Validate() error {
+	if len(m.Groups) == 0 {
+		return invalidf("model %q has no layer groups", m.Name)
+	}
+	layers := 0
+	for i, g := range m.Groups {
+		if err := g.validate(i); err != nil {
+			return err
+		}
+		layers += g.Layers
+	}
+	if layers > maxDim {
+		return invalidf("model %q has %d layers", m.Name, layers)
+	}
+	switch {
+	case m.AttentionHeads < 0 || m.AttentionHeads > maxDim:
+		return invalidf("model %q: %d attention heads", m.Name, m.AttentionHeads)
+	case m.Params < 0 || m.WeightBytes < 0:
+		return invalidf("model %q: negative parameter count or weight size", m.Name)
+	case m.MaxModelLen < 0 || m.MaxModelLen > MaxTokens:
+		return invalidf("model %q: max model len %d", m.Name, m.MaxModelLen)
+	case m.DType != 0 && !m.DType.Valid(), m.WeightDType != 0 && !m.WeightDType.Valid():
+		return invalidf("model %q: invalid data type", m.Name)
+	}
+	if b := m.bitsPerToken(FP32, 1); b > maxBitsPerToken {
+		return invalidf("model %q: %d bits of KV cache per token is beyond any real model", m.Name, b)
+	}
+	return nil
+}
+
+// NumLayers returns the number of decoder layers that hold KV cache.
+func (m ModelSpec) NumLayers() int {
+	n := 0
+	for _, g := range m.Groups {
+		n += g.Layers
+	}
+	return n
+}
+
+func (m ModelSpec) bitsPerToken(d DType, tp int) int64 {
+	var total int64
+	for _, g := range m.Groups {
+		total += g.bitsPerToken(d, tp)
+	}
+	return total
+}
+
+// KVBitsPerToken returns the formula's value for the whole model: 2 (K and V) x layers x
+// KV heads x head dim x bits per value summed over the layer groups (one latent per layer
+// for MLA), before any tensor-parallel split and ignoring windows. For Llama 3 70B in
+// fp16 it is 2,621,440 bits: 327,680 bytes.
+func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
+	if err := m.Validate(); err != nil {
+		return 0, err
+	}
+	if !d.Valid() {
+		return 0, invalidf("invalid cache data type")
+	}
+	return Bits(m.bitsPerToken(d, 1)), nil
+}
+
+// TotalWeightBytes returns the bytes of the weights: WeightBytes when given, otherwise
+// Params x the weight data type. It fails with ErrMissingField when neither is known.
+func (m ModelSpec) TotalWeightBytes() (int64, error) {
+	if m.WeightBytes > 0 {
+		return m.WeightBytes, nil
+	}
+	if m.Params <= 0 {
+		return 0, &FieldError{Field: "params", Reason: "the parameter count is unknown: give it, or the weight size", Err: ErrMissingField}
+	}
+	d := m.WeightDType
+	if d == 0 {
+		d = m.DType
+	}
+	if d == 0 {
+		return 0, missingField("torch_dtype", "needed to size the weights from the parameter count")
+	}
+	hi, lo := bits.Mul64(uint64(m.Params), uint64(d.BitsPerValue()*16))
+	if hi != 0 || lo > 1<<62 {
+		return 0, invalidf("model %q: %d parameters overflow", m.Name, m.Params)
+	}
+	// BitsPerValue x 16 is an integer for every DType (4.25 x 16 = 68).
+	return int64((lo + 127) / 128), nil
+}
+
+// Bits is an exact size in bits. KV sizes are kept in bits because a block-scaled 4-bit
+// cache can take a fractional number of bytes per token.
+type Bits int64
+
+// Bytes returns the size in bytes, fractional when it is not a whole number of bytes.
+func (b Bits) Bytes() float64 { return float64(b) / 8 }
+
+// WholeBytes returns the size in bytes and whether it is a whole number of bytes.
+func (b Bits) WholeBytes() (int64, bool) { return int64(b) / 8, b%8 == 0 }
+
+// CeilBytes returns the size rounded up to whole bytes.
+func (b Bits) CeilBytes() int64 { return (int64(b) + 7) / 8 }
+
+// String prints whole bytes as an integer and fractional ones with their fraction.
+func (b Bits) String() string {
+	if n, ok := b.WholeBytes(); ok {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%g B", b.Bytes())
+}
