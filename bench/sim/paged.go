@@ -1,0 +1,167 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// paged drives this library's blocktable.Manager: blocks on demand, prefix sharing through
+// the prefix index when enabled, and preemption (recompute mode, the Manager's default
+// newest-first policy) when a running request cannot grow.
+type paged struct {
+	m         *blocktable.Manager
+	seqs      []seq
+	seed      uint64
+	blockSize int
+	sharing   bool
+	capacity  int // tokens
+
+	internal int64 // sum of the running requests' last-block tails
+	tokens   int64 // sum of the running requests' token states (shared ones counted per holder)
+	prompt   []int32
+	one      [1]int32
+	pre      []blocktable.Preempted
+	req      blocktable.Request
+}
+
+func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
+	pool, err := blocks.New(cfg.Capacity/s.BlockSize, blocks.WithNullBlock())
+	if err != nil {
+		return nil, err
+	}
+	clock := &evict.Counter{}
+	mc := blocktable.Config{Pool: pool, BlockSize: s.BlockSize, Watermark: s.Watermark, Clock: clock}
+	if s.PrefixSharing {
+		policy, err := NewEvictionPolicy(s.EvictionName())
+		if err != nil {
+			return nil, err
+		}
+		if mc.Index, err = prefix.New(pool, s.BlockSize, prefix.WithPolicy(policy), prefix.WithClock(clock)); err != nil {
+			return nil, err
+		}
+	}
+	m, err := blocktable.New(mc)
+	if err != nil {
+		return nil, err
+	}
+	return &paged{m: m, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
+}
+
+// tail is the number of empty slots in the last block of a sequence of n tokens.
+func (p *paged) tail(n int) int64 { return int64((p.blockSize - n%p.blockSize) % p.blockSize) }
+
+func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error) {
+	n := s.req.Input + s.generated
+	if n > budget && !p.sharing {
+		return 0, 0, false, nil
+	}
+	if cap(p.prompt) < n {
+		p.prompt = make([]int32, n, 2*n)
+	}
+	p.prompt = p.prompt[:n]
+	for i := range p.prompt {
+		p.prompt[i] = Token(p.seed, s.req, i)
+	}
+	p.req = blocktable.Request{Prompt: p.prompt, MaxTokens: s.req.KVLen()}
+	id := blocktable.SeqID(s.req.ID)
+	if n > budget {
+		// Only a prefix hit can bring the prefill within the budget: ask first.
+		res, err := p.m.CanAdmit(id, &p.req)
+		if errors.Is(err, blocktable.ErrOutOfBlocks) {
+			return 0, 0, false, nil
+		}
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if n-res.HitTokens > budget {
+			return 0, 0, false, nil
+		}
+	}
+	res, err := p.m.Admit(id, &p.req)
+	if errors.Is(err, blocktable.ErrOutOfBlocks) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	s.stored = n
+	p.tokens += int64(n)
+	p.internal += p.tail(n)
+	return n - res.HitTokens, res.HitTokens, true, nil
+}
+
+func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
+	id := blocktable.SeqID(s.req.ID)
+	p.one[0] = Token(p.seed, s.req, s.stored)
+	for {
+		_, err := p.m.Append(id, p.one[:], 0)
+		if err == nil {
+			p.internal += p.tail(s.stored+1) - p.tail(s.stored)
+			p.tokens++
+			s.stored++
+			return victims, nil
+		}
+		if !errors.Is(err, blocktable.ErrOutOfBlocks) {
+			return victims, err
+		}
+		// One token needs at most one block. The policy may pick s itself (vLLM preempts
+		// the newest request, which can be the one growing).
+		p.pre, err = p.m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, p.pre[:0])
+		if err != nil {
+			return victims, fmt.Errorf("request %d cannot grow and preempting cannot free a block: %w", s.req.ID, err)
+		}
+		if len(p.pre) == 0 {
+			return victims, fmt.Errorf("request %d cannot grow and the preemption policy chose no victim", s.req.ID)
+		}
+		self := false
+		for _, v := range p.pre {
+			vs := &p.seqs[v.Seq]
+			p.tokens -= int64(vs.stored)
+			p.internal -= p.tail(vs.stored)
+			victims = append(victims, vs)
+			self = self || vs == s
+		}
+		if self {
+			return victims, nil
+		}
+	}
+}
+
+func (p *paged) finish(s *seq) error {
+	if err := p.m.Finish(blocktable.SeqID(s.req.ID)); err != nil {
+		return err
+	}
+	p.tokens -= int64(s.stored)
+	p.internal -= p.tail(s.stored)
+	return nil
+}
+
+func (p *paged) usage(*seq) Usage {
+	st := p.m.Stats()
+	b := int64(p.blockSize)
+	return Usage{
+		Tokens:   int64(st.InUse)*b - p.internal,
+		Internal: p.internal,
+		External: int64(p.capacity) - int64(st.Capacity)*b,
+		Free:     int64(st.Capacity-st.InUse) * b,
+		Cached:   int64(st.Evictable) * b,
+	}
+}
+
+func (p *paged) check() error {
+	st := p.m.Stats()
+	if st.InUse+st.Evictable+st.Free != st.Capacity {
+		return fmt.Errorf("blocks in use %d + evictable %d + free %d != capacity %d", st.InUse, st.Evictable, st.Free, st.Capacity)
+	}
+	// Without sharing every block has one holder, so the requests' own counts must
+	// account for every block in use exactly.
+	if !p.sharing && p.tokens+p.internal != int64(st.InUse)*int64(p.blockSize) {
+		return fmt.Errorf("requests hold %d tokens + %d tail slots, but %d blocks of %d are in use", p.tokens, p.internal, st.InUse, p.blockSize)
+	}
+	return p.m.CheckInvariants()
+}

@@ -1,0 +1,350 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kvpage/kvpage/internal/invariant"
+)
+
+// seq is one request's state in a simulation.
+type seq struct {
+	req       *Request
+	generated int // output tokens generated so far
+	stored    int // token states held (0 while waiting)
+	preempted bool
+
+	// contiguous schemes
+	offset, reservation int
+}
+
+// allocator is what a scheme does to memory; the scheduler decides when.
+type allocator interface {
+	// admit gives s memory for its prompt (s.req.Input + s.generated tokens, the whole
+	// history after a preemption) if that fits now and its prefill, whatever a prefix hit
+	// leaves to compute, fits budget. It returns the tokens computed and the prefix hit.
+	admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
+	// grow gives s a slot for one more token (the last one it generated). When memory runs
+	// out it preempts running requests, possibly s itself, and appends them to victims.
+	grow(s *seq, victims []*seq) ([]*seq, error)
+	// finish releases a finished request's memory.
+	finish(s *seq) error
+	// usage splits the budget; head is the first waiting request, or nil.
+	usage(head *seq) Usage
+	// check verifies the allocator's own invariants (tests and kvinvariants builds).
+	check() error
+}
+
+// Result is what one scheme measured.
+type Result struct {
+	Scheme Scheme
+	// Capacity is the KV budget in tokens.
+	Capacity int
+	// Shares are the Usage parts as fractions of Capacity, averaged over the saturated
+	// phase's steps.
+	Shares Shares
+	// MeanRunning and PeakRunning are over the saturated phase.
+	MeanRunning float64
+	PeakRunning int
+	// CompletedPerKStep is requests completed per 1,000 steps of the saturated phase.
+	CompletedPerKStep float64
+	// Preemptions counts preemptions in the saturated phase (TotalPreemptions in the run).
+	Preemptions, TotalPreemptions int
+	// PrefixHitRate is prefix-hit tokens / prompt tokens over the saturated phase's
+	// admissions, readmissions after preemption included (vLLM's definition).
+	PrefixHitRate float64
+	// SaturatedSteps is the length of the measured phase; WaitingSteps how many of its
+	// steps ended with a request still waiting; TotalSteps the whole run's.
+	SaturatedSteps, WaitingSteps, TotalSteps int
+	// Completed counts requests completed in the saturated phase; Requests the run's.
+	Completed, Requests int
+}
+
+// Simulate runs reqs (in arrival order, each within cfg.MaxModelLen; see Prepare) through
+// one scheme under the iteration-level scheduler described in the package doc.
+func Simulate(reqs []Request, cfg Config, s Scheme) (*Result, error) {
+	return simulate(reqs, cfg, s, false)
+}
+
+// simulate is Simulate; with checkEveryStep, every step verifies the usage and the
+// allocator's invariants (tests use it).
+func simulate(reqs []Request, cfg Config, s Scheme, checkEveryStep bool) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.validate(&cfg); err != nil {
+		return nil, err
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.ID != i || r.Input < 1 || r.Output < 1 || r.Input+r.Output > cfg.MaxModelLen || r.Shared < 0 || r.Shared > r.Input+r.Output ||
+			(r.Group < 0 && r.Shared != 0) || r.Arrival < 0 || math.IsNaN(r.Arrival) || (i > 0 && r.Arrival < reqs[i-1].Arrival) {
+			return nil, fmt.Errorf("%w: request %d (%+v) is not a prepared request for max-model-len %d (see Prepare)", ErrInvalidConfig, i, *r, cfg.MaxModelLen)
+		}
+	}
+	seqs := make([]seq, len(reqs))
+	for i := range reqs {
+		seqs[i].req = &reqs[i]
+	}
+	var a allocator
+	if s.Kind == Paged {
+		p, err := newPaged(&cfg, s, seqs)
+		if err != nil {
+			return nil, err
+		}
+		a = p
+	} else {
+		a = newContiguous(&cfg, s.Kind)
+	}
+	sch := &scheduler{cfg: cfg, a: a, reqs: reqs, seqs: seqs, res: &Result{Scheme: s, Capacity: cfg.Capacity, Requests: len(reqs)}, checkEveryStep: checkEveryStep}
+	if err := sch.run(); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Label(), err)
+	}
+	return sch.res, nil
+}
+
+type scheduler struct {
+	cfg  Config
+	a    allocator
+	reqs []Request
+	res  *Result
+
+	seqs      []seq
+	next      int    // next request to arrive
+	pending   []*seq // arrived, never admitted, in arrival order
+	pendHead  int
+	preempted []*seq // preempted, waiting to be readmitted, by request ID
+	running   []*seq // in admission order
+	victims   []*seq
+
+	// sums over the saturated phase
+	saturated                bool
+	sum                      [6]int64
+	steps, waitingSteps      int
+	runningSum               int64
+	peak                     int
+	completed, preemptions   int
+	promptTokens, hitTokens  int64
+	totalPreempt, unreported int
+
+	// checkEveryStep makes every step verify the usage and the allocator's invariants, as
+	// the kvinvariants build does; tests set it.
+	checkEveryStep bool
+	records        uint64
+}
+
+func (sc *scheduler) arrivalStep(r *Request) int {
+	return int(math.Floor(r.Arrival / sc.cfg.StepDuration))
+}
+
+func (sc *scheduler) waiting() int { return len(sc.pending) - sc.pendHead + len(sc.preempted) }
+
+// head is the first waiting request in FCFS order: preempted requests arrived before any
+// request never admitted, so they go first.
+func (sc *scheduler) head() *seq {
+	if len(sc.preempted) > 0 {
+		return sc.preempted[0]
+	}
+	if sc.pendHead < len(sc.pending) {
+		return sc.pending[sc.pendHead]
+	}
+	return nil
+}
+
+func (sc *scheduler) popHead() {
+	if len(sc.preempted) > 0 {
+		sc.preempted = sc.preempted[1:]
+		return
+	}
+	sc.pending[sc.pendHead] = nil
+	sc.pendHead++
+	if sc.pendHead > 1024 && sc.pendHead*2 > len(sc.pending) {
+		n := copy(sc.pending, sc.pending[sc.pendHead:])
+		sc.pending = sc.pending[:n]
+		sc.pendHead = 0
+	}
+}
+
+func (sc *scheduler) run() error {
+	sc.saturated = true
+	step := 0
+	for {
+		for sc.next < len(sc.reqs) && sc.arrivalStep(&sc.reqs[sc.next]) <= step {
+			sc.pending = append(sc.pending, &sc.seqs[sc.next])
+			sc.next++
+		}
+		if len(sc.running) == 0 && sc.waiting() == 0 {
+			if sc.next == len(sc.reqs) {
+				break
+			}
+			// Idle until the next arrival: one record stands for the whole stretch.
+			to := sc.arrivalStep(&sc.reqs[sc.next])
+			sc.record(step, to-step)
+			step = to
+			continue
+		}
+		budget := sc.cfg.MaxNumBatchedTokens
+		if err := sc.decode(&budget); err != nil {
+			return err
+		}
+		if err := sc.admit(budget); err != nil {
+			return err
+		}
+		if len(sc.running) == 0 {
+			h := sc.head()
+			return fmt.Errorf("%w: request %d (prompt %d, output %d) cannot be admitted even into an empty cache", ErrInvalidConfig, h.req.ID, h.req.Input, h.req.Output)
+		}
+		sc.record(step, 1)
+		// The waiting queue emptied after the last arrival: this step is the saturated
+		// phase's last, and the drain begins.
+		drain := sc.next == len(sc.reqs) && sc.waiting() == 0
+		if err := sc.generate(); err != nil {
+			return err
+		}
+		if drain {
+			sc.saturated = false
+		}
+		step++
+	}
+	if sc.cfg.Progress != nil && sc.unreported > 0 {
+		sc.cfg.Progress(sc.unreported)
+	}
+	sc.finishResult(step)
+	return nil
+}
+
+// decode gives every running request, oldest first, a slot for the token it generated
+// last step, preempting when memory runs out.
+func (sc *scheduler) decode(budget *int) error {
+	for _, s := range sc.running {
+		if s.preempted {
+			continue
+		}
+		var err error
+		sc.victims, err = sc.a.grow(s, sc.victims[:0])
+		if err != nil {
+			return err
+		}
+		for _, v := range sc.victims {
+			v.preempted = true
+			v.stored = 0
+			sc.totalPreempt++
+			if sc.saturated {
+				sc.preemptions++
+			}
+			i, _ := slices.BinarySearchFunc(sc.preempted, v.req.ID, func(w *seq, id int) int { return w.req.ID - id })
+			sc.preempted = slices.Insert(sc.preempted, i, v)
+		}
+		if !s.preempted {
+			*budget--
+		}
+	}
+	sc.running = slices.DeleteFunc(sc.running, func(s *seq) bool { return s.preempted })
+	return nil
+}
+
+// admit admits waiting requests in FCFS order while the caps and memory allow; it stops at
+// the first that does not fit (no request overtakes another).
+func (sc *scheduler) admit(budget int) error {
+	for len(sc.running) < sc.cfg.MaxNumSeqs {
+		h := sc.head()
+		if h == nil {
+			return nil
+		}
+		prefill, hit, ok, err := sc.a.admit(h, budget)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		budget -= prefill
+		sc.popHead()
+		h.preempted = false
+		if sc.saturated {
+			sc.promptTokens += int64(h.stored)
+			sc.hitTokens += int64(hit)
+		}
+		sc.running = append(sc.running, h)
+	}
+	return nil
+}
+
+// generate produces one token for every running request and finishes those done.
+func (sc *scheduler) generate() error {
+	var firstErr error
+	sc.running = slices.DeleteFunc(sc.running, func(s *seq) bool {
+		s.generated++
+		if s.generated < s.req.Output || firstErr != nil {
+			return false
+		}
+		if err := sc.a.finish(s); err != nil {
+			firstErr = err
+			return false
+		}
+		s.stored = 0
+		if sc.saturated {
+			sc.completed++
+		}
+		sc.unreported++
+		if sc.unreported == 1024 && sc.cfg.Progress != nil {
+			sc.cfg.Progress(sc.unreported)
+			sc.unreported = 0
+		}
+		return true
+	})
+	return firstErr
+}
+
+func (sc *scheduler) record(step, weight int) {
+	u := sc.a.usage(sc.head())
+	sc.records++
+	if sc.checkEveryStep || invariant.Enabled {
+		err := u.Check(sc.cfg.Capacity)
+		if err == nil && (sc.checkEveryStep || invariant.Sample(sc.records)) {
+			err = sc.a.check()
+		}
+		if err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant at step %d: %v", step, err))
+		}
+	}
+	if sc.cfg.OnStep != nil {
+		sc.cfg.OnStep(StepRecord{Step: step, Weight: weight, Running: len(sc.running), Waiting: sc.waiting(), Usage: u, Saturated: sc.saturated})
+	}
+	if !sc.saturated {
+		return
+	}
+	w := int64(weight)
+	for i, v := range [6]int64{u.Tokens, u.Reserved, u.Internal, u.External, u.Free, u.Cached} {
+		sc.sum[i] += v * w
+	}
+	sc.steps += weight
+	if sc.waiting() > 0 {
+		sc.waitingSteps += weight
+	}
+	sc.runningSum += int64(len(sc.running)) * w
+	sc.peak = max(sc.peak, len(sc.running))
+}
+
+func (sc *scheduler) finishResult(totalSteps int) {
+	r := sc.res
+	r.TotalSteps = totalSteps
+	r.SaturatedSteps = sc.steps
+	r.WaitingSteps = sc.waitingSteps
+	r.Completed = sc.completed
+	r.Preemptions = sc.preemptions
+	r.TotalPreemptions = sc.totalPreempt
+	r.PeakRunning = sc.peak
+	if sc.promptTokens > 0 {
+		r.PrefixHitRate = float64(sc.hitTokens) / float64(sc.promptTokens)
+	}
+	if sc.steps == 0 {
+		return
+	}
+	denom := float64(sc.cfg.Capacity) * float64(sc.steps)
+	f := func(i int) float64 { return float64(sc.sum[i]) / denom }
+	r.Shares = Shares{Tokens: f(0), Reserved: f(1), Internal: f(2), External: f(3), Free: f(4), Cached: f(5)}
+	r.MeanRunning = float64(sc.runningSum) / float64(sc.steps)
+	r.CompletedPerKStep = 1000 * float64(sc.completed) / float64(sc.steps)
+}

@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+)
+
+// Kind is an allocation scheme.
+type Kind int
+
+// The schemes. The three Orca schemes reserve one contiguous region per request, of a
+// size fixed at admission, in one arena managed by first fit; Paged allocates blocks on
+// demand through blocktable.Manager.
+const (
+	// OrcaMax reserves max-model-len tokens for every request.
+	OrcaMax Kind = iota + 1
+	// OrcaPow2 reserves the next power of two of the request's true length (its final
+	// number of token states), at most max-model-len.
+	OrcaPow2
+	// OrcaOracle reserves exactly the true length.
+	OrcaOracle
+	// Paged allocates fixed-size blocks as tokens arrive.
+	Paged
+)
+
+// String returns the scheme's name as the output spells it: orca-max, orca-pow2,
+// orca-oracle, paged.
+func (k Kind) String() string {
+	switch k {
+	case OrcaMax:
+		return "orca-max"
+	case OrcaPow2:
+		return "orca-pow2"
+	case OrcaOracle:
+		return "orca-oracle"
+	case Paged:
+		return "paged"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// ParseKind returns the scheme called name.
+func ParseKind(name string) (Kind, error) {
+	for k := OrcaMax; k <= Paged; k++ {
+		if k.String() == strings.ToLower(strings.TrimSpace(name)) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown scheme %q (orca-max, orca-pow2, orca-oracle, paged)", ErrInvalidConfig, name)
+}
+
+// Scheme is one configuration to simulate.
+type Scheme struct {
+	Kind Kind
+	// BlockSize is the tokens per block (Paged only; 0 for the contiguous schemes).
+	BlockSize int
+	// PrefixSharing turns on the prefix index (Paged only): requests share the cached
+	// blocks of their common prefix, and a preempted request re-hits its own blocks.
+	PrefixSharing bool
+	// Eviction names the prefix cache's eviction policy (Paged with PrefixSharing); ""
+	// means lru.
+	Eviction string
+	// Watermark is the fraction of blocks admission keeps free (Paged only; vLLM's
+	// watermark). 0 disables it.
+	Watermark float64
+}
+
+// Label is a short unique description for tables and charts: "orca-max", "paged/16",
+// "paged/16+lru".
+func (s Scheme) Label() string {
+	if s.Kind != Paged {
+		return s.Kind.String()
+	}
+	l := fmt.Sprintf("paged/%d", s.BlockSize)
+	if s.PrefixSharing {
+		l += "+" + s.EvictionName()
+	}
+	if s.Watermark > 0 {
+		l += fmt.Sprintf(" wm%g", s.Watermark)
+	}
+	return l
+}
+
+// EvictionName is the eviction policy in effect: "" for a contiguous scheme, "none" for
+// paging without prefix sharing (nothing is cached, so nothing is evicted), else the
+// policy's name.
+func (s Scheme) EvictionName() string {
+	switch {
+	case s.Kind != Paged:
+		return ""
+	case !s.PrefixSharing:
+		return "none"
+	case s.Eviction == "":
+		return "lru"
+	}
+	return s.Eviction
+}
+
+func (s Scheme) validate(c *Config) error {
+	if s.Kind < OrcaMax || s.Kind > Paged {
+		return fmt.Errorf("%w: unknown scheme kind %d", ErrInvalidConfig, int(s.Kind))
+	}
+	if s.Kind != Paged {
+		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 {
+			return fmt.Errorf("%w: %v takes no block size, prefix sharing, eviction or watermark", ErrInvalidConfig, s.Kind)
+		}
+		return nil
+	}
+	if s.BlockSize < 1 || s.BlockSize > c.Capacity {
+		return fmt.Errorf("%w: block size %d outside [1, KV budget %d]", ErrInvalidConfig, s.BlockSize, c.Capacity)
+	}
+	if !(s.Watermark >= 0 && s.Watermark < 1) {
+		return fmt.Errorf("%w: watermark %v outside [0, 1)", ErrInvalidConfig, s.Watermark)
+	}
+	if _, err := NewEvictionPolicy(s.EvictionName()); s.PrefixSharing && err != nil {
+		return err
+	}
+	// The pool's null block takes one block of the budget (vLLM reserves block 0 too).
+	usable := c.Capacity/s.BlockSize - 1
+	if need := ceilDiv(c.MaxModelLen, s.BlockSize); usable < need {
+		return fmt.Errorf("%w: at block size %d the KV budget of %d tokens holds %d usable blocks, fewer than the %d one request of max-model-len %d needs",
+			ErrInvalidConfig, s.BlockSize, c.Capacity, max(usable, 0), need, c.MaxModelLen)
+	}
+	return nil
+}
+
+// evictionPolicies maps names to constructors of the prefix cache's eviction policies.
+var evictionPolicies = map[string]func() evict.Policy[blocks.ID]{
+	"lru": func() evict.Policy[blocks.ID] { return evict.NewLRU[blocks.ID]() },
+}
+
+// EvictionPolicies lists the names --eviction accepts.
+func EvictionPolicies() []string {
+	names := make([]string, 0, len(evictionPolicies))
+	for n := range evictionPolicies {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// NewEvictionPolicy returns a fresh eviction policy called name.
+func NewEvictionPolicy(name string) (evict.Policy[blocks.ID], error) {
+	mk, ok := evictionPolicies[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown eviction policy %q (%s)", ErrInvalidConfig, name, strings.Join(EvictionPolicies(), ", "))
+	}
+	return mk(), nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
