@@ -106,6 +106,10 @@ type config struct {
 	hasher    Hasher
 	observer  Observer
 	clock     evict.Clock
+	// requireNS rejects the zero Namespace (WithNamespaceRequired).
+	requireNS bool
+	// keyMask is ANDed into every table key; tests set it to force hash collisions.
+	keyMask uint64
 }
 
 // WithPolicy sets the eviction policy (default: evict.NewLRU).
@@ -125,8 +129,10 @@ func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } 
 // one more block as it fills costs O(1) instead of a walk from the root. The zero Cursor
 // is at the root of no namespace; Index.Cursor or Index.Match positions one.
 type Cursor struct {
-	node   int32 // internal node index; 0 means not positioned
-	blocks int32 // how many blocks of the sequence lie on the path to node
+	node   int32  // internal node index; 0 means not positioned, -1 detached
+	blocks int32  // how many blocks of the sequence lie on the path to node
+	gen    uint32 // node's generation when the cursor was placed: detects an evicted node
+	root   int32  // root node of the cursor's namespace (0 when node is 0)
 }
 
 // Blocks is how many of the sequence's blocks the cursor has passed.
@@ -141,4 +147,12 @@ type CommitResult struct {
 	// caller's, uncached, valid for its table, and returns to the pool when the caller
 	// releases it. The cursor moves onto the existing copy so later blocks chain under it.
 	Duplicates int
+	// Present counts blocks that were already cached at this very place (the caller
+	// committed them before): nothing changes for them but their last access.
+	Present int
+	// Orphaned counts blocks left uncached because the cached prefix they extend was
+	// evicted in the meantime (possible only after a duplicate, whose existing copy the
+	// caller does not hold). They stay the caller's, like duplicates, and so do all later
+	// blocks of the sequence: the cursor is detached.
+	Orphaned int
 }

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/stretchr/testify/require"
+)
+
+// w3Replay drives W3 straight on a pool and a prefix index (no manager), committing each
+// block as it fills, the way the manager does. It returns hit tokens and evictions.
+func w3Replay(tb testing.TB, tr *W3Trace) (hitTokens int, evictions uint64) {
+	pool, err := blocks.New(W3PoolBlocks, blocks.WithNullBlock())
+	require.NoError(tb, err)
+	x, err := prefix.New(pool, BlockSize)
+	require.NoError(tb, err)
+	ids := make([]blocks.ID, 0, 256)
+	tokens := make([]int32, 0, W3SystemTokens+W3UniqueTokens+W3OutputTokens)
+	for i := range tr.Requests {
+		rq := &tr.Requests[i]
+		tokens = append(tokens[:0], rq.Prompt...)
+		p := prefix.Prompt{Tokens: tokens}
+		var cur prefix.Cursor
+		ids, cur = x.Match(ids[:0], &p, true)
+		hit := len(ids)
+		hitTokens += hit * BlockSize
+		if err := x.Acquire(ids); err != nil {
+			tb.Fatal(err)
+		}
+		need := (len(tokens)+BlockSize-1)/BlockSize - hit
+		if ids, err = pool.Allocate(ids, need); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := x.Commit(&cur, &p, ids[hit:len(tokens)/BlockSize]); err != nil {
+			tb.Fatal(err)
+		}
+		for _, t := range rq.Output {
+			if len(tokens)%BlockSize == 0 {
+				if ids, err = pool.Allocate(ids, 1); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			tokens = append(tokens, t)
+			p.Tokens = tokens
+			if len(tokens)%BlockSize == 0 {
+				n := len(tokens) / BlockSize
+				if _, err := x.Commit(&cur, &p, ids[n-1:n]); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		}
+		if err := x.Release(ids); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return hitTokens, x.Stats().Evictions
+}
+
+// TestW3ReplayMatchesVLLM pins the index's semantics (LRU by last use, leaf-only eviction,
+// the free list before any eviction) to vLLM's figures on W3.
+func TestW3ReplayMatchesVLLM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("W3 replay takes a second")
+	}
+	hit, ev := w3Replay(t, NewW3Trace())
+	rate := float64(hit) / float64(W3Requests*(W3SystemTokens+W3UniqueTokens))
+	t.Logf("hit rate %.5f, evictions %d", rate, ev)
+	require.InDelta(t, 0.74956, rate, 0.000005)
+	require.Equal(t, uint64(953210), ev)
+}

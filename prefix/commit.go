@@ -1,0 +1,207 @@
+package prefix
+
+import (
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// Commit caches the caller's full blocks ids, whose tokens are tokens (len(ids) x block
+// size) starting at the cursor's position in p (p supplies the namespace and multimodal
+// inputs; tokens must equal p.Tokens[cur.Blocks()*B : (cur.Blocks()+len(ids))*B]), and
+// advances the cursor. The caller keeps its own references. See CommitResult for duplicates.
+//
+// Each block is, in order of ids, one of:
+//   - new: cached as a child of the previous block; the index takes one reference on it;
+//   - present: this very block is already cached here; only touched;
+//   - a duplicate: another block with the same tokens and extra keys is cached here. The
+//     index keeps that copy (touched) and the cursor moves onto it; the caller's block is
+//     left alone, uncached, and goes back to the pool when the caller releases it;
+//   - orphaned: the prefix it extends was evicted since (see CommitResult.Orphaned).
+//
+// All or nothing: a block the caller does not hold (ErrNotHeld), a block cached elsewhere
+// or given twice (ErrAlreadyCached), a prompt too short (ErrLengthMismatch), the zero
+// Namespace in an index that requires one (ErrEmptyNamespace) fail and change nothing.
+func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, error) {
+	var res CommitResult
+	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
+		return res, ErrEmptyNamespace
+	}
+	start := int(cur.blocks)
+	if need := (start + len(ids)) * x.bs; need > len(p.Tokens) {
+		return res, &LengthError{Need: need, Have: len(p.Tokens)}
+	}
+	at, err := x.resolve(cur, p)
+	if err != nil {
+		return res, err
+	}
+	for _, id := range ids {
+		if id < 0 || int(id) >= x.nb || x.pool.RefCount(id) < 1 || (x.IsCached(id) && x.pool.RefCount(id) < 2) {
+			return res, &BlockError{Op: "commit", ID: id, Err: ErrNotHeld}
+		}
+	}
+	if len(ids) == 0 {
+		return res, nil
+	}
+	if at == detached {
+		res.Orphaned = len(ids)
+		cur.blocks += int32(len(ids))
+		return res, nil
+	}
+	created := at == 0
+	if created {
+		at = x.ensureRoot(p.Namespace) // a new namespace, dropped again if the plan fails
+	}
+	root := x.rootOf(p.Namespace)
+	newFrom, err := x.planCommit(at, root, start, p, ids)
+	if err != nil {
+		if created {
+			x.dropRoot(p.Namespace)
+		}
+		return res, err
+	}
+	t := x.clock.Tick()
+	for i := 0; i < newFrom; i++ {
+		c := x.nodeBuf[i]
+		if c == nodeOf(ids[i]) {
+			res.Present++
+		} else {
+			res.Duplicates++
+			x.nodes[c].hits++
+		}
+		x.touch(c, t)
+		at = c
+	}
+	if newFrom < len(ids) {
+		at = x.insertChain(at, start, p, ids, newFrom, t)
+		res.Stored = len(ids) - newFrom
+	}
+	x.stats.inserts += uint64(res.Stored)
+	x.stats.duplicates += uint64(res.Duplicates)
+	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.nodes[at].gen, root: root}
+	x.mutated()
+	return res, nil
+}
+
+// resolve returns the node a cursor stands on: 0 for the zero cursor (the root of p's
+// namespace, not created yet), detached, or a node still in the tree. A cursor whose node
+// was evicted is found again by walking p from the root; if that path is gone too, the
+// cursor is detached.
+func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
+	switch n := cur.node; {
+	case n == 0:
+		if cur.blocks != 0 {
+			return 0, ErrInvalidCursor
+		}
+		return x.rootOf(p.Namespace), nil
+	case n == detached:
+		return detached, nil
+	case n < 0 || int(n) >= len(x.nodes):
+		return 0, ErrInvalidCursor
+	case cur.root != x.rootOf(p.Namespace):
+		return 0, ErrInvalidCursor // a cursor of another namespace
+	case x.nodes[n].gen == cur.gen && x.nodes[n].flags&(flagCached|flagRoot) != 0:
+		return n, nil
+	}
+	r := x.rootOf(p.Namespace)
+	if r == 0 {
+		return detached, nil
+	}
+	ri := x.root(r)
+	at, key, mmLo := r, x.nodes[r].key, 0
+	for b := 0; b < int(cur.blocks); b++ {
+		toks := p.Tokens[b*x.bs : (b+1)*x.bs]
+		mm := x.blockMM(p, b, &mmLo)
+		k := x.childKey(key, toks, ri, b == 0, mm)
+		if at = x.findChild(at, k, toks, mm); at == 0 {
+			return detached, nil
+		}
+		key = k
+	}
+	return at, nil
+}
+
+// planCommit walks the blocks of a commit without changing anything: it records in keyBuf
+// each block's key and in nodeBuf the cached node it lands on (present or duplicate), and
+// returns the index of the first block to insert (len(ids) if none). It rejects blocks that
+// are cached elsewhere or repeated among the new ones.
+func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID) (int, error) {
+	ri := x.root(root)
+	x.keyBuf, x.nodeBuf = x.keyBuf[:0], x.nodeBuf[:0]
+	key, mmLo := x.nodes[at].key, 0
+	newFrom := len(ids)
+	for i, id := range ids {
+		b := start + i
+		toks := p.Tokens[b*x.bs : (b+1)*x.bs]
+		mm := x.blockMM(p, b, &mmLo)
+		k := x.childKey(key, toks, ri, b == 0, mm)
+		x.keyBuf = append(x.keyBuf, k)
+		key = k
+		if newFrom == len(ids) {
+			if c := x.findChild(at, k, toks, mm); c != 0 {
+				if c != nodeOf(id) && x.IsCached(id) {
+					return 0, &BlockError{Op: "commit", ID: id, Err: ErrAlreadyCached}
+				}
+				x.nodeBuf = append(x.nodeBuf, c)
+				at = c
+				continue
+			}
+			newFrom = i
+		}
+		nd := &x.nodes[nodeOf(id)]
+		if nd.flags&(flagCached|flagMark) != 0 {
+			x.clearMarks(ids[newFrom:i])
+			return 0, &BlockError{Op: "commit", ID: id, Err: ErrAlreadyCached}
+		}
+		nd.flags |= flagMark
+	}
+	x.clearMarks(ids[newFrom:])
+	return newFrom, nil
+}
+
+// insertChain caches ids[from:] as a chain under node at (whose key planCommit used), with
+// keys from keyBuf, and reports them to the observer. It returns the last new node.
+func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, from int, t uint64) int32 {
+	if err := x.pool.Retain(ids[from:]...); err != nil {
+		panic("kvpage: broken invariant: retaining validated blocks failed: " + err.Error())
+	}
+	parent := at
+	mmLo := 0
+	for i := from; i < len(ids); i++ {
+		id := ids[i]
+		n := nodeOf(id)
+		nd := &x.nodes[n]
+		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}
+		b := start + i
+		copy(x.tokens[int(id)*x.bs:], p.Tokens[b*x.bs:(b+1)*x.bs])
+		if mm := x.blockMM(p, b, &mmLo); mm != nil {
+			x.mm[n] = append([]string(nil), mm...)
+			nd.flags |= flagMM
+		}
+		x.table.insert(n, nd.key)
+		x.cached++
+		pn := &x.nodes[at]
+		if pn.children == 0 && x.isBlock(at) {
+			x.evRemove(at) // no longer a leaf
+		}
+		pn.children++
+		x.pin(n) // the caller holds it
+		at = n
+	}
+	if !x.fast {
+		x.hashChain(parent, start+from, p, ids[from:])
+	}
+	if x.obs != nil {
+		x.emitStored(parent, start+from, p, ids[from:])
+	}
+	return at
+}
+
+// touch sets node n's last access to t, keeping its place in the eviction set right.
+func (x *Index) touch(n int32, t uint64) {
+	if x.nodes[n].flags&flagPinned == 0 && x.nodes[n].children == 0 {
+		x.evRemove(n)
+		x.nodes[n].lastAccess = t
+		x.evAdd(n)
+		return
+	}
+	x.nodes[n].lastAccess = t
+}

@@ -1,0 +1,87 @@
+package prefix
+
+import "github.com/kvpage/kvpage/blocks"
+
+// hashChain computes, with the configured (non-default) hasher, the event hashes of the
+// new blocks ids, which start at block b0 of p and chain under node parent.
+func (x *Index) hashChain(parent int32, b0 int, p *Prompt, ids []blocks.ID) {
+	hs := x.hashSize
+	prev := x.rootHash
+	if x.isBlock(parent) {
+		off := int(blockOf(parent)) * hs
+		prev = x.hashes[off : off+hs]
+	}
+	mmLo := 0
+	for i, id := range ids {
+		b := b0 + i
+		e := &x.extraBuf
+		e.LoRA, e.Salt = p.Namespace.LoRA, ""
+		if b == 0 {
+			e.Salt = p.Namespace.Salt
+		}
+		e.MM = x.blockMM(p, b, &mmLo)
+		off := int(id) * hs
+		dst := x.hashes[off : off+hs]
+		x.hasher.Block(dst, prev, p.Tokens[b*x.bs:(b+1)*x.bs], *e)
+		prev = dst
+	}
+	x.extraBuf = Extra{}
+}
+
+// emitStored reports the new chain ids (blocks b0.. of p, under node parent).
+func (x *Index) emitStored(parent int32, b0 int, p *Prompt, ids []blocks.ID) {
+	hs := x.hashSize
+	buf := x.hashBuf[:0]
+	if x.isBlock(parent) {
+		buf = x.appendHash(buf, parent)
+	}
+	np := len(buf)
+	for _, id := range ids {
+		buf = x.appendHash(buf, nodeOf(id))
+	}
+	x.hashBuf = buf
+	e := BlockStored{
+		Hashes:    buf[np:],
+		HashSize:  hs,
+		Blocks:    ids,
+		Tokens:    p.Tokens[b0*x.bs : (b0+len(ids))*x.bs],
+		BlockSize: x.bs,
+		Namespace: p.Namespace,
+	}
+	if np > 0 {
+		e.Parent = buf[:np]
+	}
+	if len(p.MM) > 0 {
+		e.MM = x.collectMM(b0, len(ids), p)
+	}
+	x.obs.BlockStored(&e)
+}
+
+// collectMM returns each block's multimodal keys for blocks b0..b0+n of p, or nil if none
+// has any. The lists share scratch memory, valid during the event only.
+func (x *Index) collectMM(b0, n int, p *Prompt) [][]string {
+	flat, lists := x.mmFlat[:0], x.mmLists[:0]
+	mmLo, any := 0, false
+	for b := b0; b < b0+n; b++ {
+		mm := x.blockMM(p, b, &mmLo)
+		any = any || len(mm) > 0
+		flat = append(flat, mm...)
+	}
+	x.mmFlat = flat
+	if !any {
+		return nil
+	}
+	mmLo, at := 0, 0
+	for b := b0; b < b0+n; b++ {
+		k := len(x.blockMM(p, b, &mmLo))
+		lists = append(lists, flat[at:at+k:at+k])
+		at += k
+	}
+	x.mmLists = lists
+	return lists
+}
+
+// emitRemoved reports evicted blocks whose hashes were collected in hashBuf.
+func (x *Index) emitRemoved(ids []blocks.ID, hashes []byte) {
+	x.obs.BlockRemoved(&BlockRemoved{Hashes: hashes, HashSize: x.hashSize, Blocks: ids})
+}

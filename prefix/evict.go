@@ -1,0 +1,127 @@
+package prefix
+
+import (
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+)
+
+// evictEntry describes block node nd as an eviction candidate.
+func evictEntry(id blocks.ID, nd *node) evict.Entry[blocks.ID] {
+	return evict.Entry[blocks.ID]{Key: id, LastAccess: nd.lastAccess, Hits: nd.hits}
+}
+
+// Evict evicts up to n evictable cached blocks, in policy order, and returns how many.
+// A parent whose last child leaves becomes a candidate at once, with its own last access,
+// so Evict(n) can free a whole unreferenced path.
+func (x *Index) Evict(n int) int {
+	got := x.evictUpTo(n)
+	x.mutated()
+	return got
+}
+
+// Reclaimable is the number of cached blocks that repeated leaf eviction can free now:
+// the cached blocks that no request holds and that lie above no block a request holds.
+func (x *Index) Reclaimable() int { return x.cached - x.pinned }
+
+// Reclaim implements blocks.Reclaimer: it evicts at least n blocks (the pool asks for no
+// more than Reclaimable) and returns how many it freed.
+func (x *Index) Reclaim(n int) int {
+	got := x.evictUpTo(n)
+	x.mutated()
+	return got
+}
+
+// evictUpTo pops up to n victims, unlinks them and returns their blocks to the pool in
+// eviction order.
+func (x *Index) evictUpTo(n int) int {
+	ids := x.idBuf[:0]
+	hashes := x.hashBuf[:0]
+	for len(ids) < n {
+		id, ok := x.evVictim()
+		if !ok {
+			break
+		}
+		nd := x.nodeOfVictim(id)
+		if x.obs != nil {
+			hashes = x.appendHash(hashes, nodeOf(id))
+		}
+		x.unlink(nodeOf(id), nd)
+		ids = append(ids, id)
+	}
+	x.idBuf, x.hashBuf = ids, hashes
+	if len(ids) == 0 {
+		return 0
+	}
+	if err := x.pool.Release(ids...); err != nil {
+		panic("kvpage: broken invariant: releasing evicted blocks failed: " + err.Error())
+	}
+	x.stats.evictions += uint64(len(ids))
+	if x.obs != nil {
+		x.emitRemoved(ids, hashes)
+	}
+	return len(ids)
+}
+
+// nodeOfVictim checks that a policy's victim is an evictable leaf.
+func (x *Index) nodeOfVictim(id blocks.ID) *node {
+	if id < 0 || int(id) >= x.nb {
+		panic("kvpage: broken invariant: eviction policy returned an unknown block")
+	}
+	nd := &x.nodes[nodeOf(id)]
+	if nd.flags&(flagCached|flagPinned) != flagCached || nd.children != 0 {
+		panic("kvpage: broken invariant: eviction policy returned a block that is not an unreferenced leaf")
+	}
+	return nd
+}
+
+// unlink removes leaf n from the tree; its parent becomes a candidate if it is now an
+// unreferenced leaf, with its own (older) last access.
+func (x *Index) unlink(n int32, nd *node) {
+	x.table.remove(n, nd.key, x.nodes)
+	if nd.flags&flagMM != 0 {
+		delete(x.mm, n)
+	}
+	p := nd.parent
+	nd.flags = 0
+	nd.gen++
+	nd.parent = 0
+	x.cached--
+	pn := &x.nodes[p]
+	pn.children--
+	if pn.children == 0 && pn.flags&(flagCached|flagPinned) == flagCached {
+		x.evAdd(p)
+	}
+}
+
+// Reset drops every cached block; it fails with ErrBlocksHeld while any request holds one,
+// as vLLM's reset_prefix_cache does, and then changes nothing. Namespaces stay known.
+func (x *Index) Reset() error {
+	if x.pinned > 0 {
+		return &HeldError{Held: x.pinned}
+	}
+	ids := make([]blocks.ID, 0, x.cached)
+	for n := int32(1); int(n) <= x.nb; n++ {
+		nd := &x.nodes[n]
+		if nd.flags&flagCached == 0 {
+			continue
+		}
+		ids = append(ids, blockOf(n))
+		*nd = node{gen: nd.gen + 1}
+	}
+	for r := x.nb + 1; r < len(x.nodes); r++ {
+		x.nodes[r].children = 0
+	}
+	x.table.clear()
+	clear(x.mm)
+	x.evReset()
+	x.cached = 0
+	if err := x.pool.Release(ids...); err != nil {
+		panic("kvpage: broken invariant: releasing cached blocks on reset failed: " + err.Error())
+	}
+	x.stats.dropped += uint64(len(ids))
+	if x.obs != nil {
+		x.obs.AllBlocksCleared()
+	}
+	x.mutated()
+	return nil
+}

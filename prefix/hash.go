@@ -1,0 +1,107 @@
+package prefix
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// The fast 64-bit scheme. The index keys its child table with it whatever Hasher is
+// configured (so a slow hasher never slows a lookup), and the default Hasher reports the
+// very same values, so with the default the index stores one hash per block, not two.
+//
+// It is a wyhash-style multiply-fold over the block's tokens taken two at a time, four
+// independent lanes per 32 bytes so the multiplications overlap. It is not cryptographic:
+// hashes only pick a table slot and label a block; equality is always decided on tokens.
+
+const (
+	fastRoot = 0x6b7670616765a5a5 // parent of a namespace's first block ("kvpage")
+	fastP0   = 0xa0761d6478bd642f
+	fastP1   = 0xe7037ed1a0b428db
+	fastP2   = 0x8ebc6af09c88c6e3
+	fastP3   = 0x589965cc75374cc3
+	fastP4   = 0x1d8e4e27c47d124f
+	tagLoRA  = 0x9e3779b97f4a7c15
+	tagMM    = 0xc2b2ae3d27d4eb4f
+	tagSalt  = 0x165667b19e3779f9
+)
+
+// mum multiplies a by b as 128 bits and folds the halves: the core mixing step.
+func mum(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// pair packs two tokens into one 64-bit word.
+func pair(a, b int32) uint64 { return uint64(uint32(a)) | uint64(uint32(b))<<32 }
+
+// hashTokens chains parent with one block of tokens.
+func hashTokens(parent uint64, t []int32) uint64 {
+	a, b, c, d := parent^fastP0, parent^fastP1, parent^fastP2, parent^fastP3
+	for len(t) >= 8 {
+		t8 := t[:8:8]
+		a = mum(pair(t8[0], t8[1])^fastP1, a)
+		b = mum(pair(t8[2], t8[3])^fastP2, b)
+		c = mum(pair(t8[4], t8[5])^fastP3, c)
+		d = mum(pair(t8[6], t8[7])^fastP0, d)
+		t = t[8:]
+	}
+	for len(t) >= 2 {
+		a = mum(pair(t[0], t[1])^fastP1, a^fastP4)
+		t = t[2:]
+	}
+	if len(t) == 1 {
+		b = mum(uint64(uint32(t[0]))^fastP4, b)
+	}
+	return mum(a^c^fastP4, b^d^fastP0)
+}
+
+// hashString hashes an extra key (a LoRA name, a multimodal hash, a salt).
+func hashString(s string) uint64 {
+	h := uint64(len(s)) ^ fastP0
+	for len(s) >= 8 {
+		h = mum(binary.LittleEndian.Uint64([]byte(s[:8]))^fastP1, h^fastP2)
+		s = s[8:]
+	}
+	var tail uint64
+	for i := 0; i < len(s); i++ {
+		tail |= uint64(s[i]) << (8 * i)
+	}
+	return mum(tail^fastP3, h^fastP4)
+}
+
+// mixExtra folds one extra key, tagged by kind, into a block hash.
+func mixExtra(h, tag, v uint64) uint64 { return mum(h^v, tag) }
+
+// fastBlock is the whole scheme: the default Hasher's Block and the index's table key.
+func fastBlock(parent uint64, tokens []int32, e Extra) uint64 {
+	h := hashTokens(parent, tokens)
+	if e.LoRA != "" {
+		h = mixExtra(h, tagLoRA, hashString(e.LoRA))
+	}
+	for _, m := range e.MM {
+		h = mixExtra(h, tagMM, hashString(m))
+	}
+	if e.Salt != "" {
+		h = mixExtra(h, tagSalt, hashString(e.Salt))
+	}
+	return h
+}
+
+// Fast64 is the default Hasher: 64-bit, non-cryptographic, deterministic across runs and
+// machines, and shared with the index's own table so that it costs nothing extra. Hashes
+// are written big-endian.
+type Fast64 struct{}
+
+// Name returns "fast64".
+func (Fast64) Name() string { return "fast64" }
+
+// Size returns 8.
+func (Fast64) Size() int { return 8 }
+
+// Root writes the parent hash of a namespace's first block.
+func (Fast64) Root(dst []byte) { binary.BigEndian.PutUint64(dst, fastRoot) }
+
+// Block writes the hash of one block chained to parent.
+func (Fast64) Block(dst, parent []byte, tokens []int32, extra Extra) {
+	binary.BigEndian.PutUint64(dst, fastBlock(binary.BigEndian.Uint64(parent), tokens, extra))
+}

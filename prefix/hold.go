@@ -1,0 +1,149 @@
+package prefix
+
+import "github.com/kvpage/kvpage/blocks"
+
+// Acquire takes one reference on each of ids (cached blocks a request matched), takes them
+// off the evictable set and touches them. All or nothing: a block that is not cached fails
+// the call with ErrNotCached and changes nothing.
+func (x *Index) Acquire(ids []blocks.ID) error {
+	for _, id := range ids {
+		if !x.IsCached(id) {
+			return &BlockError{Op: "acquire", ID: id, Err: ErrNotCached}
+		}
+	}
+	if err := x.pool.Retain(ids...); err != nil {
+		return err // cannot happen for cached blocks; the pool changed nothing
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	t := x.clock.Tick()
+	for _, id := range ids {
+		n := nodeOf(id)
+		nd := &x.nodes[n]
+		if nd.flags&flagPinned == 0 {
+			x.evRemove(n)
+			x.pin(n)
+		}
+		nd.lastAccess = t
+		nd.hits++
+	}
+	x.mutated()
+	return nil
+}
+
+// Release drops the caller's reference on each of ids. Cached blocks left with only the
+// index's reference become evictable (leaves first); uncached blocks go back to the pool.
+// All or nothing: releasing a cached block nobody acquired fails with ErrNotAcquired,
+// releasing a free block fails with the pool's error, and either changes nothing.
+//
+// Release touches the cached blocks from the last of ids to the first, one clock tick each,
+// so the tail of a request's path is older than its head: vLLM frees a request's blocks in
+// reverse order for the same reason.
+func (x *Index) Release(ids []blocks.ID) error {
+	if err := x.checkRelease(ids); err != nil {
+		return err
+	}
+	if err := x.pool.Release(ids...); err != nil {
+		return err // an uncached block the caller does not hold; nothing changed
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		n := nodeOf(ids[i])
+		if !x.isBlock(n) || x.nodes[n].flags&flagCached == 0 {
+			continue
+		}
+		x.nodes[n].lastAccess = x.clock.Tick()
+		x.unpinFrom(n)
+	}
+	x.mutated()
+	return nil
+}
+
+// checkRelease verifies that the caller holds every cached block of ids as many times as it
+// releases it: each needs a holder beyond the index.
+func (x *Index) checkRelease(ids []blocks.ID) error {
+	repeated := false
+	for _, id := range ids {
+		if !x.IsCached(id) {
+			continue
+		}
+		nd := &x.nodes[nodeOf(id)]
+		if x.pool.RefCount(id) < 2 {
+			x.clearMarks(ids)
+			return &BlockError{Op: "release", ID: id, Err: ErrNotAcquired}
+		}
+		if nd.flags&flagMark != 0 {
+			repeated = true
+		}
+		nd.flags |= flagMark
+	}
+	x.clearMarks(ids)
+	if !repeated {
+		return nil
+	}
+	// Slow path, only when a cached block appears more than once: count exactly.
+	for i, id := range ids {
+		if !x.IsCached(id) {
+			continue
+		}
+		k := 0
+		for _, other := range ids {
+			if other == id {
+				k++
+			}
+		}
+		if x.pool.RefCount(id) < 1+k {
+			return &BlockError{Op: "release", ID: ids[i], Err: ErrNotAcquired}
+		}
+	}
+	return nil
+}
+
+func (x *Index) clearMarks(ids []blocks.ID) {
+	for _, id := range ids {
+		if id >= 0 && int(id) < x.nb {
+			x.nodes[id+1].flags &^= flagMark
+		}
+	}
+}
+
+// pin marks block node n pinned (held, or above a held block) and pins its ancestors until
+// one already is. The caller has taken n off the eviction set.
+func (x *Index) pin(n int32) {
+	for x.isBlock(n) {
+		nd := &x.nodes[n]
+		if nd.flags&flagPinned != 0 {
+			return
+		}
+		nd.flags |= flagPinned
+		x.pinned++
+		p := nd.parent
+		if !x.isBlock(p) {
+			return
+		}
+		x.nodes[p].pinnedKids++
+		n = p
+	}
+}
+
+// unpinFrom unpins block node n if nothing holds it or anything below it any more, adds
+// it to the eviction set if it is a leaf, and walks up while ancestors become unpinned.
+func (x *Index) unpinFrom(n int32) {
+	for x.isBlock(n) {
+		nd := &x.nodes[n]
+		if nd.flags&flagPinned == 0 || nd.pinnedKids > 0 || x.pool.RefCount(blockOf(n)) > 1 {
+			return
+		}
+		nd.flags &^= flagPinned
+		x.pinned--
+		if nd.children == 0 {
+			x.evAdd(n)
+		}
+		p := nd.parent
+		if !x.isBlock(p) {
+			return
+		}
+		x.nodes[p].pinnedKids--
+		n = p
+	}
+}

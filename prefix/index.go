@@ -1,0 +1,250 @@
+package prefix
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+)
+
+// Index is the radix-tree prefix index. See the package documentation.
+type Index struct {
+	cfg   config
+	pool  *blocks.Pool
+	bs    int // tokens per block
+	nb    int // pool.NumBlocks(): block b is node b+1, namespace roots follow
+	clock evict.Clock
+	obs   Observer
+
+	nodes  []node  // node 0 unused; 1..nb blocks; nb+1.. namespace roots
+	tokens []int32 // bs tokens per block, indexed by block ID
+	table  childTable
+	mm     map[int32][]string // multimodal extra keys of the blocks that have any
+
+	// Namespaces.
+	roots    map[Namespace]int32
+	rootInfo []rootInfo // indexed by node - nb - 1
+	defRoot  int32      // root of the zero Namespace, 0 until created
+
+	// Eviction order: the built-in dense LRU, or a policy of package evict.
+	policy evict.Policy[blocks.ID]
+	lru    denseLRU
+
+	// Hashes reported in events. With the default hasher they are the table keys and
+	// hashes stays nil; otherwise hashSize bytes per block, indexed by block ID.
+	hasher   Hasher
+	fast     bool
+	hashSize int
+	hashes   []byte
+	rootHash []byte
+
+	cached    int // cached blocks
+	pinned    int // cached blocks held by a request or lying under one that is
+	stats     counters
+	mutations uint64
+
+	// Scratch buffers, reused so that steady-state calls allocate nothing.
+	keyBuf   []uint64
+	nodeBuf  []int32
+	idBuf    []blocks.ID
+	hashBuf  []byte
+	mmBuf    []string
+	mmFlat   []string
+	mmLists  [][]string
+	extraBuf Extra
+}
+
+// node is one cached block (or a namespace root). 40 bytes.
+type node struct {
+	key        uint64 // chained fast64 hash: table key and, by default, the event hash
+	lastAccess uint64 // logical time of the last acquire, commit or release
+	parent     int32
+	children   int32
+	pinnedKids int32 // children that are pinned
+	gen        uint32
+	hits       uint32
+	flags      uint8
+}
+
+const (
+	flagCached uint8 = 1 << iota // a block node in the tree
+	flagPinned                   // held by a request, or has a pinned child
+	flagMM                       // has multimodal extra keys in Index.mm
+	flagRoot                     // a namespace root
+	flagMark                     // scratch mark during one call
+)
+
+// detached is the node of a cursor whose path was evicted under it.
+const detached = -1
+
+type rootInfo struct {
+	ns    Namespace
+	lora  uint64 // hashString(ns.LoRA)
+	salt  uint64 // hashString(ns.Salt)
+	hasLo bool
+	hasSa bool
+}
+
+// New builds an index over pool for blocks of blockSize tokens and plugs itself in as the
+// pool's Reclaimer.
+func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrInvalidArgument)
+	}
+	if blockSize <= 0 {
+		return nil, fmt.Errorf("%w: block size %d", ErrInvalidArgument, blockSize)
+	}
+	cfg := config{blockSize: blockSize, keyMask: ^uint64(0)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	nb := pool.NumBlocks()
+	x := &Index{
+		cfg:    cfg,
+		pool:   pool,
+		bs:     blockSize,
+		nb:     nb,
+		clock:  cfg.clock,
+		obs:    cfg.observer,
+		nodes:  make([]node, nb+1, nb+2),
+		tokens: make([]int32, nb*blockSize),
+		mm:     make(map[int32][]string),
+		roots:  make(map[Namespace]int32),
+		policy: cfg.policy,
+		hasher: cfg.hasher,
+	}
+	if x.clock == nil {
+		x.clock = &evict.Counter{}
+	}
+	if x.policy == nil {
+		x.lru.init(nb)
+	}
+	if x.hasher == nil {
+		x.hasher = Fast64{}
+	}
+	if _, ok := x.hasher.(Fast64); ok && cfg.keyMask == ^uint64(0) {
+		x.fast = true
+	}
+	x.hashSize = x.hasher.Size()
+	if x.hashSize <= 0 {
+		return nil, fmt.Errorf("%w: hasher %q has size %d", ErrInvalidArgument, x.hasher.Name(), x.hashSize)
+	}
+	x.rootHash = make([]byte, x.hashSize)
+	x.hasher.Root(x.rootHash)
+	if !x.fast {
+		x.hashes = make([]byte, nb*x.hashSize)
+	}
+	x.table.init(pool.Capacity())
+	pool.SetReclaimer(x)
+	return x, nil
+}
+
+// WithNamespaceRequired makes the zero Namespace an error: Commit fails with
+// ErrEmptyNamespace and Match finds nothing. A multi-tenant server sets it so that a
+// request without a tenant's salt can never share another's blocks.
+func WithNamespaceRequired() Option { return func(c *config) { c.requireNS = true } }
+
+// BlockSize is the number of tokens per block.
+func (x *Index) BlockSize() int { return x.bs }
+
+// Hasher is the hasher whose hashes events carry.
+func (x *Index) Hasher() Hasher { return x.hasher }
+
+// nodeOf is the node of block id.
+func nodeOf(id blocks.ID) int32 { return int32(id) + 1 }
+
+// blockOf is the block of node n (n a block node).
+func blockOf(n int32) blocks.ID { return blocks.ID(n - 1) }
+
+// isBlock reports whether node n is a block node (not a root, not 0).
+func (x *Index) isBlock(n int32) bool { return n > 0 && int(n) <= x.nb }
+
+// IsCached reports whether id is a block of the index.
+func (x *Index) IsCached(id blocks.ID) bool {
+	return id >= 0 && int(id) < x.nb && x.nodes[id+1].flags&flagCached != 0
+}
+
+// Hash appends to dst the hash that events carry for cached block id, and reports whether
+// id is cached.
+func (x *Index) Hash(dst []byte, id blocks.ID) ([]byte, bool) {
+	if !x.IsCached(id) {
+		return dst, false
+	}
+	return x.appendHash(dst, nodeOf(id)), true
+}
+
+// appendHash appends the event hash of block node n (or the root hash for a root).
+func (x *Index) appendHash(dst []byte, n int32) []byte {
+	if !x.isBlock(n) {
+		return append(dst, x.rootHash...)
+	}
+	if x.fast {
+		k := x.nodes[n].key
+		return append(dst, byte(k>>56), byte(k>>48), byte(k>>40), byte(k>>32), byte(k>>24), byte(k>>16), byte(k>>8), byte(k))
+	}
+	off := int(blockOf(n)) * x.hashSize
+	return append(dst, x.hashes[off:off+x.hashSize]...)
+}
+
+// blockTokens is the token slice of block node n.
+func (x *Index) blockTokens(n int32) []int32 {
+	off := int(n-1) * x.bs
+	return x.tokens[off : off+x.bs : off+x.bs]
+}
+
+// rootOf returns the root of ns, or 0 if ns has none yet.
+func (x *Index) rootOf(ns Namespace) int32 {
+	if ns == (Namespace{}) {
+		return x.defRoot
+	}
+	return x.roots[ns]
+}
+
+// ensureRoot returns the root of ns, creating it on first use. Roots live as long as the
+// index: a namespace costs one node and one map entry.
+func (x *Index) ensureRoot(ns Namespace) int32 {
+	if r := x.rootOf(ns); r != 0 {
+		return r
+	}
+	r := int32(len(x.nodes))
+	x.nodes = append(x.nodes, node{key: fastRoot & x.cfg.keyMask, flags: flagRoot})
+	ri := rootInfo{ns: ns, hasLo: ns.LoRA != "", hasSa: ns.Salt != ""}
+	if ri.hasLo {
+		ri.lora = hashString(ns.LoRA)
+	}
+	if ri.hasSa {
+		ri.salt = hashString(ns.Salt)
+	}
+	x.rootInfo = append(x.rootInfo, ri)
+	x.roots[ns] = r
+	if ns == (Namespace{}) {
+		x.defRoot = r
+	}
+	return r
+}
+
+// dropRoot removes the root of ns, which was created by the current call and has no child.
+func (x *Index) dropRoot(ns Namespace) {
+	r := x.roots[ns]
+	if int(r) != len(x.nodes)-1 || x.nodes[r].children != 0 {
+		panic("kvpage: broken invariant: dropping a namespace root that is in use")
+	}
+	x.nodes = x.nodes[:r]
+	x.rootInfo = x.rootInfo[:len(x.rootInfo)-1]
+	delete(x.roots, ns)
+	if ns == (Namespace{}) {
+		x.defRoot = 0
+	}
+}
+
+// root returns the namespace information of root node r.
+func (x *Index) root(r int32) *rootInfo { return &x.rootInfo[int(r)-x.nb-1] }
+
+// Cursor returns a cursor at the root of ns, for a sequence with no hit.
+func (x *Index) Cursor(ns Namespace) Cursor {
+	if x.cfg.requireNS && ns == (Namespace{}) {
+		return Cursor{}
+	}
+	r := x.ensureRoot(ns)
+	return Cursor{node: r, gen: x.nodes[r].gen, root: r}
+}

@@ -1,0 +1,154 @@
+package prefix
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/invariant"
+)
+
+// mutated runs the sampled invariant check after a mutation under the kvinvariants tag.
+func (x *Index) mutated() {
+	if !invariant.Enabled {
+		return
+	}
+	x.mutations++
+	if invariant.Sample(x.mutations) {
+		invariant.Check(x.CheckInvariants)
+	}
+}
+
+// CheckInvariants verifies the tree against the pool and returns the first violation:
+// every cached block is held by the pool at least once (the index's reference), and more
+// than once exactly when a request holds it; parent and child links agree, and every
+// cached block is reachable in the child table under its parent with its own tokens; keys
+// are the chained hashes of the tokens; a block is pinned exactly when a request holds it
+// or a child is pinned; the evictable set is exactly the unpinned leaves; counts add up.
+// It costs O(blocks) and allocates: it is for tests and the kvinvariants build tag.
+func (x *Index) CheckInvariants() error {
+	children := make([]int32, len(x.nodes))
+	pinnedKids := make([]int32, len(x.nodes))
+	cached, pinned, leaves := 0, 0, 0
+	for n := int32(1); int(n) <= x.nb; n++ {
+		nd := &x.nodes[n]
+		if nd.flags&flagCached == 0 {
+			if nd.flags != 0 || nd.children != 0 || nd.pinnedKids != 0 {
+				return fmt.Errorf("uncached block %d has flags %#x, %d children, %d pinned children", n-1, nd.flags, nd.children, nd.pinnedKids)
+			}
+			if x.inEvictSet(blockOf(n)) {
+				return fmt.Errorf("uncached block %d is an eviction candidate", n-1)
+			}
+			continue
+		}
+		cached++
+		id := blockOf(n)
+		refs := x.pool.RefCount(id)
+		if refs < 1 {
+			return fmt.Errorf("cached block %d has refcount %d in the pool", id, refs)
+		}
+		p := nd.parent
+		if p <= 0 || int(p) >= len(x.nodes) || x.nodes[p].flags&(flagCached|flagRoot) == 0 {
+			return fmt.Errorf("cached block %d has parent node %d, which is neither cached nor a root", id, p)
+		}
+		children[p]++
+		if nd.flags&flagPinned != 0 {
+			pinned++
+			pinnedKids[p]++
+		}
+		if err := x.checkKey(n); err != nil {
+			return err
+		}
+		if x.findChild(p, nd.key, x.blockTokens(n), x.mm[n]) != n {
+			return fmt.Errorf("cached block %d is not found under its parent in the child table", id)
+		}
+		if (nd.flags&flagMM != 0) != (len(x.mm[n]) > 0) {
+			return fmt.Errorf("block %d: multimodal flag disagrees with its keys", id)
+		}
+	}
+	for n := int32(1); int(n) <= x.nb; n++ {
+		nd := &x.nodes[n]
+		if nd.flags&flagCached == 0 {
+			continue
+		}
+		id := blockOf(n)
+		if nd.children != children[n] || nd.pinnedKids != pinnedKids[n] {
+			return fmt.Errorf("block %d counts %d children (%d pinned) but has %d (%d pinned)", id, nd.children, nd.pinnedKids, children[n], pinnedKids[n])
+		}
+		wantPinned := x.pool.RefCount(id) > 1 || pinnedKids[n] > 0
+		if (nd.flags&flagPinned != 0) != wantPinned {
+			return fmt.Errorf("block %d pinned=%v but refcount %d and %d pinned children", id, !wantPinned, x.pool.RefCount(id), pinnedKids[n])
+		}
+		evictable := !wantPinned && children[n] == 0
+		if evictable {
+			leaves++
+		}
+		if x.policy == nil && x.inEvictSet(id) != evictable {
+			return fmt.Errorf("block %d: evictable=%v but eviction candidate=%v", id, evictable, !evictable)
+		}
+	}
+	for r := x.nb + 1; r < len(x.nodes); r++ {
+		if x.nodes[r].children != children[r] {
+			return fmt.Errorf("namespace root %d counts %d children but has %d", r, x.nodes[r].children, children[r])
+		}
+		if x.roots[x.rootInfo[r-x.nb-1].ns] != int32(r) {
+			return fmt.Errorf("namespace root %d is not its namespace's root", r)
+		}
+	}
+	if cached != x.cached || pinned != x.pinned {
+		return fmt.Errorf("counted %d cached (%d pinned) but the index says %d (%d)", cached, pinned, x.cached, x.pinned)
+	}
+	if x.evLen() != leaves {
+		return fmt.Errorf("%d eviction candidates but %d unreferenced leaves", x.evLen(), leaves)
+	}
+	inTable := 0
+	for _, n := range x.table.slots {
+		if n != 0 {
+			inTable++
+		}
+	}
+	if inTable != cached {
+		return fmt.Errorf("child table holds %d nodes but %d blocks are cached", inTable, cached)
+	}
+	if len(x.mm) > cached {
+		return fmt.Errorf("%d multimodal entries for %d cached blocks", len(x.mm), cached)
+	}
+	return x.checkLRU()
+}
+
+// checkKey verifies that block node n's key is the chained hash of its tokens.
+func (x *Index) checkKey(n int32) error {
+	nd := &x.nodes[n]
+	r := n
+	first := true
+	if x.isBlock(nd.parent) {
+		first = false
+	}
+	for x.isBlock(r) {
+		r = x.nodes[r].parent
+	}
+	want := x.childKey(x.nodes[nd.parent].key, x.blockTokens(n), x.root(r), first, x.mm[n])
+	if want != nd.key {
+		return fmt.Errorf("block %d has key %#x but its tokens hash to %#x", n-1, nd.key, want)
+	}
+	return nil
+}
+
+func (x *Index) inEvictSet(id blocks.ID) bool {
+	return x.policy == nil && x.lru.pos[id] != 0
+}
+
+// checkLRU verifies the dense LRU heap's order and position map.
+func (x *Index) checkLRU() error {
+	if x.policy != nil {
+		return nil
+	}
+	for i, id := range x.lru.heap {
+		if int(x.lru.pos[id]) != i+1 {
+			return fmt.Errorf("LRU heap: block %d at %d but recorded at %d", id, i, x.lru.pos[id]-1)
+		}
+		if i > 0 && x.lruLess(id, x.lru.heap[(i-1)/2]) {
+			return fmt.Errorf("LRU heap order broken at %d", i)
+		}
+	}
+	return nil
+}

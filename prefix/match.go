@@ -1,0 +1,130 @@
+package prefix
+
+import "github.com/kvpage/kvpage/blocks"
+
+// Match appends to dst the cached blocks of the longest cached prefix of p, in full blocks,
+// and returns dst. It takes no references and touches nothing. With leaveOne, the match is
+// capped so that at least one prompt token is left to compute (vLLM caps at len-1: the
+// model needs the last token's logits). The returned Cursor sits at the end of the match;
+// it is the zero Cursor when p's namespace has never been committed to, which Commit takes
+// as the namespace's root.
+//
+// Match costs one hash and one table probe per matched block, compares every matched
+// block's tokens (and extra keys) with the prompt's, and allocates nothing when dst has room.
+func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cursor) {
+	x.stats.lookups++
+	x.stats.lookedUp += uint64(len(p.Tokens))
+	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
+		return dst, Cursor{}
+	}
+	r := x.rootOf(p.Namespace)
+	if r == 0 {
+		return dst, Cursor{}
+	}
+	n := len(p.Tokens)
+	if leaveOne {
+		n--
+	}
+	full := n / x.bs
+	ri := x.root(r)
+	cur, key := r, x.nodes[r].key
+	matched := 0
+	mmLo := 0
+	for b := 0; b < full; b++ {
+		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
+		mm := x.blockMM(p, b, &mmLo)
+		k := x.childKey(key, toks, ri, b == 0, mm)
+		c := x.findChild(cur, k, toks, mm)
+		if c == 0 {
+			break
+		}
+		dst = append(dst, blockOf(c))
+		cur, key = c, k
+		matched++
+	}
+	x.stats.hitTokens += uint64(matched * x.bs)
+	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
+}
+
+// childKey is the chained fast64 hash of one block: Fast64.Block with the namespace's
+// extra keys (LoRA on every block, the salt on the first only), precomputed per namespace.
+func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, mm []string) uint64 {
+	h := hashTokens(parent, toks)
+	if ri.hasLo {
+		h = mixExtra(h, tagLoRA, ri.lora)
+	}
+	for _, m := range mm {
+		h = mixExtra(h, tagMM, hashString(m))
+	}
+	if first && ri.hasSa {
+		h = mixExtra(h, tagSalt, ri.salt)
+	}
+	return h & x.cfg.keyMask
+}
+
+// findChild returns the child of parent whose key, tokens and extra keys are these, or 0.
+func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []string) int32 {
+	t := &x.table
+	for i := t.home(key); ; i = (i + 1) & t.mask {
+		n := t.slots[i]
+		if n == 0 {
+			return 0
+		}
+		nd := &x.nodes[n]
+		if nd.key == key && nd.parent == parent && tokensEqual(x.blockTokens(n), toks) && x.mmEqual(n, mm) {
+			return n
+		}
+	}
+}
+
+func tokensEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *Index) mmEqual(n int32, mm []string) bool {
+	if x.nodes[n].flags&flagMM == 0 {
+		return len(mm) == 0
+	}
+	have := x.mm[n]
+	if len(have) != len(mm) {
+		return false
+	}
+	for i := range have {
+		if have[i] != mm[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// blockMM returns the hashes of the multimodal inputs that overlap block b of p, in
+// Offset order, or nil. The slice is scratch, valid until the next call. lo remembers the
+// first input that may still overlap, so a whole prompt costs O(blocks + inputs).
+func (x *Index) blockMM(p *Prompt, b int, lo *int) []string {
+	if len(p.MM) == 0 {
+		return nil
+	}
+	s, e := b*x.bs, (b+1)*x.bs
+	for *lo < len(p.MM) && p.MM[*lo].Offset+p.MM[*lo].Length <= s {
+		*lo++
+	}
+	buf := x.mmBuf[:0]
+	for j := *lo; j < len(p.MM) && p.MM[j].Offset < e; j++ {
+		if m := p.MM[j]; m.Length > 0 && m.Offset+m.Length > s {
+			buf = append(buf, m.Hash)
+		}
+	}
+	x.mmBuf = buf
+	if len(buf) == 0 {
+		return nil
+	}
+	return buf
+}
