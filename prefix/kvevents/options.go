@@ -1,0 +1,92 @@
+package kvevents
+
+import "time"
+
+// Option configures a Batcher or a Publisher.
+type Option func(*config)
+
+type config struct {
+	intHashes     bool
+	medium        string
+	loraID        func(name string) (int64, bool)
+	dpRank        int64
+	omitDPRank    bool
+	omitExtraKeys bool
+	now           func() float64
+
+	// Publisher only.
+	topic          string
+	replayEndpoint string
+	queueBatches   int
+	replayBatches  int
+	maxBatchEvents int
+}
+
+func defaultConfig() config {
+	return config{
+		medium:         MediumGPU,
+		now:            wallClock,
+		queueBatches:   1024,
+		replayBatches:  10000, // vLLM's buffer_steps default
+		maxBatchEvents: 4096,
+	}
+}
+
+// wallClock is vLLM's batch timestamp, time.time(): seconds since the Unix epoch. It is data
+// on the wire for consumers, never an input to any decision of this module.
+func wallClock() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// WithIntHashes publishes each block hash in its 64-bit form (see Uint64), as vLLM does
+// with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1, instead of the hash bytes.
+func WithIntHashes() Option { return func(c *config) { c.intHashes = true } }
+
+// WithMedium sets the medium of every event (default MediumGPU); "" publishes None.
+func WithMedium(m string) Option { return func(c *config) { c.medium = m } }
+
+// WithLoRAIDs maps a LoRA name to the integer adapter id that vLLM publishes as lora_id
+// (deprecated there in favour of lora_name, kept for older consumers). Without it, or when
+// it reports false, lora_id is None.
+func WithLoRAIDs(id func(name string) (int64, bool)) Option {
+	return func(c *config) { c.loraID = id }
+}
+
+// WithDataParallelRank sets the data_parallel_rank of every batch (default 0, which vLLM's
+// ZMQ publisher also fills in when none is set).
+func WithDataParallelRank(rank int) Option {
+	return func(c *config) { c.dpRank, c.omitDPRank = int64(rank), false }
+}
+
+// WithoutDataParallelRank leaves data_parallel_rank out of every batch: the 2-element form
+// that msgspec writes for a batch whose rank is None.
+func WithoutDataParallelRank() Option { return func(c *config) { c.omitDPRank = true } }
+
+// WithoutExtraKeys leaves extra_keys out of every BlockStored: the 8-element form of vLLM
+// before extra_keys was added (early 2026), for consumers that decode exactly 8 fields.
+func WithoutExtraKeys() Option { return func(c *config) { c.omitExtraKeys = true } }
+
+// WithTimestamps sets the source of batch timestamps, in seconds (default: the wall clock,
+// as vLLM). Tests inject a fixed or counting source.
+func WithTimestamps(now func() float64) Option { return func(c *config) { c.now = now } }
+
+// WithTopic sets the topic frame of every published message (default "", as vLLM; llm-d's
+// indexer expects "kv@<pod>@<model>").
+func WithTopic(topic string) Option { return func(c *config) { c.topic = topic } }
+
+// WithReplay binds a ROUTER socket at endpoint that answers replay requests from a buffer
+// of the last batches (default 10,000 batches, as vLLM's buffer_steps; see
+// WithReplayBuffer).
+func WithReplay(endpoint string) Option { return func(c *config) { c.replayEndpoint = endpoint } }
+
+// WithReplayBuffer sets how many of the last published batches the replay socket can
+// resend (at least 1).
+func WithReplayBuffer(batches int) Option {
+	return func(c *config) { c.replayBatches = max(batches, 1) }
+}
+
+// WithQueue sets how many sealed batches may wait for the network (default 1,024, at
+// least 1). When all are waiting, a new batch is dropped and counted, never waited for.
+func WithQueue(batches int) Option { return func(c *config) { c.queueBatches = max(batches, 1) } }
+
+// WithMaxBatchEvents seals the open batch automatically once it holds n events (default
+// 4,096, at least 1), so that a scheduler that never flushes still publishes.
+func WithMaxBatchEvents(n int) Option { return func(c *config) { c.maxBatchEvents = max(n, 1) } }

@@ -1,0 +1,42 @@
+package kvevents
+
+// The wire format is vLLM's kv_events module (vllm/distributed/kv_events.py) as of early
+// 2026: msgspec structs declared array_like=True, omit_defaults=True, and, for the events,
+// tag=True, serialised with msgspec's msgpack encoder. An array-like struct is a msgpack
+// array of its fields in declaration order; a tagged one starts with its tag, the class
+// name; omit_defaults drops trailing fields that still hold their default. So:
+//
+//	EventBatch       [ts float64, events array, data_parallel_rank int]  (rank dropped when None)
+//	BlockStored      ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size,
+//	                  lora_id, medium, lora_name, extra_keys]            (extra_keys dropped when None)
+//	BlockRemoved     ["BlockRemoved", block_hashes, medium]
+//	AllBlocksCleared ["AllBlocksCleared"]
+//
+// A block hash is the hash bytes (msgpack bin), or with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES
+// its last 8 bytes as an unsigned integer. lora_id, medium and lora_name have no default
+// and are always present, None (nil) when unset. vLLM fills extra_keys with one entry per
+// stored block (None, or the tuple of that block's extra keys), so it is present whenever
+// blocks are. Integers take msgpack's shortest form, strings fixstr/str8/16/32, floats
+// float64, exactly as msgspec writes them.
+//
+// Later in 2026 vLLM switched the events (not the batch) to msgpack maps keyed by field
+// name, with the tag under "type"; the decoder here reads both forms.
+
+// Event tags: msgspec's tag for a tagged struct is its class name.
+const (
+	TagBlockStored      = "BlockStored"
+	TagBlockRemoved     = "BlockRemoved"
+	TagAllBlocksCleared = "AllBlocksCleared"
+)
+
+// MediumGPU is the medium vLLM reports for blocks in GPU memory (MEDIUM_GPU).
+const MediumGPU = "GPU"
+
+// Field counts of the array forms.
+const (
+	batchFields            = 3 // ts, events, data_parallel_rank
+	blockStoredFields      = 9 // tag + 8 fields
+	blockStoredFieldsNoExt = 8 // without extra_keys
+	blockRemovedFields     = 3
+	allBlocksClearedFields = 1
+)
