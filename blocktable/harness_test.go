@@ -1,0 +1,413 @@
+package blocktable
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/stretchr/testify/require"
+)
+
+// harness drives a Manager with operations decoded from a few integers (by rapid or by
+// the fuzzer) and checks it against a reference model after every one:
+//
+//   - the model holds each sequence's tokens; the Manager must agree;
+//   - a fake device memory holds, per flat slot, the token written there. Every write the
+//     Manager allows goes through its slots, copy-on-writes and swaps are executed as a
+//     server would, and after each operation every position of every running sequence
+//     must read back its own token: no table ever points at another sequence's KV or at
+//     a block that was freed and reused, and every prefix hit really holds the prompt;
+//   - a failed operation leaves a deep snapshot of the state unchanged;
+//   - CheckInvariants holds (every refcount equals its holders) and, at the end, every
+//     block is back in the pool or the index.
+type harness struct {
+	t      require.TestingT
+	m      *Manager
+	pool   *blocks.Pool
+	host   *blocks.Pool
+	index  *prefix.Index
+	bs     int
+	window int
+
+	dev, hostMem []int32
+	seqs         map[SeqID][]int32 // the model: running and swapped sequences' tokens
+	swapped      map[SeqID]bool
+	ns           map[SeqID]int
+	waiting      [][]int32 // tokens of sequences preempted in recompute mode
+	waitingNS    []int
+	next         SeqID
+	lastAppend   map[SeqID]int // Len before the last append, for window checks
+	ops          int
+}
+
+type harnessConfig struct {
+	blocks, hostBlocks, bs, window int
+	index                          bool
+	preemption                     evict.Preemption
+}
+
+func newHarness(t require.TestingT, c harnessConfig) *harness {
+	pool, err := blocks.New(c.blocks, blocks.WithNullBlock())
+	require.NoError(t, err)
+	host, err := blocks.New(c.hostBlocks)
+	require.NoError(t, err)
+	clock := &evict.Counter{}
+	cfg := Config{Pool: pool, BlockSize: c.bs, HostPool: host, SlidingWindow: c.window, Clock: clock, Preemption: c.preemption}
+	var idx *prefix.Index
+	if c.index {
+		idx, err = prefix.New(pool, c.bs, prefix.WithClock(clock))
+		require.NoError(t, err)
+		cfg.Index = idx
+	}
+	m, err := New(cfg)
+	require.NoError(t, err)
+	h := &harness{
+		t: t, m: m, pool: pool, host: host, index: idx, bs: c.bs, window: c.window,
+		dev: make([]int32, c.blocks*c.bs), hostMem: make([]int32, c.hostBlocks*c.bs),
+		seqs: map[SeqID][]int32{}, swapped: map[SeqID]bool{}, ns: map[SeqID]int{},
+		lastAppend: map[SeqID]int{},
+	}
+	for i := range h.dev {
+		h.dev[i] = -1
+	}
+	return h
+}
+
+// op is one decoded operation: kind selects it, a, b and c parametrise it.
+type op struct{ kind, a, b, c int }
+
+const numOps = 11
+
+func (o op) String() string { return fmt.Sprintf("op{%d %d %d %d}", o.kind, o.a, o.b, o.c) }
+
+// ids lists running (or, with swapped, swapped) sequences in ID order.
+func (h *harness) ids(swapped bool) []SeqID {
+	var out []SeqID
+	for id := range h.seqs {
+		if h.swapped[id] == swapped {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (h *harness) pick(swapped bool, k int) (SeqID, bool) {
+	ids := h.ids(swapped)
+	if len(ids) == 0 {
+		return 0, false
+	}
+	return ids[k%len(ids)], true
+}
+
+// tokensFor makes n tokens from a tiny alphabet, so that prompts share prefixes often
+// and whole blocks repeat (duplicates in the index).
+func tokensFor(seed, n int) []int32 {
+	out := make([]int32, n)
+	x := uint32(seed)*2654435761 + 1
+	for i := range out {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		if seed%3 == 0 {
+			out[i] = int32(i % 5) // highly repetitive prompts
+		} else {
+			out[i] = int32(x % 3)
+		}
+	}
+	return out
+}
+
+type snapshotState struct {
+	Stats Stats
+	Refs  []int
+	Host  []int
+	Seqs  map[SeqID]SeqInfo
+	Toks  map[SeqID][]int32
+	Evict int
+}
+
+func (h *harness) snapshot() snapshotState {
+	s := snapshotState{Stats: h.m.Stats(), Seqs: map[SeqID]SeqInfo{}, Toks: map[SeqID][]int32{}}
+	for i := range h.pool.NumBlocks() {
+		s.Refs = append(s.Refs, h.pool.RefCount(blocks.ID(i)))
+	}
+	for i := range h.host.NumBlocks() {
+		s.Host = append(s.Host, h.host.RefCount(blocks.ID(i)))
+	}
+	for id := range h.seqs {
+		info, err := h.m.Seq(id)
+		require.NoError(h.t, err)
+		s.Seqs[id] = info
+		toks, err := h.m.Tokens(id)
+		require.NoError(h.t, err)
+		s.Toks[id] = slices.Clone(toks)
+	}
+	if h.index != nil {
+		s.Evict = h.index.Reclaimable()
+	}
+	return s
+}
+
+// write stores the tokens of seq's positions [from, from+len(toks)) through its slots.
+func (h *harness) write(id SeqID, from int, toks []int32) {
+	for i, tok := range toks {
+		slot, err := h.m.Slot(id, from+i)
+		require.NoError(h.t, err)
+		h.dev[slot] = tok
+	}
+}
+
+func (h *harness) copyBlock(mem []int32, src, dst blocks.ID, from []int32) {
+	copy(mem[int(dst)*h.bs:int(dst+1)*h.bs], from[int(src)*h.bs:int(src+1)*h.bs])
+}
+
+// verify reads back every live position of every running sequence.
+func (h *harness) verify() {
+	require.NoError(h.t, h.m.CheckInvariants())
+	for id, toks := range h.seqs {
+		got, err := h.m.Tokens(id)
+		require.NoError(h.t, err)
+		require.True(h.t, slices.Equal(toks, got), "seq %d tokens: model %v, manager %v", id, toks, got)
+		if h.swapped[id] {
+			continue
+		}
+		info, err := h.m.Seq(id)
+		require.NoError(h.t, err)
+		require.Equal(h.t, len(toks), info.Tokens)
+		first := 0
+		if h.window > 0 {
+			// Positions the next token attends to are kept; older ones may be gone.
+			first = max(0, h.lastAppend[id]-h.window+1)
+		}
+		for pos := first; pos < len(toks); pos++ {
+			slot, err := h.m.Slot(id, pos)
+			require.NoError(h.t, err, "seq %d pos %d", id, pos)
+			require.Equal(h.t, toks[pos], h.dev[slot], "seq %d pos %d reads another KV (slot %d)", id, pos, slot)
+		}
+	}
+	st := h.m.Stats()
+	require.Equal(h.t, len(h.ids(false)), st.Running)
+	require.Equal(h.t, len(h.ids(true)), st.Swapped)
+}
+
+// failed asserts that a rejected operation changed nothing.
+func (h *harness) failed(before snapshotState, err error, sentinels ...error) {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			after := h.snapshot()
+			// A rejected admission is counted; nothing else may move.
+			after.Stats.RejectedAdmissions = before.Stats.RejectedAdmissions
+			require.Equal(h.t, before, after, "a failed call changed the state: %v", err)
+			return
+		}
+	}
+	require.Fail(h.t, "unexpected error", "%v", err)
+}
+
+func (h *harness) apply(o op) {
+	h.ops++
+	before := h.snapshot()
+	switch o.kind % numOps {
+	case 0, 1: // admit a new sequence, or readmit a preempted one
+		var prompt []int32
+		ns := o.b % 2
+		if o.kind%numOps == 1 && len(h.waiting) > 0 {
+			k := o.a % len(h.waiting)
+			prompt, ns = h.waiting[k], h.waitingNS[k]
+			h.waiting = slices.Delete(h.waiting, k, k+1)
+			h.waitingNS = slices.Delete(h.waitingNS, k, k+1)
+		} else {
+			prompt = tokensFor(o.a, 1+o.c%(5*h.bs))
+		}
+		id := h.next
+		if o.c%17 == 16 && len(h.seqs) > 0 {
+			id, _ = h.pick(false, o.a) // a duplicate ID: must be refused
+			if len(h.ids(false)) == 0 {
+				id, _ = h.pick(true, o.a)
+			}
+		}
+		req := &Request{Namespace: prefix.Namespace{Salt: fmt.Sprint(ns)}, Prompt: prompt, Lookahead: o.b % 3}
+		dry, dryErr := h.m.CanAdmit(id, req)
+		res, err := h.m.Admit(id, req)
+		require.Equal(h.t, dryErr == nil, err == nil, "CanAdmit and Admit disagree: %v / %v", dryErr, err)
+		if err != nil {
+			if errors.Is(err, ErrOutOfBlocks) {
+				var oob *OutOfBlocksError
+				require.ErrorAs(h.t, err, &oob)
+				require.Positive(h.t, oob.Missing())
+				h.waiting = append(h.waiting, prompt)
+				h.waitingNS = append(h.waitingNS, ns)
+			}
+			h.failed(before, err, ErrOutOfBlocks, ErrDuplicateSeq)
+			return
+		}
+		require.Equal(h.t, dry, res)
+		require.Equal(h.t, 0, res.HitTokens%h.bs)
+		require.Less(h.t, res.HitTokens, len(prompt), "a hit leaves one token to compute")
+		h.next++
+		h.seqs[id] = slices.Clone(prompt)
+		h.ns[id] = ns
+		h.lastAppend[id] = 0
+		h.write(id, res.HitTokens, prompt[res.HitTokens:])
+	case 2, 3: // append a decode step or a chunk, maybe with lookahead
+		id, ok := h.pick(false, o.a)
+		if !ok {
+			return
+		}
+		toks := tokensFor(o.b, 1+o.c%(h.bs+2))
+		if o.kind%numOps == 2 {
+			toks = toks[:1]
+		}
+		res, err := h.m.Append(id, toks, o.b%4)
+		if err != nil {
+			h.failed(before, err, ErrOutOfBlocks)
+			return
+		}
+		if res.Copied {
+			h.copyBlock(h.dev, res.Copy.Src, res.Copy.Dst, h.dev)
+		}
+		old := len(h.seqs[id])
+		h.lastAppend[id] = old
+		h.seqs[id] = append(h.seqs[id], toks...)
+		h.write(id, old, toks)
+	case 4: // fork
+		id, ok := h.pick(false, o.a)
+		if !ok {
+			return
+		}
+		child := h.next
+		if o.b%7 == 6 {
+			child = id // duplicate: refused
+		}
+		if err := h.m.Fork(id, child); err != nil {
+			h.failed(before, err, ErrDuplicateSeq)
+			return
+		}
+		h.next++
+		h.seqs[child] = slices.Clone(h.seqs[id])
+		h.ns[child] = h.ns[id]
+		h.lastAppend[child] = h.lastAppend[id]
+	case 5: // truncate (rejected draft tokens)
+		id, ok := h.pick(false, o.a)
+		if !ok {
+			return
+		}
+		n := len(h.seqs[id]) - o.b%(h.bs+1)
+		if err := h.m.Truncate(id, n); err != nil {
+			h.failed(before, err, ErrInvalidArgument)
+			return
+		}
+		h.seqs[id] = h.seqs[id][:n]
+		h.lastAppend[id] = min(h.lastAppend[id], n)
+	case 6: // finish
+		id, ok := h.pick(false, o.a)
+		if !ok {
+			id, ok = h.pick(true, o.a)
+		}
+		if !ok || o.b%11 == 10 {
+			err := h.m.Finish(h.next + 1000)
+			require.ErrorIs(h.t, err, ErrUnknownSeq)
+			h.failed(before, err, ErrUnknownSeq)
+			return
+		}
+		require.NoError(h.t, h.m.Finish(id))
+		h.forget(id)
+		// Appending to a finished sequence is refused.
+		_, err := h.m.Append(id, []int32{1}, 0)
+		require.ErrorIs(h.t, err, ErrUnknownSeq)
+	case 7: // abort a running or swapped sequence
+		id, ok := h.pick(o.b%2 == 1, o.a)
+		if !ok {
+			return
+		}
+		require.NoError(h.t, h.m.Abort(id))
+		h.forget(id)
+	case 8: // preempt for a number of blocks, recompute or swap
+		mode := PreemptMode(o.b % 2)
+		var protect []SeqID
+		if id, ok := h.pick(false, o.a); ok {
+			protect = append(protect, id)
+		}
+		out, err := h.m.Preempt(PreemptRequest{Need: 1 + o.c%8, Mode: mode, Protect: protect}, nil)
+		if err != nil {
+			h.failed(before, err, ErrOutOfBlocks)
+			return
+		}
+		for _, p := range out {
+			require.NotContains(h.t, protect, p.Seq)
+			h.preempted(p)
+		}
+	case 9: // swap in
+		id, ok := h.pick(true, o.a)
+		if !ok {
+			return
+		}
+		plan, err := h.m.SwapIn(id, nil)
+		if err != nil {
+			h.failed(before, err, ErrOutOfBlocks)
+			return
+		}
+		for _, c := range plan {
+			h.copyBlock(h.dev, c.Src, c.Dst, h.hostMem)
+		}
+		delete(h.swapped, id)
+	case 10: // evict cached blocks, or preempt one chosen sequence
+		if o.b%2 == 0 && h.index != nil {
+			h.index.Evict(1 + o.c%4)
+			return
+		}
+		id, ok := h.pick(false, o.a)
+		if !ok {
+			return
+		}
+		p, err := h.m.PreemptSeq(id, PreemptMode(o.c%2))
+		if err != nil {
+			h.failed(before, err, ErrOutOfBlocks)
+			return
+		}
+		h.preempted(p)
+	}
+}
+
+func (h *harness) preempted(p Preempted) {
+	require.Equal(h.t, len(h.seqs[p.Seq]), p.Tokens)
+	if p.Mode == Swap {
+		for _, c := range p.SwapOut {
+			h.copyBlock(h.hostMem, c.Src, c.Dst, h.dev)
+		}
+		h.swapped[p.Seq] = true
+		return
+	}
+	if len(h.seqs[p.Seq]) > 0 {
+		h.waiting = append(h.waiting, h.seqs[p.Seq])
+		h.waitingNS = append(h.waitingNS, h.ns[p.Seq])
+	}
+	h.forget(p.Seq)
+}
+
+func (h *harness) forget(id SeqID) {
+	delete(h.seqs, id)
+	delete(h.swapped, id)
+	delete(h.ns, id)
+	delete(h.lastAppend, id)
+}
+
+// finishAll ends every sequence and checks that nothing leaked: every block is free or
+// cached in the index, and the cache can be emptied.
+func (h *harness) finishAll() {
+	for id := range h.seqs {
+		require.NoError(h.t, h.m.Finish(id))
+		h.forget(id)
+	}
+	require.NoError(h.t, h.m.CheckInvariants())
+	if h.index != nil {
+		require.NoError(h.t, h.index.Reset())
+	}
+	require.Equal(h.t, h.pool.Capacity(), h.pool.NumFree(), "device blocks leaked")
+	require.Equal(h.t, h.host.Capacity(), h.host.NumFree(), "host blocks leaked")
+	require.NoError(h.t, h.pool.CheckInvariants())
+}

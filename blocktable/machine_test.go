@@ -1,0 +1,78 @@
+package blocktable
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// harnessConfigs are the shapes the state-machine test and the fuzzer run: with and
+// without the prefix index, tight and roomy pools, a sliding window.
+var harnessConfigs = []harnessConfig{
+	{blocks: 13, hostBlocks: 16, bs: 4, index: true},
+	{blocks: 40, hostBlocks: 8, bs: 4, index: true},
+	{blocks: 9, hostBlocks: 16, bs: 2, index: false},
+	{blocks: 12, hostBlocks: 16, bs: 4, window: 6},
+	{blocks: 12, hostBlocks: 16, bs: 4, window: 6, index: true},
+}
+
+// TestManagerStateMachine runs random operations against the reference model of
+// harness_test.go, in every configuration.
+func TestManagerStateMachine(t *testing.T) {
+	for i, c := range harnessConfigs {
+		t.Run(configName(i, c), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				h := newHarness(rt, c)
+				n := rapid.IntRange(1, 120).Draw(rt, "ops")
+				for range n {
+					o := op{
+						kind: rapid.IntRange(0, numOps-1).Draw(rt, "kind"),
+						a:    rapid.IntRange(0, 1000).Draw(rt, "a"),
+						b:    rapid.IntRange(0, 1000).Draw(rt, "b"),
+						c:    rapid.IntRange(0, 1000).Draw(rt, "c"),
+					}
+					h.apply(o)
+					h.verify()
+				}
+				h.finishAll()
+			})
+		})
+	}
+}
+
+func configName(i int, c harnessConfig) string {
+	name := "plain"
+	if c.index {
+		name = "index"
+	}
+	if c.window > 0 {
+		name += "-window"
+	}
+	return name + "-" + string(rune('a'+i))
+}
+
+// FuzzManagerOps decodes the input as a configuration byte and then operations of 4
+// bytes each (kind, a, b, c), applies them with the reference model checking after every
+// one, and ends with a leak check.
+func FuzzManagerOps(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 2, 30, 2, 0, 0, 0, 4, 0, 0, 0, 2, 1, 0, 0, 6, 0, 0, 0, 0, 1, 2, 30})
+	f.Add([]byte{1, 0, 3, 1, 40, 0, 4, 1, 40, 3, 0, 5, 9, 8, 0, 1, 7, 10, 0, 0, 1, 9, 0, 0, 0})
+	f.Add([]byte{3, 0, 1, 1, 9, 2, 0, 1, 1, 2, 0, 2, 1, 2, 0, 3, 1, 2, 0, 4, 1, 5, 0, 2, 0})
+	f.Add([]byte{4, 0, 2, 0, 19, 3, 0, 7, 15, 5, 0, 3, 0, 4, 0, 0, 0, 3, 1, 7, 15, 6, 0, 0, 0})
+	f.Add([]byte{2, 0, 5, 0, 60, 0, 6, 0, 60, 8, 0, 0, 9, 8, 1, 1, 9, 9, 0, 0, 0, 10, 0, 1, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 || len(data) > 4*400 {
+			return
+		}
+		h := newHarness(t, harnessConfigs[int(data[0])%len(harnessConfigs)])
+		data = data[1:]
+		for len(data) >= 4 {
+			o := op{kind: int(data[0]), a: int(data[1]), b: int(data[2]), c: int(binary.LittleEndian.Uint16([]byte{data[3], 0}))}
+			h.apply(o)
+			h.verify()
+			data = data[4:]
+		}
+		h.finishAll()
+	})
+}
