@@ -17,6 +17,7 @@ type KVLayout struct {
 	tp        int
 	blockSize int
 	perGPU    []int64 // bits per token per GPU, one per group
+	whole     []int64 // bits per token in the whole model, one per group
 	total     int64   // bits per token, whole model, before tensor parallelism
 }
 
@@ -39,7 +40,7 @@ func NewKVLayout(m ModelSpec, d DType, tp, blockSize int) (KVLayout, error) {
 	if m.AttentionHeads > 0 && m.AttentionHeads%tp != 0 {
 		return KVLayout{}, invalidf("tensor parallel size %d does not divide the %d attention heads of %s", tp, m.AttentionHeads, m.Name)
 	}
-	l := KVLayout{model: m, dtype: d, tp: tp, blockSize: blockSize, perGPU: make([]int64, len(m.Groups))}
+	l := KVLayout{model: m, dtype: d, tp: tp, blockSize: blockSize, perGPU: make([]int64, len(m.Groups)), whole: make([]int64, len(m.Groups))}
 	for i, g := range m.Groups {
 		if !g.MLA() {
 			if g.KVHeads >= tp && g.KVHeads%tp != 0 {
@@ -50,7 +51,8 @@ func NewKVLayout(m ModelSpec, d DType, tp, blockSize int) (KVLayout, error) {
 			}
 		}
 		l.perGPU[i] = g.bitsPerToken(d, tp)
-		l.total += g.bitsPerToken(d, 1)
+		l.whole[i] = g.bitsPerToken(d, 1)
+		l.total += l.whole[i]
 	}
 	if l.total > maxBitsPerToken {
 		return KVLayout{}, invalidf("model %q: %d bits of KV cache per token is beyond any real model", m.Name, l.total)
@@ -106,10 +108,21 @@ func (l KVLayout) blocksInGroup(g LayerGroup, tokens int64) int64 {
 // BytesPerRequest returns the KV cache one request of tokens tokens holds on one GPU, in
 // whole blocks, with sliding windows applied. tokens is clamped to [0, MaxTokens].
 func (l KVLayout) BytesPerRequest(tokens int64) int64 {
+	return l.requestBytes(tokens, l.perGPU)
+}
+
+// ModelBytesPerRequest returns the KV cache one request of tokens tokens holds in the
+// whole model, before the tensor-parallel split (so without replicated heads), in whole
+// blocks, with sliding windows applied: 10 GiB for Llama 3 70B in fp16 at 32,768 tokens.
+func (l KVLayout) ModelBytesPerRequest(tokens int64) int64 {
+	return l.requestBytes(tokens, l.whole)
+}
+
+func (l KVLayout) requestBytes(tokens int64, bitsPerToken []int64) int64 {
 	tokens = clampTokens(tokens)
 	var bitsTotal int64
 	for i, g := range l.model.Groups {
-		bitsTotal += l.blocksInGroup(g, tokens) * int64(l.blockSize) * l.perGPU[i]
+		bitsTotal += l.blocksInGroup(g, tokens) * int64(l.blockSize) * bitsPerToken[i]
 	}
 	return Bits(bitsTotal).CeilBytes()
 }

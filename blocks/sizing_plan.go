@@ -80,6 +80,9 @@ type Plan struct {
 	KVCacheTokens       int64 // NumBlocks x BlockSize: vLLM's "GPU KV cache size: N tokens"
 
 	BytesPerRequest int64 // one request at MaxModelLen, windows applied, in whole blocks
+	// ModelBytesPerRequest is BytesPerRequest for the whole model, before the tensor-
+	// parallel split.
+	ModelBytesPerRequest int64
 	// MaxConcurrency is how many requests at MaxModelLen fit at once, capped by MaxNumSeqs.
 	MaxConcurrency int64
 	// ConcurrencyRatio is KVBudget / BytesPerRequest: vLLM's "Maximum concurrency for N
@@ -113,6 +116,7 @@ func NewPlan(c PlanConfig) (Plan, error) {
 	p.BytesPerTokenPerGPU = l.BitsPerTokenPerGPU()
 	p.BytesPerBlock = l.BytesPerBlock()
 	p.BytesPerRequest = l.BytesPerRequest(int64(c.MaxModelLen))
+	p.ModelBytesPerRequest = l.ModelBytesPerRequest(int64(c.MaxModelLen))
 	if p.KVBudget > 0 {
 		p.NumBlocks = p.KVBudget / p.BytesPerBlock
 		p.KVCacheTokens = p.NumBlocks * int64(c.BlockSize)

@@ -17,7 +17,7 @@ import (
 //     32,768; "2.5K" is refused, as vLLM refuses it.
 //
 // Surrounding white space is ignored. Like vLLM, a decimal suffix multiplies a float64
-// and truncates, so "4.35k" gives 4,349, the number vLLM would use. Unlike vLLM, a
+// and truncates, so "1.005k" gives 1,004, the number vLLM would use. Unlike vLLM, a
 // negative value is an error (vLLM's -1 for "auto" is for the caller to handle), as is a
 // value beyond int64. Errors wrap ErrBadSize.
 func ParseSize(s string) (int64, error) {
