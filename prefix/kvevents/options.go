@@ -20,6 +20,7 @@ type config struct {
 	queueBatches   int
 	replayBatches  int
 	maxBatchEvents int
+	sendHook       func() // tests: called by the sender before each batch
 }
 
 func defaultConfig() config {

@@ -1,0 +1,236 @@
+package kvevents
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// Publisher puts the prefix index's events on the wire as vLLM's ZmqEventPublisher does.
+// It is a prefix.Observer (plug it in with prefix.WithObserver). The observer side runs on
+// the index's goroutine and never waits on the network: events are encoded into the open
+// batch (a Batcher); Flush seals the batch, gives it the next sequence number and hands it
+// to a bounded queue without blocking. When every queue slot is taken the batch is dropped
+// and counted (its sequence number is still used, so subscribers see the gap). A sender
+// goroutine publishes each queued batch on a ZeroMQ PUB socket as the three frames
+// [topic, sequence number (8 bytes big-endian), msgpack payload] and keeps the last ones
+// in a bounded replay buffer that a ROUTER socket (WithReplay) serves to subscribers that
+// missed some.
+//
+// Call Flush once per scheduler step, as vLLM publishes one batch per engine step; a batch
+// is also sealed automatically when it reaches WithMaxBatchEvents events. Observer methods,
+// Flush and Close must be called from one goroutine (the index's); Stats, Endpoint and
+// ReplayEndpoint from any.
+type Publisher struct {
+	batcher *Batcher
+	cfg     config
+	seq     uint64 // next sequence number (observer side)
+	closed  bool   // observer side
+
+	free  chan []byte
+	queue chan queuedBatch
+
+	pub, router zmq4.Socket
+	cancel      context.CancelFunc
+	ring        *replayRing
+	topic       []byte
+	wg          sync.WaitGroup // the replay goroutine
+	senderDone  chan struct{}
+
+	sealed, published, droppedBatches, droppedEvents, sendErrors, replays counter
+}
+
+type queuedBatch struct {
+	seq     uint64
+	payload []byte
+}
+
+var _ prefix.Observer = (*Publisher)(nil)
+
+// counter is a statistic written by one goroutine and read by any.
+type counter struct{ v atomic.Uint64 }
+
+func (c *counter) add(n uint64) { c.v.Add(n) }
+func (c *counter) get() uint64  { return c.v.Load() }
+
+// PublisherStats counts what a Publisher did.
+type PublisherStats struct {
+	// Sealed counts batches sealed by Flush (or automatically), dropped ones included.
+	Sealed uint64
+	// Published counts batches handed to the PUB socket.
+	Published uint64
+	// DroppedBatches and DroppedEvents count what was dropped because the queue was full.
+	DroppedBatches, DroppedEvents uint64
+	// SendErrors counts batches the PUB socket refused.
+	SendErrors uint64
+	// Replays counts replay requests answered.
+	Replays uint64
+}
+
+// NewPublisher binds a PUB socket at endpoint (for example "tcp://*:5557" as vLLM's
+// default, or "tcp://127.0.0.1:0" for a port chosen by the system) and, with WithReplay, a
+// ROUTER socket for replays, and starts the sender goroutine.
+func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Publisher{
+		batcher: newBatcher(cfg),
+		cfg:     cfg,
+		free:    make(chan []byte, cfg.queueBatches),
+		queue:   make(chan queuedBatch, cfg.queueBatches),
+		pub:     zmq4.NewPub(ctx),
+		cancel:  cancel,
+		ring:    newReplayRing(cfg.replayBatches),
+		topic:   []byte(cfg.topic),
+
+		senderDone: make(chan struct{}),
+	}
+	// As many buffers as queue slots: a Flush that finds a free buffer finds a free slot,
+	// and one that finds none drops the batch instead of waiting.
+	for range cfg.queueBatches {
+		p.free <- nil
+	}
+	if err := p.pub.Listen(endpoint); err != nil {
+		cancel()
+		return nil, fmt.Errorf("kvevents: publisher: %w", err)
+	}
+	if cfg.replayEndpoint != "" {
+		p.router = zmq4.NewRouter(ctx)
+		if err := p.router.Listen(cfg.replayEndpoint); err != nil {
+			p.pub.Close()
+			cancel()
+			return nil, fmt.Errorf("kvevents: replay socket: %w", err)
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			serveReplay(p.router, p.ring, &p.replays)
+		}()
+	}
+	go p.send()
+	return p, nil
+}
+
+// Endpoint returns the PUB socket's address as "tcp://host:port", with the port the
+// system chose if endpoint asked for port 0.
+func (p *Publisher) Endpoint() string { return "tcp://" + p.pub.Addr().String() }
+
+// ReplayEndpoint returns the ROUTER socket's address, or "" without WithReplay.
+func (p *Publisher) ReplayEndpoint() string {
+	if p.router == nil {
+		return ""
+	}
+	return "tcp://" + p.router.Addr().String()
+}
+
+// BlockStored encodes the event into the open batch.
+func (p *Publisher) BlockStored(e *prefix.BlockStored) {
+	p.batcher.BlockStored(e)
+	p.maybeFlush()
+}
+
+// BlockRemoved encodes the event into the open batch.
+func (p *Publisher) BlockRemoved(e *prefix.BlockRemoved) {
+	p.batcher.BlockRemoved(e)
+	p.maybeFlush()
+}
+
+// AllBlocksCleared encodes the event into the open batch.
+func (p *Publisher) AllBlocksCleared() {
+	p.batcher.AllBlocksCleared()
+	p.maybeFlush()
+}
+
+func (p *Publisher) maybeFlush() {
+	if p.batcher.Len() >= p.cfg.maxBatchEvents {
+		p.Flush()
+	}
+}
+
+// Flush seals the open batch, if it has any event, and queues it for the network without
+// waiting: when the queue is full the batch is dropped and counted. It returns the batch's
+// sequence number and whether a batch was sealed. After Close it does nothing.
+func (p *Publisher) Flush() (seq uint64, sealed bool) {
+	n := p.batcher.Len()
+	if n == 0 || p.closed {
+		return 0, false
+	}
+	seq = p.seq
+	p.seq++
+	p.sealed.add(1)
+	select {
+	case buf := <-p.free:
+		buf = p.batcher.AppendBatch(buf[:0], p.cfg.now())
+		p.queue <- queuedBatch{seq, buf} // never blocks: a free buffer means a free slot
+	default:
+		p.batcher.Discard()
+		p.droppedBatches.add(1)
+		p.droppedEvents.add(uint64(n))
+	}
+	return seq, true
+}
+
+// LastSeq returns the sequence number of the last sealed batch, and false before the first.
+func (p *Publisher) LastSeq() (uint64, bool) { return p.seq - 1, p.seq > 0 }
+
+// send is the sender goroutine: it publishes queued batches in order and keeps them for
+// replay.
+func (p *Publisher) send() {
+	defer close(p.senderDone)
+	for q := range p.queue {
+		if p.cfg.sendHook != nil {
+			p.cfg.sendHook()
+		}
+		// The PUB socket sends asynchronously and the replay buffer keeps the payload, so
+		// both get a copy that nobody writes again; the queue's buffer goes back for reuse.
+		payload := append([]byte(nil), q.payload...)
+		p.free <- q.payload
+		p.ring.push(q.seq, payload)
+		if err := p.pub.SendMulti(zmq4.NewMsgFrom(p.topic, seqBytes(q.seq), payload)); err != nil {
+			p.sendErrors.add(1)
+			continue
+		}
+		p.published.add(1)
+	}
+}
+
+// Stats returns the publisher's counters.
+func (p *Publisher) Stats() PublisherStats {
+	return PublisherStats{
+		Sealed:         p.sealed.get(),
+		Published:      p.published.get(),
+		DroppedBatches: p.droppedBatches.get(),
+		DroppedEvents:  p.droppedEvents.get(),
+		SendErrors:     p.sendErrors.get(),
+		Replays:        p.replays.get(),
+	}
+}
+
+// Close flushes the open batch, publishes what is queued, and closes the sockets. Batches
+// the PUB socket had not yet written out may be lost, as with vLLM's linger of 0.
+func (p *Publisher) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.Flush()
+	p.closed = true
+	close(p.queue)
+	<-p.senderDone
+	err := p.pub.Close()
+	if p.router != nil {
+		if rerr := p.router.Close(); err == nil {
+			err = rerr
+		}
+	}
+	p.cancel()
+	p.wg.Wait() // the replay goroutine returns once its socket is closed
+	return err
+}
