@@ -122,12 +122,37 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	return dst, nil
 }
 
+// sortInfos sorts infos (and ids alongside) by ID. It is a heapsort: O(n log n) without
+// allocating, since Preempt runs whenever memory runs out with every running sequence as a
+// candidate (an insertion sort made a simulator run of 10,000 requests take minutes).
 func sortInfos(infos []evict.SeqInfo, ids []SeqID) {
-	for i := 1; i < len(infos); i++ {
-		for j := i; j > 0 && infos[j].ID < infos[j-1].ID; j-- {
-			infos[j], infos[j-1] = infos[j-1], infos[j]
-			ids[j], ids[j-1] = ids[j-1], ids[j]
+	swap := func(i, j int) {
+		infos[i], infos[j] = infos[j], infos[i]
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+	down := func(i, n int) {
+		for {
+			c := 2*i + 1
+			if c >= n {
+				return
+			}
+			if c+1 < n && infos[c+1].ID > infos[c].ID {
+				c++
+			}
+			if infos[c].ID <= infos[i].ID {
+				return
+			}
+			swap(i, c)
+			i = c
 		}
+	}
+	n := len(infos)
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i, n)
+	}
+	for end := n - 1; end > 0; end-- {
+		swap(0, end)
+		down(0, end)
 	}
 }
 
