@@ -180,9 +180,11 @@ type Stats struct {
 	Running, Swapped int
 	// Capacity is the pool's usable blocks; Free the blocks on its free list.
 	Capacity, Free int
-	// InUse counts blocks held by at least one sequence.
+	// InUse counts blocks that are not free and not reclaimable: what running sequences
+	// hold (vLLM's usage figure). Capacity = Free + InUse + Evictable.
 	InUse int
-	// Cached counts blocks in the prefix index; Evictable those held by nobody else.
+	// Cached counts blocks in the prefix index; Evictable those that repeated leaf
+	// eviction can free now (the index's Reclaimable).
 	Cached, Evictable int
 	// HostInUse counts host blocks held by swapped sequences.
 	HostInUse int

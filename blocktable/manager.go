@@ -21,6 +21,9 @@ type Manager struct {
 	preempt  evict.Preemption
 	wmBlocks int
 
+	// release is m.releaseBlocks bound once: a method value allocates each time it is made.
+	release func([]blocks.ID) error
+
 	seqs  map[SeqID]*sequence
 	spare []*sequence // finished sequences kept for reuse, so steady state allocates nothing
 
@@ -76,6 +79,7 @@ func New(cfg Config) (*Manager, error) {
 		wmBlocks: int(cfg.Watermark * float64(cfg.Pool.Capacity())),
 		seqs:     make(map[SeqID]*sequence),
 	}
+	m.release = m.releaseBlocks
 	if m.clock == nil {
 		m.clock = &evict.Counter{}
 	}
@@ -109,7 +113,7 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 	}
 	tokens, ids, host := s.tokens[:0], s.t.ids[:0], s.host[:0]
 	*s = sequence{id: id, state: Running, tokens: tokens, host: host}
-	s.t = Table{pool: m.pool, bs: m.bs, window: m.cfg.SlidingWindow, ids: ids, release: m.releaseBlocks}
+	s.t = Table{pool: m.pool, bs: m.bs, window: m.cfg.SlidingWindow, ids: ids, release: m.release}
 	return s
 }
 

@@ -142,7 +142,8 @@ func (m *Manager) Stats() Stats {
 		}
 	}
 	if m.index != nil {
-		st.Evictable = m.index.Reclaimable()
+		is := m.index.Stats()
+		st.Cached, st.Evictable = is.Cached, is.Reclaimable
 	}
 	st.InUse = ps.InUse - st.Evictable
 	return st
