@@ -1,5 +1,107 @@
-// Package prefix is the prefix index of kvpage: a radix tree over full blocks of tokens that
-// lets requests whose prompts begin alike share the KV blocks that hold that beginning.
+// Package prefix is the prefix index of kvpage: a radix tree over full blocks of tokens
+// that lets requests whose prompts begin alike share the KV blocks holding that beginning,
+// so a thousand chats with one system prompt keep one copy of it.
 //
-// (Documentation in progress; see the Index methods.)
+// # Use
+//
+// A request calls Match to find the longest cached prefix of its prompt (no references
+// taken, nothing touched), Acquire to take its own references on the matched blocks,
+// allocates the rest from the pool, Commit to cache each block as it fills (during prefill
+// and decode, so that concurrent requests can hit it before the first one finishes), and
+// Release at the end. The index holds one pool reference on every cached block; a cached
+// block that only the index holds is reclaimable, and the index is the pool's
+// blocks.Reclaimer, so allocation under memory pressure evicts on demand.
+//
+// # Structure: one node per block
+//
+// Every cached block is one node, and the node of block b is simply slot b+1 of flat
+// arrays: 40 bytes of metadata (chained key, last access, parent, child and pinned-child
+// counts, generation, hits, flags) and the block's tokens in one token arena, indexed by
+// block ID, with no pointer anywhere for the garbage collector to scan. Parent-to-child
+// links live in one open-addressing table for the whole tree, keyed by each child's chained
+// 64-bit hash and sized once for the pool's capacity, so it never grows or rehashes.
+//
+// Compressed runs (one node for a chain of blocks, split on divergence) save a table probe
+// per block on a long unshared path, but the unit of sharing, eviction, reference counting
+// and events is the block: with runs, evicting a leaf block splits a node, a hit in the
+// middle of a run splits it, and every per-block fact (refcount, last access, hash) needs a
+// side array anyway. With one node per block, every operation is O(blocks touched), node
+// metadata is indexed directly by block ID, and a lookup costs one hash, one probe and one
+// 16-token comparison per block (about 10 ns on the reference machine; see bench/README.md).
+//
+// Namespaces (LoRA adapter, cache salt) are separate subtrees under their own roots, not a
+// filter after matching. Multimodal extra keys are stored for the blocks that carry any and
+// take part in equality and in hashes. Equality is always decided on tokens and extra keys:
+// a hash picks a table slot and labels a block in events, and colliding hashes only cost
+// probes (tests force every key to collide).
+//
+// # Hashes and events
+//
+// Each cached block has a chained hash computed once at Commit: by default Fast64 (64-bit,
+// non-cryptographic), whose values are the table keys themselves, so the default costs no
+// extra memory; SHA256 or any Hasher (prefix/kvevents has vLLM's sha256_cbor) are stored
+// beside the tree. A Hasher sees the parent hash, the tokens and the Extra keys in vLLM's
+// order (LoRA name, multimodal hashes, cache salt on a namespace's first block only). An
+// Observer receives BlockStored (one event per Commit that stores, the new blocks as one
+// chain), BlockRemoved (one per eviction batch) and AllBlocksCleared (Reset), synchronously
+// and in order; with no Observer nothing is computed for events.
+//
+// # Eviction
+//
+// Only unreferenced leaves are evictable, so every cached path stays a valid prefix. The
+// evictable set is kept incrementally: a leaf enters it when its last request reference
+// goes, and a parent enters it when its last child is evicted, with its own older last
+// access (not the time it became a leaf). The default order is LRU by last use on a logical
+// clock, ties by block ID: every Acquire and Commit touches the blocks involved (one tick
+// per call), Release touches them from last to first (one tick each, so a request's tail is
+// older than its head, as vLLM frees in reverse), and Match touches nothing. The built-in
+// LRU is a dense heap over block IDs that orders exactly as evict.LRU (a test holds them to
+// the same victims); WithPolicy plugs in any policy of package evict. The pool's free list
+// is always used before anything is evicted.
+//
+// Reclaimable is exact: it is the number of cached blocks no request holds and that lie
+// above no held block, kept as a count of "pinned" blocks (held, or with a pinned child)
+// updated when a block's pin state changes, which costs O(1) amortized per block along a
+// request's path.
+//
+// # Duplicates
+//
+// When Commit is given a block whose tokens (and extra keys) are already cached under the
+// same parent as another block, the index keeps its existing copy and touches it; the
+// caller's block is left alone: not cached, still held by the caller, valid in its table,
+// and back to the pool when the caller releases it. The cursor moves onto the existing copy
+// so later blocks chain under it. The caller does not hold that copy, so it may be evicted
+// before the caller's next Commit; the cursor notices (a generation per node), walks the
+// prompt from the root to find the path again, and if it is gone leaves the rest of the
+// sequence's blocks uncached (CommitResult.Orphaned). No table ever points at a freed block.
+//
+// # Errors
+//
+// Bad input returns an error wrapping a sentinel (ErrLengthMismatch, ErrNotHeld,
+// ErrNotCached, ErrNotAcquired, ErrAlreadyCached, ErrBlocksHeld, ErrEmptyNamespace,
+// ErrInvalidCursor), to test with errors.Is, and leaves the index and the pool exactly as
+// they were. The index panics only for a broken invariant.
+//
+// # Invariants
+//
+// Every cached block holds the index's pool reference, and more than one exactly when a
+// request holds it; parent and child links agree and every cached block is found under its
+// parent in the child table with its own tokens; keys are the chained hashes of the tokens;
+// a block is pinned exactly when a request holds it or a child is pinned; the evictable set
+// is exactly the unpinned leaves; cached = inserts - evictions - dropped. CheckInvariants
+// verifies all of them; under the kvinvariants build tag (and -race) every mutation
+// re-checks them, sampled with invariant.Sample.
+//
+// # Concurrency
+//
+// An Index is not safe for concurrent use. One scheduler goroutine owns it together with
+// its pool, as in vLLM, SGLang and TensorRT-LLM; observers are called on that goroutine and
+// must not call back into the index.
+//
+// # Cost
+//
+// Match, Acquire, Release, Commit and Reclaim are O(blocks touched) (Reclaim adds
+// O(log evictable) per victim) and allocate nothing in steady state. Memory is fixed at New:
+// per pool block, 40 bytes of node, 4 bytes per token, 8 bytes of LRU heap and position,
+// and 4 to 8 bytes of child table.
 package prefix

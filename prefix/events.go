@@ -40,7 +40,8 @@ func (x *Index) emitStored(parent int32, b0 int, p *Prompt, ids []blocks.ID) {
 		buf = x.appendHash(buf, nodeOf(id))
 	}
 	x.hashBuf = buf
-	e := BlockStored{
+	e := &x.evStored // reused: an event passed to an interface would escape each time
+	*e = BlockStored{
 		Hashes:    buf[np:],
 		HashSize:  hs,
 		Blocks:    ids,
@@ -54,7 +55,8 @@ func (x *Index) emitStored(parent int32, b0 int, p *Prompt, ids []blocks.ID) {
 	if len(p.MM) > 0 {
 		e.MM = x.collectMM(b0, len(ids), p)
 	}
-	x.obs.BlockStored(&e)
+	x.obs.BlockStored(e)
+	*e = BlockStored{}
 }
 
 // collectMM returns each block's multimodal keys for blocks b0..b0+n of p, or nil if none
@@ -83,5 +85,7 @@ func (x *Index) collectMM(b0, n int, p *Prompt) [][]string {
 
 // emitRemoved reports evicted blocks whose hashes were collected in hashBuf.
 func (x *Index) emitRemoved(ids []blocks.ID, hashes []byte) {
-	x.obs.BlockRemoved(&BlockRemoved{Hashes: hashes, HashSize: x.hashSize, Blocks: ids})
+	x.evRemoved = BlockRemoved{Hashes: hashes, HashSize: x.hashSize, Blocks: ids}
+	x.obs.BlockRemoved(&x.evRemoved)
+	x.evRemoved = BlockRemoved{}
 }

@@ -52,6 +52,9 @@ type Index struct {
 	mmFlat   []string
 	mmLists  [][]string
 	extraBuf Extra
+	// Events handed to the observer, reused.
+	evStored  BlockStored
+	evRemoved BlockRemoved
 }
 
 // node is one cached block (or a namespace root). 40 bytes.

@@ -2,7 +2,7 @@ package prefix
 
 // counters are the index's running totals.
 type counters struct {
-	lookups, lookedUp, hitTokens          uint64
+	lookups, lookedUp, hitTokens            uint64
 	inserts, duplicates, evictions, dropped uint64
 }
 

@@ -1,0 +1,292 @@
+package prefix
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+	"pgregory.net/rapid"
+)
+
+// machine drives an index and the reference model with the same random operations and
+// compares them after every step: matches, commit results, eviction victims in order,
+// reclaimable counts, and CheckInvariants on both the index and the pool.
+type machine struct {
+	pool    *blocks.Pool
+	x       *Index
+	m       *model
+	reqs    []*mreq
+	evicted []blocks.ID
+	stored  int
+}
+
+type mreq struct {
+	p         Prompt
+	ids       []blocks.ID
+	committed int // blocks passed by the cursor
+	cur       Cursor
+	detached  bool
+}
+
+var machineNamespaces = []Namespace{{}, {LoRA: "a"}, {Salt: "s"}}
+
+func newMachine(t *rapid.T) *machine {
+	mc := &machine{m: newModel()}
+	n := rapid.IntRange(4, 24).Draw(t, "poolBlocks")
+	var err error
+	mc.pool, err = blocks.New(n, blocks.WithNullBlock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []Option{WithObserver(&recorder{
+		onRemoved: func(ids []blocks.ID) { mc.evicted = append(mc.evicted, ids...) },
+		onStored:  func(e *BlockStored) { mc.stored += len(e.Blocks) },
+	})}
+	if rapid.Bool().Draw(t, "sha256") {
+		opts = append(opts, WithHasher(NewSHA256()))
+	}
+	if rapid.Bool().Draw(t, "evictLRU") {
+		opts = append(opts, WithPolicy(evict.NewLRU[blocks.ID]())) // must order exactly as the built-in LRU
+	}
+	if rapid.Bool().Draw(t, "collide") {
+		opts = append(opts, withKeyMask(0x3)) // four keys for every block: constant collisions
+	}
+	mc.x, err = New(mc.pool, testBS, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// drawPrompt draws a prompt over a tiny alphabet so that prefixes are shared often.
+func drawPrompt(t *rapid.T) Prompt {
+	p := Prompt{Namespace: rapid.SampledFrom(machineNamespaces).Draw(t, "ns")}
+	n := rapid.IntRange(1, 5*testBS).Draw(t, "len")
+	p.Tokens = make([]int32, n)
+	for i := range p.Tokens {
+		p.Tokens[i] = rapid.Int32Range(0, 1).Draw(t, "tok")
+	}
+	if rapid.IntRange(0, 4).Draw(t, "mm") == 0 {
+		off := rapid.IntRange(0, n-1).Draw(t, "mmOff")
+		p.MM = []MMInput{{Hash: rapid.SampledFrom([]string{"x", "y"}).Draw(t, "mmHash"), Offset: off, Length: rapid.IntRange(1, n-off).Draw(t, "mmLen")}}
+	}
+	return p
+}
+
+// allocate allocates n blocks and checks that the victims are the model's, in order.
+func (mc *machine) allocate(t *rapid.T, dst []blocks.ID, n int) ([]blocks.ID, bool) {
+	if mc.pool.Available() < n {
+		return dst, false
+	}
+	want := mc.m.evict(n - min(n, mc.pool.NumFree()))
+	mc.evicted = mc.evicted[:0]
+	dst, err := mc.pool.Allocate(dst, n)
+	if err != nil {
+		t.Fatalf("allocate %d: %v", n, err)
+	}
+	if !slices.Equal(want, mc.evicted) && !(len(want) == 0 && len(mc.evicted) == 0) {
+		t.Fatalf("evicted %v, model evicts %v", mc.evicted, want)
+	}
+	return dst, true
+}
+
+func (mc *machine) commit(t *rapid.T, r *mreq, upto int) {
+	ids := r.ids[r.committed:upto]
+	want := mc.m.commit(&r.p, r.committed, ids, &r.detached)
+	got, err := mc.x.Commit(&r.cur, &r.p, ids)
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if got != want {
+		t.Fatalf("commit blocks %d..%d: got %+v, model %+v", r.committed, upto, got, want)
+	}
+	r.committed = upto
+}
+
+func (mc *machine) Admit(t *rapid.T) {
+	r := &mreq{p: drawPrompt(t)}
+	leaveOne := rapid.Bool().Draw(t, "leaveOne")
+	r.ids, r.cur = mc.x.Match(nil, &r.p, leaveOne)
+	if want := mc.m.match(&r.p, leaveOne); !slices.Equal(r.ids, want) && len(r.ids)+len(want) > 0 {
+		t.Fatalf("match %v: got %v, model %v", r.p, r.ids, want)
+	}
+	r.committed = len(r.ids)
+	if err := mc.x.Acquire(r.ids); err != nil {
+		t.Fatal(err)
+	}
+	mc.m.acquire(r.ids)
+	need := (len(r.p.Tokens)+testBS-1)/testBS - len(r.ids)
+	var ok bool
+	if r.ids, ok = mc.allocate(t, r.ids, need); !ok {
+		if err := mc.x.Release(r.ids); err != nil {
+			t.Fatal(err)
+		}
+		mc.m.release(r.ids)
+		return
+	}
+	full := len(r.p.Tokens) / testBS
+	mc.commit(t, r, rapid.IntRange(r.committed, full).Draw(t, "commitUpTo"))
+	mc.reqs = append(mc.reqs, r)
+}
+
+func (mc *machine) pick(t *rapid.T) (int, *mreq) {
+	if len(mc.reqs) == 0 {
+		return -1, nil // no request: the action does nothing (skipping would starve the fuzzer)
+	}
+	i := rapid.IntRange(0, len(mc.reqs)-1).Draw(t, "req")
+	return i, mc.reqs[i]
+}
+
+// Grow appends tokens (a decode step or a prefill chunk) and commits every full block.
+func (mc *machine) Grow(t *rapid.T) {
+	_, r := mc.pick(t)
+	if r == nil {
+		return
+	}
+	k := rapid.IntRange(1, 2*testBS).Draw(t, "grow")
+	need := (len(r.p.Tokens)+k+testBS-1)/testBS - len(r.ids)
+	var ok bool
+	if r.ids, ok = mc.allocate(t, r.ids, need); !ok {
+		return
+	}
+	for range k {
+		r.p.Tokens = append(r.p.Tokens, rapid.Int32Range(0, 1).Draw(t, "tok"))
+	}
+	mc.commit(t, r, len(r.p.Tokens)/testBS)
+}
+
+// Finish releases everything a request holds (Abort is the same without the last commit).
+func (mc *machine) Finish(t *rapid.T) {
+	i, r := mc.pick(t)
+	if r == nil {
+		return
+	}
+	if rapid.Bool().Draw(t, "commitFirst") {
+		mc.commit(t, r, len(r.p.Tokens)/testBS)
+	}
+	if err := mc.x.Release(r.ids); err != nil {
+		t.Fatal(err)
+	}
+	mc.m.release(r.ids)
+	mc.reqs = slices.Delete(mc.reqs, i, i+1)
+}
+
+func (mc *machine) Lookup(t *rapid.T) {
+	p := drawPrompt(t)
+	got, _ := mc.x.Match(nil, &p, false)
+	if want := mc.m.match(&p, false); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+		t.Fatalf("lookup: got %v, model %v", got, want)
+	}
+}
+
+func (mc *machine) Evict(t *rapid.T) {
+	n := rapid.IntRange(0, 4).Draw(t, "n")
+	want := mc.m.evict(n)
+	mc.evicted = mc.evicted[:0]
+	if got := mc.x.Evict(n); got != len(want) || (len(want) > 0 && !slices.Equal(mc.evicted, want)) {
+		t.Fatalf("evict(%d): %d blocks %v, model %v", n, got, mc.evicted, want)
+	}
+}
+
+func (mc *machine) Reset(t *rapid.T) {
+	before := snap(mc.x, mc.pool)
+	err := mc.x.Reset()
+	if mc.m.held() > 0 {
+		if err == nil || snap(mc.x, mc.pool).stats != before.stats {
+			t.Fatalf("reset with held blocks: err %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.m.reset()
+}
+
+// BadRelease releases a cached block nobody acquired: an error, and nothing changes.
+func (mc *machine) BadRelease(t *rapid.T) {
+	ids := mc.m.cachedIDs()
+	var free []blocks.ID
+	for _, id := range ids {
+		if mc.m.holders[id] == 0 {
+			free = append(free, id)
+		}
+	}
+	if len(free) == 0 {
+		return // every cached block is held
+	}
+	id := rapid.SampledFrom(free).Draw(t, "id")
+	before := snap(mc.x, mc.pool)
+	if err := mc.x.Release([]blocks.ID{id}); err == nil {
+		t.Fatalf("released unacquired block %d", id)
+	}
+	if after := snap(mc.x, mc.pool); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a failed release changed the state")
+	}
+}
+
+func (mc *machine) Check(t *rapid.T) {
+	if err := mc.x.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.pool.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	s := mc.x.Stats()
+	if s.Cached != len(mc.m.entries) {
+		t.Fatalf("cached %d, model %d", s.Cached, len(mc.m.entries))
+	}
+	if got, want := mc.x.Reclaimable(), mc.m.reclaimable(); got != want {
+		t.Fatalf("reclaimable %d, model %d", got, want)
+	}
+	if got, want := mc.x.Stats().Inserts-mc.x.Stats().Evictions-mc.x.Stats().Dropped, uint64(s.Cached); got != want {
+		t.Fatalf("inserts - evictions - dropped = %d, cached %d", got, want)
+	}
+	for _, id := range mc.m.cachedIDs() {
+		if want := 1 + mc.m.holders[id]; mc.pool.RefCount(id) < want {
+			t.Fatalf("block %d: refcount %d, model needs at least %d", id, mc.pool.RefCount(id), want)
+		}
+	}
+}
+
+// leakCheck releases every request and evicts everything: the pool must be whole again.
+func (mc *machine) leakCheck(t *rapid.T) {
+	for _, r := range mc.reqs {
+		if err := mc.x.Release(r.ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mc.x.Evict(mc.pool.Capacity())
+	if mc.x.Stats().Cached != 0 || mc.pool.NumFree() != mc.pool.Capacity() {
+		t.Fatalf("leak: %d cached, %d of %d free", mc.x.Stats().Cached, mc.pool.NumFree(), mc.pool.Capacity())
+	}
+}
+
+func runMachine(t *rapid.T) {
+	mc := newMachine(t)
+	t.Repeat(map[string]func(*rapid.T){
+		"Admit": mc.Admit, "Grow": mc.Grow, "Finish": mc.Finish, "Lookup": mc.Lookup,
+		"Evict": mc.Evict, "Reset": mc.Reset, "BadRelease": mc.BadRelease,
+		"": mc.Check,
+	})
+	mc.leakCheck(t)
+}
+
+func TestIndexStateMachine(t *testing.T) {
+	rapid.Check(t, runMachine)
+}
+
+// FuzzIndexOps runs the state machine on fuzzer-chosen bytes.
+func FuzzIndexOps(f *testing.F) {
+	for _, seed := range [][]byte{
+		{},
+		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+		{255, 0, 255, 0, 255, 0, 17, 42, 99, 3, 3, 3, 3},
+		[]byte("two requests share a system prompt, then the pool runs dry"),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(rapid.MakeFuzz(runMachine))
+}
