@@ -158,9 +158,9 @@ func (c *hfConfig) spec() (ModelSpec, error) {
 	if err != nil {
 		return m, err
 	}
-	if layers == 0 {
+	if layers == 0 || layers > maxDim {
 		_, name, _ := c.lookup("num_hidden_layers")
-		return m, badField(name, "is 0")
+		return m, badField(name, "is %d, want 1 to %d", layers, maxDim)
 	}
 	heads, hasHeads, err := c.int("num_attention_heads")
 	if err != nil {
