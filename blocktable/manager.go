@@ -39,17 +39,19 @@ type Manager struct {
 
 // sequence is the Manager's record of one sequence.
 type sequence struct {
-	id       SeqID
-	state    SeqState
-	t        Table
-	tokens   []int32
-	prompt   prefix.Prompt // Namespace, MM, and Tokens = tokens, for the index
-	cur      prefix.Cursor
-	stale    bool // the cursor may sit on a block the sequence does not hold: re-match first
-	hit      int
-	priority int
-	arrival  uint64
-	host     []blocks.ID // host blocks of a swapped sequence, one per live table entry
+	id     SeqID
+	state  SeqState
+	t      Table
+	tokens []int32
+	prompt prefix.Prompt // Namespace, MM, and Tokens = tokens, for the index
+	cur    prefix.Cursor
+	stale  bool // the cursor may sit on a block the sequence does not hold: re-match first
+	hit    int
+	// promptLen is the prompt's length at admission: tokens past it are decode output.
+	promptLen int
+	priority  int
+	arrival   uint64
+	host      []blocks.ID // host blocks of a swapped sequence, one per live table entry
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -84,7 +86,7 @@ func New(cfg Config) (*Manager, error) {
 		m.clock = &evict.Counter{}
 	}
 	if m.preempt == nil {
-		m.preempt = newestFirst{}
+		m.preempt = evict.NewFCFSPreemption()
 	}
 	m.reclaimBase = m.pool.Stats().Reclaimed
 	return m, nil
@@ -207,6 +209,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	s.priority = req.Priority
 	s.arrival = m.clock.Tick()
 	s.hit = p.res.HitTokens
+	s.promptLen = len(req.Prompt)
 	if req.MaxTokens > cap(s.tokens) {
 		s.tokens = make([]int32, 0, req.MaxTokens)
 	}
@@ -384,7 +387,7 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.prompt = p.prompt
 	c.prompt.Tokens = c.tokens
 	c.cur, c.stale = p.cur, p.stale
-	c.hit, c.priority = p.hit, p.priority
+	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.arrival = m.clock.Tick()
 	m.seqs[child] = c
 	m.st.Forks++

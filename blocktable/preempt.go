@@ -7,43 +7,6 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
-// newestFirst is the default preemption order, vLLM's FCFS: the latest arrival goes first.
-type newestFirst struct{}
-
-func (newestFirst) Name() string { return "fcfs" }
-
-func (newestFirst) Victims(dst []int, running []evict.SeqInfo, need int) []int {
-	start := len(dst)
-	for i := range running {
-		dst = append(dst, i)
-	}
-	order := dst[start:]
-	slices.SortFunc(order, func(a, b int) int {
-		x, y := running[a], running[b]
-		if x.Arrival != y.Arrival {
-			if x.Arrival > y.Arrival {
-				return -1
-			}
-			return 1
-		}
-		if x.ID < y.ID {
-			return -1
-		}
-		if x.ID > y.ID {
-			return 1
-		}
-		return 0
-	})
-	freed := 0
-	for k, i := range order {
-		if freed >= need {
-			return dst[:start+k]
-		}
-		freed += running[i].Freeable
-	}
-	return dst
-}
-
 // freeable is how many blocks releasing s would make available: blocks it alone holds,
 // and cached blocks that only it and the index hold (they become evictable).
 func (m *Manager) freeable(s *sequence) int {
@@ -65,6 +28,7 @@ func (m *Manager) info(s *sequence) evict.SeqInfo {
 		Priority: s.priority,
 		Arrival:  s.arrival,
 		Computed: len(s.tokens),
+		Output:   max(0, len(s.tokens)-s.promptLen),
 		Held:     len(s.t.ids) - s.t.nulls,
 		Freeable: m.freeable(s),
 	}
