@@ -106,15 +106,6 @@ func (h *rankHeap[K]) push(key K, a, b uint64) {
 	h.up(i)
 }
 
-// get returns key's ranks.
-func (h *rankHeap[K]) get(key K) (a, b uint64, ok bool) {
-	s, ok := h.index[key]
-	if !ok {
-		return 0, 0, false
-	}
-	return h.slots[s].a, h.slots[s].b, true
-}
-
 func (h *rankHeap[K]) has(key K) bool {
 	_, ok := h.index[key]
 	return ok
