@@ -2,7 +2,9 @@ package kvevents
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -68,7 +70,7 @@ type PublisherStats struct {
 	DroppedBatches, DroppedEvents uint64
 	// SendErrors counts batches the PUB socket refused.
 	SendErrors uint64
-	// Replays counts replay requests answered.
+	// Replays counts well-formed replay requests received.
 	Replays uint64
 }
 
@@ -224,13 +226,22 @@ func (p *Publisher) Close() error {
 	p.closed = true
 	close(p.queue)
 	<-p.senderDone
-	err := p.pub.Close()
+	err := closeSocket(p.pub)
 	if p.router != nil {
-		if rerr := p.router.Close(); err == nil {
+		if rerr := closeSocket(p.router); err == nil {
 			err = rerr
 		}
 	}
 	p.cancel()
 	p.wg.Wait() // the replay goroutine returns once its socket is closed
 	return err
+}
+
+// closeSocket closes a ZeroMQ socket. A connection the peer closed first is not an error:
+// the socket reports it as one when it closes its own end.
+func closeSocket(s zmq4.Socket) error {
+	if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }

@@ -79,6 +79,7 @@ func serveReplay(router zmq4.Socket, ring *replayRing, served *counter) {
 		if len(msg.Frames) != 3 || len(msg.Frames[2]) > 8 {
 			continue
 		}
+		served.add(1)
 		id := msg.Frames[0]
 		var start uint64
 		for _, c := range msg.Frames[2] {
@@ -91,7 +92,6 @@ func serveReplay(router zmq4.Socket, ring *replayRing, served *counter) {
 			}
 		}
 		_ = router.SendMulti(zmq4.NewMsgFrom(id, nil, endSeq, nil))
-		served.add(1)
 		clear(entries) // drop the references to payloads the ring may recycle
 	}
 }

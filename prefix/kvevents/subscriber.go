@@ -270,7 +270,7 @@ func (s *Subscriber) WaitFor(ctx context.Context, seq uint64) error {
 
 // Close stops the subscriber and closes its sockets.
 func (s *Subscriber) Close() error {
-	err := s.sub.Close()
+	err := closeSocket(s.sub)
 	s.cancel()
 	<-s.done
 	if s.replay != nil {

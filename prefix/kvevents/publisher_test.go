@@ -1,0 +1,187 @@
+package kvevents_test
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/kvevents"
+)
+
+func newPublisher(t *testing.T, opts ...kvevents.Option) *kvevents.Publisher {
+	t.Helper()
+	opts = append([]kvevents.Option{kvevents.WithReplay("tcp://127.0.0.1:0"), kvevents.WithTimestamps(func() float64 { return 7 })}, opts...)
+	p, err := kvevents.NewPublisher("tcp://127.0.0.1:0", opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	return p
+}
+
+// publishCleared seals a batch holding one AllBlocksCleared event.
+func publishCleared(t *testing.T, p *kvevents.Publisher) uint64 {
+	t.Helper()
+	p.AllBlocksCleared()
+	seq, ok := p.Flush()
+	require.True(t, ok)
+	return seq
+}
+
+// recvWithin receives one message or fails the test after d.
+func recvWithin(t *testing.T, msgs <-chan zmq4.Msg, d time.Duration) (zmq4.Msg, bool) {
+	t.Helper()
+	select {
+	case m := <-msgs:
+		return m, true
+	case <-time.After(d):
+		return zmq4.Msg{}, false
+	}
+}
+
+func reader(t *testing.T, s zmq4.Socket) <-chan zmq4.Msg {
+	msgs := make(chan zmq4.Msg, 1024)
+	go func() {
+		for {
+			m, err := s.Recv()
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	return msgs
+}
+
+// A plain ZeroMQ SUB socket sees vLLM's framing: [topic, 8-byte big-endian sequence
+// number, msgpack batch], sequence numbers from 0 up.
+func TestPublisherFramesLikeVLLM(t *testing.T) {
+	p := newPublisher(t, kvevents.WithTopic("kv@pod-1@model"))
+	sub := zmq4.NewSub(context.Background())
+	defer sub.Close()
+	require.NoError(t, sub.Dial(p.Endpoint()))
+	require.NoError(t, sub.SetOption(zmq4.OptionSubscribe, "kv@"))
+	msgs := reader(t, sub)
+
+	// A PUB socket drops messages until the subscription has reached it: probe until one
+	// arrives (bounded), then every later batch must arrive, in order.
+	deadline := time.Now().Add(10 * time.Second)
+	var first zmq4.Msg
+	for {
+		publishCleared(t, p)
+		if m, ok := recvWithin(t, msgs, 20*time.Millisecond); ok {
+			first = m
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the subscription never took effect")
+	}
+	require.Len(t, first.Frames, 3)
+	require.Equal(t, "kv@pod-1@model", string(first.Frames[0]))
+	require.Len(t, first.Frames[1], 8)
+	next := binary.BigEndian.Uint64(first.Frames[1]) + 1
+	for m := range 20 {
+		p.BlockRemoved(&prefix.BlockRemoved{Hashes: make([]byte, 32), HashSize: 32, Blocks: []blocks.ID{blocks.ID(m)}})
+		p.Flush()
+	}
+	for range 20 {
+		m, ok := recvWithin(t, msgs, 10*time.Second)
+		require.True(t, ok)
+		require.Equal(t, next, binary.BigEndian.Uint64(m.Frames[1]), "consecutive sequence numbers")
+		next++
+		b, err := kvevents.DecodeBatch(m.Frames[2])
+		require.NoError(t, err)
+		require.Equal(t, 7.0, b.Timestamp, "the injected clock")
+		require.Equal(t, kvevents.KindBlockRemoved, b.Events[0].Kind)
+	}
+}
+
+// The replay socket answers [empty, start seq] with [empty, seq, payload] per buffered
+// batch from start on, then [empty, -1, empty]; the buffer keeps only the last batches.
+func TestReplayProtocol(t *testing.T) {
+	p := newPublisher(t, kvevents.WithReplayBuffer(3))
+	for range 5 {
+		publishCleared(t, p) // seqs 0..4; the buffer keeps 2, 3, 4
+	}
+	waitPublished(t, p, 5)
+
+	dealer := zmq4.NewDealer(context.Background())
+	defer dealer.Close()
+	require.NoError(t, dealer.Dial(p.ReplayEndpoint()))
+	msgs := reader(t, dealer)
+	for _, tc := range []struct {
+		from uint64
+		want []uint64
+	}{{0, []uint64{2, 3, 4}}, {3, []uint64{3, 4}}, {9, nil}} {
+		start := make([]byte, 8)
+		binary.BigEndian.PutUint64(start, tc.from)
+		require.NoError(t, dealer.SendMulti(zmq4.NewMsgFrom(nil, start)))
+		var got []uint64
+		for {
+			m, ok := recvWithin(t, msgs, 10*time.Second)
+			require.True(t, ok, "no answer")
+			require.Len(t, m.Frames, 3)
+			require.Empty(t, m.Frames[0], "the delimiter")
+			if binary.BigEndian.Uint64(m.Frames[1]) == ^uint64(0) {
+				require.Empty(t, m.Frames[2], "the end marker has an empty payload")
+				break
+			}
+			got = append(got, binary.BigEndian.Uint64(m.Frames[1]))
+			_, err := kvevents.DecodeBatch(m.Frames[2])
+			require.NoError(t, err)
+		}
+		require.Equal(t, tc.want, got, "from %d", tc.from)
+	}
+	require.EqualValues(t, 3, p.Stats().Replays)
+}
+
+func waitPublished(t *testing.T, p *kvevents.Publisher, n uint64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return p.Stats().Published >= n }, 10*time.Second, time.Millisecond)
+}
+
+// With every queue slot taken, Flush drops the batch at once, counts it, and still uses
+// its sequence number, so that subscribers see the gap.
+func TestPublisherDropsInsteadOfWaiting(t *testing.T) {
+	gate := make(chan struct{})
+	p := newPublisher(t, kvevents.WithQueue(2), kvevents.WithSendHook(func() { <-gate }))
+	for range 3 {
+		p.AllBlocksCleared()
+		p.AllBlocksCleared()
+		p.Flush() // the sender is held: the third batch finds no free slot
+	}
+	st := p.Stats()
+	require.EqualValues(t, 3, st.Sealed)
+	require.EqualValues(t, 1, st.DroppedBatches)
+	require.EqualValues(t, 2, st.DroppedEvents)
+	last, ok := p.LastSeq()
+	require.True(t, ok)
+	require.EqualValues(t, 2, last, "the dropped batch used sequence number 2")
+	close(gate)
+	waitPublished(t, p, 2)
+}
+
+// A subscriber that finds a gap the replay buffer cannot fill counts it as lost and goes on.
+func TestSubscriberCountsUnrecoverableGaps(t *testing.T) {
+	gate := make(chan struct{})
+	p := newPublisher(t, kvevents.WithQueue(1), kvevents.WithSendHook(func() { <-gate }))
+	publishCleared(t, p) // 0: queued, held
+	publishCleared(t, p) // 1: dropped
+	close(gate)
+	waitPublished(t, p, 1)
+	publishCleared(t, p) // 2
+	waitPublished(t, p, 2)
+
+	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
+	sub, err := kvevents.NewSubscriber(c, "s", p.Endpoint(), kvevents.SubscribeReplay(p.ReplayEndpoint()), kvevents.SubscribeResync(20*time.Millisecond))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, sub.Close()) }()
+	waitFor(t, sub, 2)
+	st := sub.Stats()
+	require.EqualValues(t, 2, st.Applied)
+	require.EqualValues(t, 1, st.Lost, "batch 1 was dropped by the publisher")
+	require.EqualValues(t, 3, st.Next)
+}
