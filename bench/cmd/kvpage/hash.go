@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/kvevents"
+)
+
+func init() {
+	register(command{name: "hash", summary: "vLLM's sha256_cbor block hashes of a token sequence", run: runHash})
+}
+
+const hashHelp = `usage: kvpage hash --seed S --block-size B [--salt X] [--lora NAME] [--int64] TOKEN...
+
+Prints the block hash of each full block of the tokens, one per line, as vLLM computes it
+with --prefix-caching-hash-algo sha256_cbor and PYTHONHASHSEED=S: lowercase hex, or with
+--int64 the 64-bit form (the last 8 bytes, unsigned decimal) that vLLM publishes when
+VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1. A partial last block has no hash. Compare the
+output with what a router or a server reports: a different seed or block size gives
+different hashes, and routing then fails silently.
+Tokens are non-negative integers, as arguments or comma-separated.
+Exit status: 0 on success, 1 for a bad token, 2 for a bad flag.
+
+`
+
+func runHash(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hash", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, hashHelp)
+		fs.PrintDefaults()
+	}
+	seed := fs.String("seed", "", "PYTHONHASHSEED of the vLLM servers (required; may be empty only if given)")
+	blockSize := fs.Int("block-size", 0, "tokens per block, as vLLM's --block-size (required)")
+	salt := fs.String("salt", "", "cache_salt of the request: an extra key of the first block")
+	lora := fs.String("lora", "", "LoRA adapter name of the request: an extra key of every block")
+	int64Form := fs.Bool("int64", false, "print the 64-bit form in unsigned decimal instead of hex")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case !set["seed"]:
+		return hashUsage(stderr, "--seed is required: vLLM without PYTHONHASHSEED hashes from a random root that nothing else can reproduce")
+	case *blockSize <= 0:
+		return hashUsage(stderr, "--block-size must be a positive number of tokens")
+	}
+	tokens, err := parseTokens(fs.Args())
+	if err != nil {
+		return err
+	}
+	p := &prefix.Prompt{Namespace: prefix.Namespace{LoRA: *lora, Salt: *salt}, Tokens: tokens}
+	hashes := kvevents.PromptHashes(kvevents.NewSHA256CBOR(*seed), p, *blockSize)
+	for _, h := range hashes {
+		if *int64Form {
+			fmt.Fprintln(stdout, kvevents.Uint64(h))
+		} else {
+			fmt.Fprintln(stdout, hex.EncodeToString(h))
+		}
+	}
+	if len(hashes) == 0 {
+		fmt.Fprintf(stderr, "kvpage hash: no full block: %d tokens, blocks of %d\n", len(tokens), *blockSize)
+	}
+	return nil
+}
+
+func hashUsage(stderr io.Writer, msg string) error {
+	fmt.Fprintf(stderr, "kvpage hash: %s\n", msg)
+	return errUsage
+}
+
+// parseTokens reads token ids from arguments, each one or several separated by commas.
+func parseTokens(args []string) ([]int32, error) {
+	var out []int32
+	for _, arg := range args {
+		for _, f := range strings.Split(arg, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || v < 0 || v > math.MaxInt32 {
+				return nil, fmt.Errorf("bad token %q: token ids are integers from 0 to %d", f, math.MaxInt32)
+			}
+			out = append(out, int32(v))
+		}
+	}
+	return out, nil
+}
