@@ -20,6 +20,7 @@ type Pool struct {
 	nfree     int
 	hasNull   bool
 	reclaimer Reclaimer
+	faults    *Faults // fault injection for tests (fault.go); nil in production
 
 	allocs, releases, failed, reclaimed uint64
 	mutations                           uint64
@@ -66,10 +67,18 @@ func (p *Pool) Capacity() int { return len(p.ring) }
 func (p *Pool) HasNullBlock() bool { return p.hasNull }
 
 // NumFree is the number of blocks on the free list.
-func (p *Pool) NumFree() int { return p.nfree }
+func (p *Pool) NumFree() int {
+	if p.faults != nil {
+		return p.faultyNumFree()
+	}
+	return p.nfree
+}
 
 // Available is how many blocks an allocation can have now: free plus reclaimable.
 func (p *Pool) Available() int {
+	if p.faults != nil {
+		return p.faultyAvailable()
+	}
 	if p.reclaimer == nil {
 		return p.nfree
 	}
@@ -93,6 +102,9 @@ func (p *Pool) RefCount(id ID) int {
 // list: ascending IDs from a new pool, then released blocks in the order they were released.
 // Allocate allocates no memory when dst has room for n more IDs.
 func (p *Pool) Allocate(dst []ID, n int) ([]ID, error) {
+	if p.faults != nil {
+		return p.faultyAllocate(dst, n)
+	}
 	if n < 0 {
 		return dst, &CountError{Op: "allocate", N: n}
 	}
