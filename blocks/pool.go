@@ -28,11 +28,15 @@ type Pool struct {
 
 // New returns a pool of numBlocks physical blocks. With WithNullBlock, block 0 is reserved
 // and numBlocks-1 are usable. A new pool hands out IDs in ascending order and reuses
-// released blocks in the order they were released, so tests can assert exact IDs.
+// released blocks in the order they were released, so tests can assert exact IDs. The
+// error wraps ErrInvalidArgument when no block would be usable (numBlocks <= 0, or 1 with
+// the null block) or when numBlocks does not fit an int32 ID.
 func New(numBlocks int, opts ...Option) (*Pool, error) {
 	p := &Pool{}
 	for _, o := range opts {
-		o(p)
+		if o != nil {
+			o(p)
+		}
 	}
 	first := 0
 	if p.hasNull {
