@@ -85,6 +85,7 @@ func (x *Index) unlink(n int32, nd *node) {
 	nd.flags = 0
 	nd.gen++
 	nd.parent = 0
+	x.poisonFreed(n)
 	x.cached--
 	pn := &x.nodes[p]
 	pn.children--
@@ -107,6 +108,7 @@ func (x *Index) Reset() error {
 		}
 		ids = append(ids, blockOf(n))
 		*nd = node{gen: nd.gen + 1}
+		x.poisonFreed(n)
 	}
 	for r := x.nb + 1; r < len(x.nodes); r++ {
 		x.nodes[r].children = 0

@@ -1,0 +1,99 @@
+package prefix
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// WriteState writes the index's whole state to w as deterministic, line-oriented text:
+// each namespace's tree, depth first with children in block order, one line per cached
+// block (its tokens, pool refcount, pinned or evictable, last access, hits, multimodal
+// keys), the evictable blocks in LRU order (oldest last access first, ties by ID), and the
+// counters. Two indexes that will behave identically write identical text, so tests use it
+// for golden files and as a deep snapshot. It allocates and costs O(blocks log blocks): it
+// is for tests and debugging, never for a hot path.
+//
+//	index blocksize=4 cached=3 pinned=1 reclaimable=2 namespaces=1 policy=lru clock=7
+//	  ns lora="" salt=""
+//	    block 1 tokens=0,1,2,3 refs=2 pinned last=5 hits=1
+//	      block 2 tokens=4,5,6,7 refs=1 evictable last=6 hits=1
+//	  evictable 2
+//	  counters lookups=1 lookedup=8 hittokens=0 inserts=2 duplicates=0 evictions=0 dropped=0
+func (x *Index) WriteState(w io.Writer) error {
+	var b bytes.Buffer
+	policy := "lru"
+	if x.policy != nil {
+		policy = x.policy.Name()
+	}
+	fmt.Fprintf(&b, "index blocksize=%d cached=%d pinned=%d reclaimable=%d namespaces=%d policy=%s clock=%d\n",
+		x.bs, x.cached, x.pinned, x.Reclaimable(), len(x.rootInfo), policy, x.clock.Now())
+	children := make(map[int32][]int32)
+	var evictable []blocks.ID
+	for n := int32(1); int(n) <= x.nb; n++ {
+		nd := &x.nodes[n]
+		if nd.flags&flagCached == 0 {
+			continue
+		}
+		children[nd.parent] = append(children[nd.parent], n) // ascending block order
+		if nd.flags&flagPinned == 0 && nd.children == 0 {
+			evictable = append(evictable, blockOf(n))
+		}
+	}
+	for r := x.nb + 1; r < len(x.nodes); r++ {
+		ri := x.rootInfo[r-x.nb-1]
+		fmt.Fprintf(&b, "  ns lora=%q salt=%q\n", ri.ns.LoRA, ri.ns.Salt)
+		x.dumpTree(&b, children, int32(r), 2)
+	}
+	slices.SortFunc(evictable, func(a, c blocks.ID) int {
+		if x.lruLess(a, c) {
+			return -1
+		}
+		if x.lruLess(c, a) {
+			return 1
+		}
+		return 0
+	})
+	b.WriteString("  evictable")
+	for _, id := range evictable {
+		fmt.Fprintf(&b, " %d", id)
+	}
+	s := x.stats
+	fmt.Fprintf(&b, "\n  counters lookups=%d lookedup=%d hittokens=%d inserts=%d duplicates=%d evictions=%d dropped=%d\n",
+		s.lookups, s.lookedUp, s.hitTokens, s.inserts, s.duplicates, s.evictions, s.dropped)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func (x *Index) dumpTree(b *bytes.Buffer, children map[int32][]int32, n int32, depth int) {
+	for _, c := range children[n] {
+		nd := &x.nodes[c]
+		id := blockOf(c)
+		for range depth {
+			b.WriteString("  ")
+		}
+		fmt.Fprintf(b, "block %d tokens=", id)
+		for i, t := range x.blockTokens(c) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%d", t)
+		}
+		state := "evictable"
+		switch {
+		case nd.flags&flagPinned != 0:
+			state = "pinned"
+		case nd.children > 0:
+			state = "inner"
+		}
+		fmt.Fprintf(b, " refs=%d %s last=%d hits=%d", x.pool.RefCount(id), state, nd.lastAccess, nd.hits)
+		if mm := x.mm[c]; len(mm) > 0 {
+			fmt.Fprintf(b, " mm=%q", mm)
+		}
+		b.WriteByte('\n')
+		x.dumpTree(b, children, c, depth+1)
+	}
+}
