@@ -120,6 +120,7 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 }
 
 func (m *Manager) recycle(s *sequence) {
+	poisonRecord(s)
 	s.prompt = prefix.Prompt{}
 	s.t.release = nil
 	m.spare = append(m.spare, s)
@@ -406,6 +407,7 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 	if err := s.t.Truncate(n); err != nil {
 		return &SeqError{Op: "truncate", Seq: seq, Err: err}
 	}
+	poisonTokens(s.tokens[n:])
 	s.tokens = s.tokens[:n]
 	s.prompt.Tokens = s.tokens
 	if m.caching() && s.committed() > n/m.bs {

@@ -230,6 +230,7 @@ func (t *Table) Truncate(n int) error {
 		if err := t.release(t.ids[keep:]); err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant: table failed to release its blocks: %v", err))
 		}
+		poisonIDs(t.ids[keep:])
 		t.ids = t.ids[:keep]
 	}
 	t.tokens = n
@@ -273,6 +274,7 @@ func (t *Table) Release() error {
 			return err
 		}
 	}
+	poisonIDs(t.ids)
 	t.ids = t.ids[:0]
 	t.tokens = 0
 	t.nulls = 0
