@@ -65,6 +65,7 @@ func churn(b *testing.B, pool *blocks.Pool) {
 	ids := make([]blocks.ID, 0, W1Batch)
 	var err error
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		ids, err = pool.Allocate(ids[:0], W1Batch)
 		if err != nil {
@@ -75,6 +76,7 @@ func churn(b *testing.B, pool *blocks.Pool) {
 		}
 	}
 	reportPerBlock(b, W1Batch)
+	reportCPUPerBlock(b, cpu, W1Batch)
 	if pool.NumFree() != pool.Capacity() {
 		b.Fatalf("churn leaked blocks: %d of %d free", pool.NumFree(), pool.Capacity())
 	}

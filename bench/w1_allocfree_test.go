@@ -8,7 +8,8 @@ import (
 
 // BenchmarkW1AllocFree is W1 of ../shared/workloads.md exactly: a pool of 65,536 blocks; one
 // iteration allocates 256 blocks into a reused slice and then frees those 256. It reports
-// ns/block (allocate + free, per block) beside the usual ns/op and allocs/op, which must be 0.
+// ns/block (allocate + free, per block) beside the usual ns/op and allocs/op, which must be 0,
+// and cpu-ns/block, the same cost in CPU time (see pool_cputime_test.go).
 // vLLM's Python block pool takes 298 ns/block on the same work.
 func BenchmarkW1AllocFree(b *testing.B) {
 	pool, err := blocks.New(W1PoolBlocks)
@@ -17,6 +18,7 @@ func BenchmarkW1AllocFree(b *testing.B) {
 	}
 	ids := make([]blocks.ID, 0, W1Batch)
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		ids, err = pool.Allocate(ids[:0], W1Batch)
 		if err != nil {
@@ -27,6 +29,7 @@ func BenchmarkW1AllocFree(b *testing.B) {
 		}
 	}
 	reportPerBlock(b, W1Batch)
+	reportCPUPerBlock(b, cpu, W1Batch)
 	if pool.NumFree() != W1PoolBlocks {
 		b.Fatalf("W1 leaked blocks: %d of %d free", pool.NumFree(), W1PoolBlocks)
 	}
