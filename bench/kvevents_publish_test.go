@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/kvevents"
+)
+
+// newDrainedPublisher starts a Publisher on loopback with one plain ZeroMQ subscriber that
+// reads and discards everything, so that batches really cross a TCP socket. drain closes
+// the subscriber.
+func newDrainedPublisher(tb testing.TB, opts ...kvevents.Option) (*kvevents.Publisher, func()) {
+	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0", opts...)
+	require.NoError(tb, err)
+	sub, _ := drainSub(tb, pub.Endpoint())
+	return pub, func() { sub.Close() }
+}
+
+// drainSub connects a SUB socket to endpoint and counts what it receives.
+func drainSub(tb testing.TB, endpoint string) (zmq4.Socket, *countedMsgs) {
+	sub := zmq4.NewSub(context.Background())
+	require.NoError(tb, sub.Dial(endpoint))
+	require.NoError(tb, sub.SetOption(zmq4.OptionSubscribe, ""))
+	c := &countedMsgs{ch: make(chan struct{}, 1<<20)}
+	go func() {
+		for {
+			if _, err := sub.Recv(); err != nil {
+				return
+			}
+			c.ch <- struct{}{}
+		}
+	}()
+	return sub, c
+}
+
+type countedMsgs struct{ ch chan struct{} }
+
+// storedEvent is one BlockStored of one 16-token block with a 32-byte hash and a parent:
+// the unit of a W3 commit.
+func storedEvent() *prefix.BlockStored {
+	toks := make([]int32, BlockSize)
+	r := NewSplitMix64(Seed)
+	for i := range toks {
+		toks[i] = r.Token()
+	}
+	return &prefix.BlockStored{
+		Hashes: make([]byte, 32), HashSize: 32, Parent: make([]byte, 32),
+		Blocks: []blocks.ID{1}, Tokens: toks, BlockSize: BlockSize,
+	}
+}
+
+const eventsPerStep = 64
+
+// BenchmarkKVEventsObserve is what the allocator's goroutine pays per event: encoding a
+// one-block BlockStored into the open batch, a batch sealed every 64 events. It must not
+// allocate.
+func BenchmarkKVEventsObserve(b *testing.B) {
+	e := storedEvent()
+	bt := kvevents.NewBatcher()
+	out := make([]byte, 0, 1<<20)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		bt.BlockStored(e)
+		if n++; n == eventsPerStep {
+			out = bt.AppendBatch(out[:0], 1)
+			n = 0
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
+}
+
+// BenchmarkKVEventsPublish pushes one-block BlockStored events through a Publisher, a
+// batch sealed every 64 events, to a subscriber on loopback; b.N events, timed until the
+// subscriber has received every published batch. It reports events/s delivered and
+// the events dropped because the sender fell behind (the queue holds 1,024 batches).
+func BenchmarkKVEventsPublish(b *testing.B) {
+	e := storedEvent()
+	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0")
+	require.NoError(b, err)
+	sub, got := drainSub(b, pub.Endpoint())
+	b.Cleanup(func() { pub.Close() })
+	defer sub.Close()
+	// A PUB socket drops what it publishes before the subscription reaches it: wait until
+	// a probe gets through.
+	deadline := time.Now().Add(10 * time.Second)
+	for probed := false; !probed; {
+		pub.AllBlocksCleared()
+		pub.Flush()
+		select {
+		case <-got.ch:
+			probed = true
+		case <-time.After(10 * time.Millisecond):
+			require.True(b, time.Now().Before(deadline), "subscription never took effect")
+		}
+	}
+	for len(got.ch) > 0 {
+		<-got.ch
+	}
+	start := pub.Stats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		pub.BlockStored(e)
+		if (i+1)%eventsPerStep == 0 {
+			pub.Flush()
+		}
+	}
+	pub.Flush()
+	// Closing the PUB socket drops what it has not written yet: wait for the sender, then
+	// for the subscriber, and close only then.
+	deadline = time.Now().Add(time.Minute)
+	st := pub.Stats()
+	for ; st.Published+st.SendErrors+st.DroppedBatches < st.Sealed; st = pub.Stats() {
+		require.True(b, time.Now().Before(deadline), "the sender never caught up")
+		time.Sleep(100 * time.Microsecond)
+	}
+	sent := st.Published - start.Published
+	for i := uint64(0); i < sent; i++ {
+		select {
+		case <-got.ch:
+		case <-time.After(10 * time.Second):
+			b.Fatalf("received %d of %d batches", i, sent)
+		}
+	}
+	b.StopTimer()
+	require.NoError(b, pub.Close())
+	dropped := st.DroppedEvents - start.DroppedEvents
+	b.ReportMetric(float64(uint64(b.N)-dropped)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(dropped), "dropped-events")
+}
