@@ -62,7 +62,7 @@ func FuzzManagerOps(f *testing.F) {
 	f.Add([]byte{4, 0, 2, 0, 19, 3, 0, 7, 15, 5, 0, 3, 0, 4, 0, 0, 0, 3, 1, 7, 15, 6, 0, 0, 0})
 	f.Add([]byte{2, 0, 5, 0, 60, 0, 6, 0, 60, 8, 0, 0, 9, 8, 1, 1, 9, 9, 0, 0, 0, 10, 0, 1, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) == 0 || len(data) > 4*400 {
+		if len(data) == 0 || len(data) > 1+4*120 {
 			return
 		}
 		h := newHarness(t, harnessConfigs[int(data[0])%len(harnessConfigs)])
