@@ -83,7 +83,11 @@ type UnknownNameError struct {
 func (e *UnknownNameError) Error() string {
 	msg := fmt.Sprintf("blocks: unknown %s %q", e.Kind, e.Name)
 	if len(e.Closest) > 0 {
-		msg += "; closest presets: " + strings.Join(e.Closest, ", ")
+		what := "presets"
+		if e.Err == ErrUnknownDType {
+			what = "names"
+		}
+		msg += "; closest " + what + ": " + strings.Join(e.Closest, ", ")
 	}
 	return msg
 }

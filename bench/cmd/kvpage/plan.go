@@ -469,7 +469,11 @@ func writePlanTable(w io.Writer, p blocks.Plan, extra []string) error {
 	row("bytes per block, per GPU", commas(p.BytesPerBlock)+" B", fmt.Sprintf("%s; %d tokens, all layers", human(float64(p.BytesPerBlock)), c.BlockSize))
 	row("KV cache budget, per GPU", human(float64(max(p.KVBudget, 0))),
 		fmt.Sprintf("%s usable - %s weights - %s overhead", human(float64(p.UsableMemory)), human(float64(p.WeightsPerGPU)), human(float64(c.RuntimeOverhead))))
-	row("blocks, per GPU", commas(p.NumBlocks), commas(p.KVCacheTokens)+" tokens")
+	blocksNote := commas(p.KVCacheTokens) + " tokens"
+	if hasWindows(c.Model) {
+		blocksNote += " if every layer kept every token; sliding-window layers keep less"
+	}
+	row("blocks, per GPU", commas(p.NumBlocks), blocksNote)
 	row("max concurrency at "+commas(n)+" tokens", commas(p.MaxConcurrency), limitText(p))
 	if p.MaxContextUnbounded {
 		row("longest context for one request", "unbounded", "every layer has a sliding window")
@@ -485,6 +489,15 @@ func writePlanTable(w io.Writer, p blocks.Plan, extra []string) error {
 		return err
 	}
 	return writeAssumptions(w, assumptions(p, extra))
+}
+
+func hasWindows(m blocks.ModelSpec) bool {
+	for _, g := range m.Groups {
+		if g.Sliding() {
+			return true
+		}
+	}
+	return false
 }
 
 func limitText(p blocks.Plan) string {
@@ -541,6 +554,8 @@ func assumptions(p blocks.Plan, extra []string) []string {
 	a = append(a, fmt.Sprintf("block size %d tokens; a sliding-window layer holds at most its window plus one block", c.BlockSize))
 	if c.MaxNumSeqs > 0 {
 		a = append(a, fmt.Sprintf("--max-num-seqs %d caps concurrency", c.MaxNumSeqs))
+	} else {
+		a = append(a, "no cap on concurrent requests: vLLM's --max-num-seqs default may bind first; pass it to apply it")
 	}
 	a = append(a, m.Notes...)
 	return a
