@@ -69,3 +69,19 @@ func TestW3ReplayMatchesVLLM(t *testing.T) {
 	require.InDelta(t, 0.74956, rate, 0.000005)
 	require.Equal(t, uint64(953210), ev)
 }
+
+// BenchmarkMatchW3Replay times W3 on the pool and the index alone (no manager, no tables):
+// one iteration is the whole 20,000-request trace on a fresh pool. It bounds what the
+// index costs inside BenchmarkW3SharedPrompt.
+func BenchmarkMatchW3Replay(b *testing.B) {
+	tr := NewW3Trace()
+	var hit int
+	var ev uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		hit, ev = w3Replay(b, tr)
+	}
+	b.ReportMetric(float64(W3Requests)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(hit)/float64(W3Requests*(W3SystemTokens+W3UniqueTokens)), "hit-rate")
+	b.ReportMetric(float64(ev), "evictions")
+}

@@ -58,7 +58,7 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		}
 		return res, err
 	}
-	t := x.clock.Tick()
+	t := x.tick()
 	for i := 0; i < newFrom; i++ {
 		c := x.nodeBuf[i]
 		if c == nodeOf(ids[i]) {

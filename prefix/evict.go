@@ -37,15 +37,37 @@ func (x *Index) evictUpTo(n int) int {
 	ids := x.idBuf[:0]
 	hashes := x.hashBuf[:0]
 	for len(ids) < n {
-		id, ok := x.evVictim()
-		if !ok {
-			break
+		var id blocks.ID
+		if x.policy == nil {
+			if len(x.lru.heap) == 0 {
+				break
+			}
+			id = x.lru.heap[0]
+		} else {
+			var ok bool
+			if id, ok = x.policy.Victim(); !ok {
+				break
+			}
 		}
 		nd := x.nodeOfVictim(id)
 		if x.obs != nil {
 			hashes = x.appendHash(hashes, nodeOf(id))
 		}
-		x.unlink(nodeOf(id), nd)
+		p := x.unlink(nodeOf(id), nd)
+		if x.policy != nil {
+			if p != 0 {
+				x.evAdd(p)
+			}
+		} else if p != 0 {
+			// The parent takes the victim's place at the top and sinks to its own rank: one
+			// sift instead of a pop and a push. Along a chain released tail first it is
+			// usually the next victim, and the sift stops at once.
+			x.lru.pos[id] = 0
+			x.lruSet(0, blockOf(p))
+			x.lruDown(0)
+		} else {
+			x.lruRemoveAt(0)
+		}
 		ids = append(ids, id)
 	}
 	x.idBuf, x.hashBuf = ids, hashes
@@ -74,9 +96,10 @@ func (x *Index) nodeOfVictim(id blocks.ID) *node {
 	return nd
 }
 
-// unlink removes leaf n from the tree; its parent becomes a candidate if it is now an
-// unreferenced leaf, with its own (older) last access.
-func (x *Index) unlink(n int32, nd *node) {
+// unlink removes leaf n from the tree and returns its parent if the parent is now an
+// unreferenced leaf (a candidate, with its own older last access), else 0. The caller
+// takes n out of the eviction set and adds the parent.
+func (x *Index) unlink(n int32, nd *node) int32 {
 	x.table.remove(n, nd.key, x.nodes)
 	if nd.flags&flagMM != 0 {
 		delete(x.mm, n)
@@ -85,13 +108,13 @@ func (x *Index) unlink(n int32, nd *node) {
 	nd.flags = 0
 	nd.gen++
 	nd.parent = 0
-	x.poisonFreed(n)
 	x.cached--
 	pn := &x.nodes[p]
 	pn.children--
 	if pn.children == 0 && pn.flags&(flagCached|flagPinned) == flagCached {
-		x.evAdd(p)
+		return p
 	}
+	return 0
 }
 
 // Reset drops every cached block; it fails with ErrBlocksHeld while any request holds one,

@@ -22,7 +22,7 @@ func Example() {
 		ids, _ = pool.Allocate(ids, (len(p.Tokens)+blockSize-1)/blockSize-hit)
 		// ... the model computes the rest of the prompt into the new blocks ...
 		res, _ := idx.Commit(&cur, p, ids[hit:len(p.Tokens)/blockSize]) // share the full ones
-		_ = idx.Release(ids)                                              // request done
+		_ = idx.Release(ids)                                            // request done
 		fmt.Printf("hit %d blocks, stored %d, cached %d\n", hit, res.Stored, idx.Stats().Cached)
 	}
 	serve(10, 11, 12, 13, 14)

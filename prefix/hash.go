@@ -9,8 +9,8 @@ import (
 // configured (so a slow hasher never slows a lookup), and the default Hasher reports the
 // very same values, so with the default the index stores one hash per block, not two.
 //
-// It is a wyhash-style multiply-fold over the block's tokens taken two at a time, four
-// independent lanes per 32 bytes so the multiplications overlap. It is not cryptographic:
+// It is a wyhash-style multiply-fold over the block's tokens, two independent lanes so
+// that the multiplications overlap. It is not cryptographic:
 // hashes only pick a table slot and label a block; equality is always decided on tokens.
 
 const (
@@ -34,25 +34,25 @@ func mum(a, b uint64) uint64 {
 // pair packs two tokens into one 64-bit word.
 func pair(a, b int32) uint64 { return uint64(uint32(a)) | uint64(uint32(b))<<32 }
 
-// hashTokens chains parent with one block of tokens.
+// hashTokens chains parent with one block of tokens: two lanes, each folding 16 bytes per
+// multiplication (wyhash's step), chained within the lane so that order matters; 5
+// multiplications for a block of 16 tokens.
 func hashTokens(parent uint64, t []int32) uint64 {
-	a, b, c, d := parent^fastP0, parent^fastP1, parent^fastP2, parent^fastP3
+	a, b := parent^fastP0, parent^fastP1
 	for len(t) >= 8 {
 		t8 := t[:8:8]
-		a = mum(pair(t8[0], t8[1])^fastP1, a)
-		b = mum(pair(t8[2], t8[3])^fastP2, b)
-		c = mum(pair(t8[4], t8[5])^fastP3, c)
-		d = mum(pair(t8[6], t8[7])^fastP0, d)
+		a = mum(pair(t8[0], t8[1])^fastP2, pair(t8[2], t8[3])^a)
+		b = mum(pair(t8[4], t8[5])^fastP3, pair(t8[6], t8[7])^b)
 		t = t[8:]
 	}
 	for len(t) >= 2 {
-		a = mum(pair(t[0], t[1])^fastP1, a^fastP4)
+		a = mum(pair(t[0], t[1])^fastP2, a^fastP4)
 		t = t[2:]
 	}
 	if len(t) == 1 {
-		b = mum(uint64(uint32(t[0]))^fastP4, b)
+		b = mum(uint64(uint32(t[0]))^fastP3, b^fastP4)
 	}
-	return mum(a^c^fastP4, b^d^fastP0)
+	return mum(a^fastP4, b^fastP0)
 }
 
 // hashString hashes an extra key (a LoRA name, a multimodal hash, a salt).

@@ -17,7 +17,7 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	t := x.clock.Tick()
+	t := x.tick()
 	for _, id := range ids {
 		n := nodeOf(id)
 		nd := &x.nodes[n]
@@ -52,7 +52,7 @@ func (x *Index) Release(ids []blocks.ID) error {
 		if !x.isBlock(n) || x.nodes[n].flags&flagCached == 0 {
 			continue
 		}
-		x.nodes[n].lastAccess = x.clock.Tick()
+		x.nodes[n].lastAccess = x.tick()
 		x.unpinFrom(n)
 	}
 	x.mutated()

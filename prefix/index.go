@@ -14,6 +14,7 @@ type Index struct {
 	bs    int // tokens per block
 	nb    int // pool.NumBlocks(): block b is node b+1, namespace roots follow
 	clock evict.Clock
+	ctr   *evict.Counter // clock when it is the default Counter: ticks without an interface call
 	obs   Observer
 
 	nodes  []node  // node 0 unused; 1..nb blocks; nb+1.. namespace roots
@@ -119,6 +120,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	if x.clock == nil {
 		x.clock = &evict.Counter{}
 	}
+	x.ctr, _ = x.clock.(*evict.Counter)
 	if x.policy == nil {
 		x.lru.init(nb)
 	}
@@ -152,6 +154,14 @@ func (x *Index) BlockSize() int { return x.bs }
 
 // Hasher is the hasher whose hashes events carry.
 func (x *Index) Hasher() Hasher { return x.hasher }
+
+// tick advances the logical clock.
+func (x *Index) tick() uint64 {
+	if x.ctr != nil {
+		return x.ctr.Tick()
+	}
+	return x.clock.Tick()
+}
 
 // nodeOf is the node of block id.
 func nodeOf(id blocks.ID) int32 { return int32(id) + 1 }

@@ -1,6 +1,10 @@
 package prefix
 
-import "github.com/kvpage/kvpage/blocks"
+import (
+	"unsafe"
+
+	"github.com/kvpage/kvpage/blocks"
+)
 
 // Match appends to dst the cached blocks of the longest cached prefix of p, in full blocks,
 // and returns dst. It takes no references and touches nothing. With leaveOne, the match is
@@ -29,6 +33,11 @@ func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, C
 	ri := x.root(r)
 	cur, key := r, x.nodes[r].key
 	matched := 0
+	if len(p.MM) == 0 {
+		dst, cur, matched = x.matchText(dst, p.Tokens, r, ri, full)
+		x.stats.hitTokens += uint64(matched * x.bs)
+		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
+	}
 	mmLo := 0
 	for b := 0; b < full; b++ {
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
@@ -44,6 +53,43 @@ func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, C
 	}
 	x.stats.hitTokens += uint64(matched * x.bs)
 	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
+}
+
+// matchText is Match's loop for prompts without multimodal inputs: the common case, kept
+// tight (one hash, one probe and one memory comparison per block).
+func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
+	bs, mask := x.bs, x.cfg.keyMask
+	nodes, slots, tmask := x.nodes, x.table.slots, x.table.mask
+	cur, key := r, nodes[r].key
+	for b := 0; b < full; b++ {
+		toks := tokens[b*bs : (b+1)*bs : (b+1)*bs]
+		k := hashTokens(key, toks)
+		if ri.hasLo {
+			k = mixExtra(k, tagLoRA, ri.lora)
+		}
+		if b == 0 && ri.hasSa {
+			k = mixExtra(k, tagSalt, ri.salt)
+		}
+		k &= mask
+		c := int32(0)
+		for i := (k ^ k>>29) & tmask; ; i = (i + 1) & tmask {
+			n := slots[i]
+			if n == 0 {
+				break
+			}
+			nd := &nodes[n]
+			if nd.key == k && nd.parent == cur && nd.flags&flagMM == 0 && sameTokens(x.blockTokens(n), toks) {
+				c = n
+				break
+			}
+		}
+		if c == 0 {
+			return dst, cur, b
+		}
+		dst = append(dst, blockOf(c))
+		cur, key = c, k
+	}
+	return dst, cur, full
 }
 
 // childKey is the chained fast64 hash of one block: Fast64.Block with the namespace's
@@ -71,22 +117,21 @@ func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []string) i
 			return 0
 		}
 		nd := &x.nodes[n]
-		if nd.key == key && nd.parent == parent && tokensEqual(x.blockTokens(n), toks) && x.mmEqual(n, mm) {
+		if nd.key == key && nd.parent == parent && sameTokens(x.blockTokens(n), toks) && x.mmEqual(n, mm) {
 			return n
 		}
 	}
 }
 
-func tokensEqual(a, b []int32) bool {
+// sameTokens compares two blocks of tokens as memory: one vectorised memequal.
+func sameTokens(a, b []int32) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	if len(a) == 0 {
+		return true
 	}
-	return true
+	return unsafe.String((*byte)(unsafe.Pointer(&a[0])), 4*len(a)) == unsafe.String((*byte)(unsafe.Pointer(&b[0])), 4*len(b))
 }
 
 func (x *Index) mmEqual(n int32, mm []string) bool {

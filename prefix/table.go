@@ -19,7 +19,7 @@ func (t *childTable) init(capacity int) {
 	t.mask = uint64(n - 1)
 }
 
-// home is the first slot probed for key.
+// home is the first slot probed for key (matchText inlines the same expression).
 func (t *childTable) home(key uint64) uint64 { return (key ^ key>>29) & t.mask }
 
 // insert adds node n, whose key is key. The table never fills: cached blocks are at most the

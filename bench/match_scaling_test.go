@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// scalingTail is the number of own blocks each extra cached prefix adds after the point
+// where it leaves the W2 prompt.
+const scalingTail = 4
+
+// scalingIndex caches the W2 prompt plus n-1 other prefixes. Prefix i follows the W2 prompt
+// for a seeded random number of blocks in [0, 256) and then adds scalingTail blocks of its
+// own, so the W2 path grows siblings all along its length. It returns the index, the number
+// of cached blocks, and the heap bytes the index holds (runtime.MemStats, after GC,
+// measured around New and the inserts; the pool and the prompts are not counted).
+func scalingIndex(tb testing.TB, n int) (x *prefix.Index, cached int, heapBytes uint64, prefixes [][2]int) {
+	w2 := W2Prompt()
+	w2Blocks := W2PromptTokens / BlockSize
+	total := w2Blocks + (n-1)*scalingTail
+	pool, err := blocks.New(total+1, blocks.WithNullBlock())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := NewSplitMix64(Seed)
+	prefixes = make([][2]int, n) // (shared blocks, seed of own tokens)
+	for i := 1; i < n; i++ {
+		prefixes[i] = [2]int{int(rng.Next() % uint64(w2Blocks)), i}
+	}
+	prefixes[0] = [2]int{w2Blocks, 0}
+	buf := make([]int32, 0, W2PromptTokens+scalingTail*BlockSize)
+	ids := make([]blocks.ID, 0, w2Blocks+scalingTail)
+
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	x, err = prefix.New(pool, BlockSize)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range prefixes {
+		p := prefix.Prompt{Tokens: scalingPrompt(buf, w2, prefixes[i])}
+		var cur prefix.Cursor
+		ids, cur = x.Match(ids[:0], &p, false)
+		hit := len(ids)
+		if err := x.Acquire(ids); err != nil {
+			tb.Fatal(err)
+		}
+		if ids, err = pool.Allocate(ids, len(p.Tokens)/BlockSize-hit); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := x.Commit(&cur, &p, ids[hit:]); err != nil {
+			tb.Fatal(err)
+		}
+		if err := x.Release(ids); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(x)
+	cached = x.Stats().Cached
+	if cached != total {
+		tb.Fatalf("cached %d blocks, want %d", cached, total)
+	}
+	return x, cached, m1.HeapAlloc - m0.HeapAlloc, prefixes
+}
+
+// scalingPrompt builds prefix (shared, seed): the first shared blocks of w2, then
+// scalingTail blocks of seeded tokens (none for the W2 prompt itself).
+func scalingPrompt(buf, w2 []int32, pr [2]int) []int32 {
+	buf = append(buf[:0], w2[:pr[0]*BlockSize]...)
+	if pr[1] == 0 {
+		return buf
+	}
+	r := NewSplitMix64(uint64(pr[1]) * 7919)
+	for range scalingTail * BlockSize {
+		buf = append(buf, r.Token())
+	}
+	return buf
+}
+
+// BenchmarkMatchScaling looks up prompts in an index holding 1, 1,000 and 100,000 cached
+// prefixes. "w2" looks up the W2 prompt every time (256 blocks, the same path); "rotating"
+// looks up a different cached prefix each time, so the path is rarely in the CPU cache.
+// bytes/block is the index's heap per cached block, its 16 tokens included.
+func BenchmarkMatchScaling(b *testing.B) {
+	for _, n := range []int{1, 1000, 100000} {
+		x, cached, heap, prefixes := scalingIndex(b, n)
+		w2 := W2Prompt()
+		dst := make([]blocks.ID, 0, W2PromptTokens/BlockSize+scalingTail)
+		b.Run(fmt.Sprintf("prefixes=%d/w2", n), func(b *testing.B) {
+			p := &prefix.Prompt{Tokens: w2}
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _ = x.Match(dst[:0], p, false)
+			}
+			if len(dst) != W2PromptTokens/BlockSize {
+				b.Fatalf("hit %d blocks", len(dst))
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(ns, "ns/lookup")
+			b.ReportMetric(ns/float64(len(dst)), "ns/block")
+			b.ReportMetric(float64(heap)/float64(cached), "bytes/block")
+			b.ReportMetric(float64(cached), "cached-blocks")
+		})
+		b.Run(fmt.Sprintf("prefixes=%d/rotating", n), func(b *testing.B) {
+			// Build the prompts first so that generating them is not timed.
+			k := min(n, 4096)
+			prompts := make([]prefix.Prompt, k)
+			for i := range prompts {
+				pr := prefixes[(i*7919)%n]
+				prompts[i].Tokens = scalingPrompt(nil, w2, pr)
+			}
+			hit := 0
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				dst, _ = x.Match(dst[:0], &prompts[i], false)
+				hit += len(dst)
+				if i++; i == k {
+					i = 0
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(hit), "ns/block")
+			b.ReportMetric(float64(heap)/float64(cached), "bytes/block")
+		})
+	}
+}
+
+// TestMatchScalingMemory holds the index to 128 bytes per cached block with the default
+// hasher, 64 of them tokens, at the largest size of BenchmarkMatchScaling.
+func TestMatchScalingMemory(t *testing.T) {
+	if testing.Short() || invariant.Enabled {
+		t.Skip("builds an index of 400,000 blocks (too slow with invariant checks)")
+	}
+	_, cached, heap, _ := scalingIndex(t, 100000)
+	perBlock := float64(heap) / float64(cached)
+	t.Logf("%d cached blocks, %.1f bytes each", cached, perBlock)
+	if perBlock > 128 {
+		t.Fatalf("index memory %.1f bytes per cached block, want at most 128", perBlock)
+	}
+}
