@@ -121,7 +121,7 @@ func (f *sizingFlags) resolve(fs *flag.FlagSet) (sizingInput, error) {
 		return in, badFlag("--kv-cache-dtype: %v", err)
 	}
 	switch {
-	case f.tp < 0 || (f.tp == 0 && f.set["tensor-parallel-size"] || f.tp == 0 && f.set["tp"]):
+	case f.tp < 0 || f.tp == 0 && (f.set["tensor-parallel-size"] || f.set["tp"]):
 		return in, badFlag("--tensor-parallel-size must be a positive number of GPUs, got %d", f.tp)
 	case f.blockSize <= 0:
 		return in, badFlag("--block-size must be a positive number of tokens, got %d", f.blockSize)
@@ -491,6 +491,15 @@ func writePlanTable(w io.Writer, p blocks.Plan, extra []string) error {
 	return writeAssumptions(w, assumptions(p, extra))
 }
 
+func hasMLA(m blocks.ModelSpec) bool {
+	for _, g := range m.Groups {
+		if g.MLA() {
+			return true
+		}
+	}
+	return false
+}
+
 func hasWindows(m blocks.ModelSpec) bool {
 	for _, g := range m.Groups {
 		if g.Sliding() {
@@ -550,6 +559,9 @@ func assumptions(p blocks.Plan, extra []string) []string {
 		a = append(a, "mxfp4 cache: 4-bit values plus one 8-bit scale per 32 values of each head (4.25 bits a value)")
 	case blocks.FP8E4M3, blocks.FP8E5M2, blocks.INT8:
 		a = append(a, c.CacheDType.String()+" cache: per-tensor scales, not counted per token")
+		if hasMLA(m) {
+			a = append(a, "MLA in fp8: one byte a latent value (576 a token a layer); vLLM's fp8_ds_mla layout for FlashMLA's sparse backend takes 656, with its scales and a bf16 RoPE part")
+		}
 	}
 	a = append(a, fmt.Sprintf("block size %d tokens; a sliding-window layer holds at most its window plus one block", c.BlockSize))
 	if c.MaxNumSeqs > 0 {
