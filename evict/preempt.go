@@ -30,5 +30,9 @@ type Preemption interface {
 	// of sequences whose preemption frees at least need blocks (by Freeable), and returns dst.
 	// It may return fewer when even all of them cannot. It must not modify running, and it
 	// allocates nothing when dst has room.
+	//
+	// The built-in policies append just enough victims, taken in policy order, for their
+	// Freeable blocks to add up to need; when even all of them fall short they append all of
+	// them (the caller decides whether that is worth it); for need <= 0 they append none.
 	Victims(dst []int, running []SeqInfo, need int) []int
 }

@@ -19,8 +19,9 @@ const scanPicks = 4
 // A preemption usually needs one or two victims, so the first picks are found by scanning:
 // each is the first sequence, in the total order, strictly after the previous pick (O(n) a
 // pick, no scratch memory). If more are needed and dst has room for every sequence, the
-// rest are sorted in dst's spare capacity (O(n log n)); otherwise scanning goes on. Either
-// way nothing is allocated when dst has room for the victims.
+// rest are heap-selected in dst's spare capacity (O(n + k log n) for k more victims);
+// otherwise scanning goes on. Either way nothing is allocated when dst has room for the
+// victims.
 func selectVictims(dst []int, running []SeqInfo, need int, compare seqCompare) []int {
 	if need <= 0 || len(running) == 0 {
 		return dst
@@ -38,7 +39,7 @@ func selectVictims(dst []int, running []SeqInfo, need int, compare seqCompare) [
 	freed, prev := 0, -1
 	for picks := 0; picks < len(running); picks++ {
 		if picks == scanPicks && cap(dst)-base >= len(running) {
-			return sortRest(dst, running, need, freed, prev, order)
+			return heapRest(dst, running, need, freed, prev, order)
 		}
 		best := -1
 		for i := range running {
@@ -59,22 +60,51 @@ func selectVictims(dst []int, running []SeqInfo, need int, compare seqCompare) [
 	return dst
 }
 
-// sortRest finishes selectVictims once dst ends with the first picks, prev the last of
-// them: it appends every sequence after prev, sorts them, and keeps just enough.
-func sortRest(dst []int, running []SeqInfo, need, freed, prev int, order func(i, j int) int) []int {
+// heapRest finishes selectVictims once dst ends with the first picks, prev the last of
+// them: it appends every sequence after prev, arranges them as a binary min-heap in the
+// total order, and pops just enough. Each pop moves the minimum to the end of the shrinking
+// heap, so the victims collect, last first, at the end of the region; they are reversed
+// and moved up behind the first picks.
+func heapRest(dst []int, running []SeqInfo, need, freed, prev int, order func(i, j int) int) []int {
 	start := len(dst)
 	for i := range running {
 		if order(i, prev) > 0 {
 			dst = append(dst, i)
 		}
 	}
-	rest := dst[start:]
-	slices.SortFunc(rest, order)
-	for n, i := range rest {
-		freed += max(running[i].Freeable, 0)
-		if freed >= need {
-			return dst[:start+n+1]
+	h := dst[start:]
+	less := func(x, y int) bool { return order(h[x], h[y]) < 0 }
+	down := func(i, n int) {
+		for {
+			c := 2*i + 1
+			if c >= n {
+				return
+			}
+			if c+1 < n && less(c+1, c) {
+				c++
+			}
+			if !less(c, i) {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
 		}
 	}
-	return dst
+	n := len(h)
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i, n)
+	}
+	for n > 0 {
+		n--
+		h[0], h[n] = h[n], h[0]
+		down(0, n)
+		freed += max(running[h[n]].Freeable, 0)
+		if freed >= need {
+			break
+		}
+	}
+	picked := h[n:]
+	slices.Reverse(picked)
+	k := copy(h, picked)
+	return dst[:start+k]
 }

@@ -163,7 +163,7 @@ func TestPreemptionTiesByID(t *testing.T) {
 	}
 }
 
-// TestPreemptionSortsManyVictims reaches the sorting path (more than scanPicks victims,
+// TestPreemptionSortsManyVictims reaches the heap-selection path (more than scanPicks victims,
 // room for all) and the scanning path (no room) and expects the same answer.
 func TestPreemptionSortsManyVictims(t *testing.T) {
 	running := make([]SeqInfo, 50)
@@ -174,7 +174,7 @@ func TestPreemptionSortsManyVictims(t *testing.T) {
 		p, _ := PreemptionByName(name)
 		want := refVictims(name, running, 20)
 		require.Greater(t, len(want), scanPicks)
-		assert.Equal(t, want, p.Victims(make([]int, 0, 50), running, 20), name+" sorted")
+		assert.Equal(t, want, p.Victims(make([]int, 0, 50), running, 20), name+" heap-selected")
 		assert.Equal(t, want, p.Victims(nil, running, 20), name+" scanned")
 	}
 }
