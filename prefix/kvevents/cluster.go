@@ -2,10 +2,12 @@ package kvevents
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -46,6 +48,7 @@ type ClusterIndex struct {
 	mm          []string
 	alive       []int32
 	hits        []int
+	applied     uint64 // batches applied, for sampling invariant checks
 }
 
 type clusterServer struct {
@@ -125,6 +128,37 @@ func (c *ClusterIndex) Apply(server string, b *Batch) {
 	for i := range b.Events {
 		c.apply(s, &b.Events[i])
 	}
+	c.applied++
+	if invariant.Sample(c.applied) {
+		invariant.Check(c.checkInvariants)
+	}
+}
+
+// CheckInvariants verifies the index's bookkeeping: servers sorted by name and reachable
+// by name, every server's block count what its set holds, and stored blocks no fewer than
+// the blocks held plus those removed.
+func (c *ClusterIndex) CheckInvariants() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkInvariants()
+}
+
+func (c *ClusterIndex) checkInvariants() error {
+	if len(c.servers) != len(c.byName) {
+		return fmt.Errorf("kvevents: %d servers listed, %d by name", len(c.servers), len(c.byName))
+	}
+	for i, s := range c.servers {
+		if i > 0 && c.servers[i-1].name >= s.name {
+			return fmt.Errorf("kvevents: servers out of order at %q", s.name)
+		}
+		if c.byName[s.name] != s {
+			return fmt.Errorf("kvevents: server %q not found by name", s.name)
+		}
+		if s.stats.Blocks != len(s.blocks) {
+			return fmt.Errorf("kvevents: server %q counts %d blocks, holds %d", s.name, s.stats.Blocks, len(s.blocks))
+		}
+	}
+	return nil
 }
 
 func (c *ClusterIndex) apply(s *clusterServer, e *Event) {

@@ -13,7 +13,7 @@ import (
 
 // storeChain makes the Batch that a server caching p's full blocks [from, to) would send,
 // with the vLLM hasher of seed.
-func storeChain(t testing.TB, seed string, p *prefix.Prompt, bs, from, to int, opts ...kvevents.Option) *kvevents.Batch {
+func storeChain(t testingT, seed string, p *prefix.Prompt, bs, from, to int, opts ...kvevents.Option) *kvevents.Batch {
 	t.Helper()
 	hs := kvevents.PromptHashes(kvevents.NewSHA256CBOR(seed), p, bs)
 	e := &prefix.BlockStored{HashSize: 32, BlockSize: bs, Namespace: p.Namespace, Tokens: p.Tokens[from*bs : to*bs]}
@@ -29,7 +29,7 @@ func storeChain(t testing.TB, seed string, p *prefix.Prompt, bs, from, to int, o
 	return decode(t, b.AppendBatch(nil, 1))
 }
 
-func removeBlocks(t testing.TB, hashes ...[]byte) *kvevents.Batch {
+func removeBlocks(t testingT, hashes ...[]byte) *kvevents.Batch {
 	e := &prefix.BlockRemoved{HashSize: 32}
 	for i, h := range hashes {
 		e.Hashes = append(e.Hashes, h...)
@@ -40,11 +40,17 @@ func removeBlocks(t testing.TB, hashes ...[]byte) *kvevents.Batch {
 	return decode(t, b.AppendBatch(nil, 1))
 }
 
-func decode(t testing.TB, payload []byte) *kvevents.Batch {
+func decode(t testingT, payload []byte) *kvevents.Batch {
 	t.Helper()
 	b, err := kvevents.DecodeBatch(payload)
 	require.NoError(t, err)
 	return b
+}
+
+// testingT is what the helpers need of a test: *testing.T, *testing.B or *rapid.T.
+type testingT interface {
+	require.TestingT
+	Helper()
 }
 
 func prompt(ns prefix.Namespace, from, n int32) *prefix.Prompt {

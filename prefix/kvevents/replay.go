@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
 // The replay protocol is vLLM's ZmqEventPublisher's. A subscriber that noticed a gap in
@@ -32,10 +34,11 @@ type replayEntry struct {
 // replayRing is the bounded buffer of the last published batches, in sequence order. The
 // sender goroutine pushes, the replay goroutine reads: a mutex guards it.
 type replayRing struct {
-	mu    sync.Mutex
-	buf   []replayEntry
-	start int // index of the oldest entry
-	n     int
+	mu     sync.Mutex
+	buf    []replayEntry
+	start  int // index of the oldest entry
+	n      int
+	pushes uint64
 }
 
 func newReplayRing(capacity int) *replayRing {
@@ -48,10 +51,29 @@ func (r *replayRing) push(seq uint64, payload []byte) {
 	if r.n < len(r.buf) {
 		r.buf[(r.start+r.n)%len(r.buf)] = replayEntry{seq, payload}
 		r.n++
-		return
+	} else {
+		r.buf[r.start] = replayEntry{seq, payload}
+		r.start = (r.start + 1) % len(r.buf)
 	}
-	r.buf[r.start] = replayEntry{seq, payload}
-	r.start = (r.start + 1) % len(r.buf)
+	r.pushes++
+	if invariant.Sample(r.pushes) {
+		invariant.Check(r.checkInvariants)
+	}
+}
+
+// checkInvariants verifies, with r.mu held, that the ring holds at most its capacity and
+// its entries in strictly increasing sequence order.
+func (r *replayRing) checkInvariants() error {
+	if r.n < 0 || r.n > len(r.buf) || r.start < 0 || r.start >= len(r.buf) {
+		return fmt.Errorf("kvevents: replay ring of %d holds %d from %d", len(r.buf), r.n, r.start)
+	}
+	for i := 1; i < r.n; i++ {
+		a, b := r.buf[(r.start+i-1)%len(r.buf)], r.buf[(r.start+i)%len(r.buf)]
+		if a.seq >= b.seq {
+			return fmt.Errorf("kvevents: replay ring out of order: %d before %d", a.seq, b.seq)
+		}
+	}
+	return nil
 }
 
 // from appends to dst the entries whose sequence number is at least seq, oldest first.
