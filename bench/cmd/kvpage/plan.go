@@ -52,7 +52,11 @@ func (f *sizingFlags) register(fs *flag.FlagSet, defaultTP int) {
 	fs.Float64Var(&f.weightsGiB, "weights-gib", 0, "size of all the weights in GiB, instead of parameters x bytes per weight")
 	fs.StringVar(&f.gpu, "gpu", "", "GPU preset: "+strings.Join(blocks.GPUPresetNames(), ", "))
 	fs.Int64Var(&f.gpuMemoryMiB, "gpu-memory-mib", 0, "GPU memory in MiB as nvidia-smi reports it, for a GPU without a preset")
-	fs.IntVar(&f.tp, "tensor-parallel-size", defaultTP, "GPUs the model is split over")
+	tpHelp := "GPUs the model is split over"
+	if defaultTP == 0 {
+		tpHelp += " (default: the size, 1 to 64, that needs the fewest GPUs)"
+	}
+	fs.IntVar(&f.tp, "tensor-parallel-size", defaultTP, tpHelp)
 	fs.IntVar(&f.tp, "tp", defaultTP, "alias of --tensor-parallel-size")
 	f.maxModelLen.allowAuto = true
 	fs.Var(&f.maxModelLen, "max-model-len", "longest context of a request, such as 32k or 32K; auto = the longest that fits (default: the model's max_position_embeddings)")
