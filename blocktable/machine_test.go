@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/kvpage/kvpage/internal/invariant"
+
 	"pgregory.net/rapid"
 )
 
@@ -24,7 +26,7 @@ func TestManagerStateMachine(t *testing.T) {
 		t.Run(configName(i, c), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				h := newHarness(rt, c)
-				n := rapid.IntRange(1, 120).Draw(rt, "ops")
+				n := rapid.IntRange(1, maxOps()).Draw(rt, "ops")
 				for range n {
 					o := op{
 						kind: rapid.IntRange(0, numOps-1).Draw(rt, "kind"),
@@ -39,6 +41,15 @@ func TestManagerStateMachine(t *testing.T) {
 			})
 		})
 	}
+}
+
+// maxOps keeps the suite fast under -race and -tags kvinvariants, where every mutation
+// re-checks every invariant: shorter runs there, long ones in the plain build.
+func maxOps() int {
+	if invariant.Enabled {
+		return 30
+	}
+	return 120
 }
 
 func configName(i int, c harnessConfig) string {

@@ -270,9 +270,9 @@ func (m *Manager) commitFull(s *sequence) int {
 	if err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: committing seq %d blocks [%d, %d) failed: %v", s.id, from, full, err))
 	}
-	if res.Duplicates > 0 {
-		// The cursor now sits on the index's own copy, which this sequence does not hold:
-		// it may be evicted, so the next commit re-derives the cursor from the tree.
+	if res.Duplicates > 0 || res.Orphaned > 0 {
+		// The cursor now sits on the index's own copy, which this sequence does not hold
+		// (or was detached): it may be evicted, so the next commit re-derives it from the tree.
 		s.stale = true
 	}
 	return full - from
