@@ -1,0 +1,357 @@
+package kvtest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// TB is the part of testing.TB the kit uses. *testing.T, *testing.B and *testing.F satisfy
+// it, and so does any test framework's handle that has these four methods: the kit forces
+// no assertion library on its users.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Config describes the stack New builds. The zero value is a small stack: 17 blocks (the
+// null block and 16 usable) of 4 tokens, a prefix index with the built-in LRU, newest-first
+// preemption, no host pool.
+type Config struct {
+	// Blocks is the number of physical blocks, the null block included (default 17).
+	Blocks int
+	// BlockSize is the number of tokens per block (default 4).
+	BlockSize int
+	// NoNullBlock builds the pool without a reserved null block.
+	NoNullBlock bool
+	// NoIndex builds the Manager without a prefix index (no caching).
+	NoIndex bool
+	// HostBlocks, when positive, adds a host pool of that many blocks for Swap preemption.
+	HostBlocks int
+	// Eviction names an eviction policy of package evict ("lru", "fifo", "lfu", ...); it is
+	// wrapped in a RecordingPolicy so that every victim is logged. "" keeps the index's
+	// built-in LRU, whose evictions are logged from the index's events instead.
+	Eviction string
+	// EvictionPolicy, when set, is used (wrapped in a RecordingPolicy) instead of Eviction.
+	EvictionPolicy evict.Policy[blocks.ID]
+	// Preemption is the preemption policy (default evict.NewFCFSPreemption, the Manager's
+	// own default order); it is wrapped in a RecordingPreemption.
+	Preemption evict.Preemption
+	// Observer, when set, also receives the index's events (after the kit's logger).
+	Observer prefix.Observer
+	// Watermark, SlidingWindow and FullPromptHit are passed to blocktable.Config.
+	Watermark     float64
+	SlidingWindow int
+	FullPromptHit bool
+}
+
+// Env is a small pool, prefix index and Manager built inside a test, sharing one fake
+// clock, with a decision log and fault injection. New registers a cleanup that fails the
+// test on a broken invariant or on any block still held when the test ends.
+//
+// Env is not safe for concurrent use, like everything it holds.
+type Env struct {
+	// Pool is the device pool; Host the host pool (nil without Config.HostBlocks).
+	Pool, Host *blocks.Pool
+	// Index is the prefix index (nil with Config.NoIndex).
+	Index *prefix.Index
+	// Manager is what the scheduler under test drives.
+	Manager *blocktable.Manager
+	// Clock is the one logical clock of the index and the Manager.
+	Clock *Clock
+	// Log receives every eviction and preemption decision.
+	Log *Log
+	// Evictions is the recording wrapper of Config.Eviction or EvictionPolicy (nil with
+	// the built-in LRU); Preemptions wraps the preemption policy.
+	Evictions   *RecordingPolicy[blocks.ID]
+	Preemptions *RecordingPreemption
+
+	tb     TB
+	cfg    Config
+	faults *blocks.Faults
+	names  map[blocktable.SeqID]string
+	ids    map[string]blocktable.SeqID
+	next   blocktable.SeqID
+}
+
+// New builds the stack of cfg for one test and registers, with tb.Cleanup, the end-of-test
+// check: the invariants of pool, index, tables and Manager (every refcount equals its
+// number of holders), then the leak check (every block back in the pool or in the index,
+// no sequence left running or swapped). A failure names the sequences that held each
+// leaked block. New fails the test at once (Fatalf) on a bad Config.
+func New(tb TB, cfg Config) *Env {
+	tb.Helper()
+	e, err := newEnv(tb, cfg)
+	if err != nil {
+		tb.Fatalf("kvtest: %v", err)
+		return nil
+	}
+	return e
+}
+
+// newEnv builds the stack and registers the end-of-test checks.
+func newEnv(tb TB, cfg Config) (*Env, error) {
+	e, err := build(tb, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() {
+		tb.Helper()
+		if err := e.Check(); err != nil {
+			tb.Errorf("kvtest: at the end of the test: %v\n%s", err, e.Dump())
+			return
+		}
+		if err := e.CheckLeaks(); err != nil {
+			tb.Errorf("%v", err)
+		}
+	})
+	return e, nil
+}
+
+func build(tb TB, cfg Config) (*Env, error) {
+	if cfg.Blocks == 0 {
+		cfg.Blocks = 17
+	}
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = 4
+	}
+	e := &Env{
+		tb:    tb,
+		cfg:   cfg,
+		Clock: &Clock{},
+		Log:   &Log{},
+		names: map[blocktable.SeqID]string{},
+		ids:   map[string]blocktable.SeqID{},
+	}
+	var popts []blocks.Option
+	if !cfg.NoNullBlock {
+		popts = append(popts, blocks.WithNullBlock())
+	}
+	var err error
+	if e.Pool, err = blocks.New(cfg.Blocks, popts...); err != nil {
+		return nil, err
+	}
+	if cfg.HostBlocks > 0 {
+		if e.Host, err = blocks.New(cfg.HostBlocks); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.NoIndex {
+		iopts := []prefix.Option{prefix.WithClock(e.Clock), prefix.WithObserver(&eventLogger{env: e, next: cfg.Observer})}
+		policy := cfg.EvictionPolicy
+		if policy == nil && cfg.Eviction != "" {
+			if policy, err = evict.New[blocks.ID](cfg.Eviction, e.Clock); err != nil {
+				return nil, err
+			}
+		}
+		if policy != nil {
+			e.Evictions = RecordEvictions(policy, e.Log)
+			iopts = append(iopts, prefix.WithPolicy(e.Evictions))
+		}
+		if e.Index, err = prefix.New(e.Pool, cfg.BlockSize, iopts...); err != nil {
+			return nil, err
+		}
+	}
+	pre := cfg.Preemption
+	if pre == nil {
+		pre = evict.NewFCFSPreemption()
+	}
+	e.Preemptions = RecordPreemptions(pre, e.Log, e.Name)
+	mc := blocktable.Config{
+		Pool:          e.Pool,
+		Index:         e.Index,
+		BlockSize:     cfg.BlockSize,
+		Preemption:    e.Preemptions,
+		Watermark:     cfg.Watermark,
+		SlidingWindow: cfg.SlidingWindow,
+		Clock:         e.Clock,
+		HostPool:      e.Host,
+		FullPromptHit: cfg.FullPromptHit,
+	}
+	if e.Manager, err = blocktable.New(mc); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Config returns the configuration the Env was built with, defaults filled in.
+func (e *Env) Config() Config { return e.cfg }
+
+// Seq returns the sequence ID of name, giving it the next free ID (1, 2, ...) on first
+// use, so that tests, logs and leak reports speak of "r1" rather than of 7.
+func (e *Env) Seq(name string) blocktable.SeqID {
+	if id, ok := e.ids[name]; ok {
+		return id
+	}
+	for {
+		e.next++
+		if _, taken := e.names[e.next]; !taken {
+			break
+		}
+	}
+	e.ids[name], e.names[e.next] = e.next, name
+	return e.next
+}
+
+// NameSeq gives the sequence id a name for logs and leak reports (a scheduler that picks
+// its own IDs calls it when it admits).
+func (e *Env) NameSeq(id blocktable.SeqID, name string) {
+	if old, ok := e.names[id]; ok {
+		delete(e.ids, old)
+	}
+	e.names[id], e.ids[name] = name, id
+}
+
+// Name returns the name of id, or "seq N" when it has none.
+func (e *Env) Name(id blocktable.SeqID) string {
+	if n, ok := e.names[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("seq %d", id)
+}
+
+// Check verifies the whole stack now: the Manager's CheckInvariants (which checks the
+// pool, the index and every table, and that every block's refcount equals its number of
+// holders), and block conservation: free + evictable + held = capacity, with evictable no
+// more than cached.
+func (e *Env) Check() error {
+	if err := e.Manager.CheckInvariants(); err != nil {
+		return fmt.Errorf("broken invariant: %w", err)
+	}
+	b := e.Blocks()
+	if b.Free+b.Evictable+b.Held != b.Capacity || b.Free < 0 || b.Evictable < 0 || b.Held < 0 {
+		return fmt.Errorf("broken conservation: free %d + evictable %d + held %d != capacity %d", b.Free, b.Evictable, b.Held, b.Capacity)
+	}
+	if b.Evictable > b.Cached {
+		return fmt.Errorf("broken conservation: %d evictable blocks but %d cached", b.Evictable, b.Cached)
+	}
+	return nil
+}
+
+// BlockCounts is where the pool's blocks are: Free + Evictable + Held = Capacity.
+type BlockCounts struct {
+	Capacity int
+	// Free is the real free list (faults do not hide anything here).
+	Free int
+	// Evictable counts cached blocks that leaf eviction can free now; Cached all cached.
+	Evictable, Cached int
+	// Held counts blocks held by sequences, and cached blocks on the path to one.
+	Held int
+}
+
+// Blocks counts the pool's blocks.
+func (e *Env) Blocks() BlockCounts {
+	ps := e.Pool.Stats()
+	c := BlockCounts{Capacity: ps.Capacity, Free: ps.Free}
+	if e.Index != nil {
+		c.Evictable, c.Cached = e.Index.Reclaimable(), e.Index.Stats().Cached
+	}
+	c.Held = ps.InUse - c.Evictable
+	return c
+}
+
+// Leak is one block still held when it should not be.
+type Leak struct {
+	Block blocks.ID
+	// Refs is the block's refcount in the pool.
+	Refs int
+	// Holders names the sequences whose tables hold it (a name once per table entry);
+	// Cached says the index holds one reference too.
+	Holders []string
+	Cached  bool
+}
+
+// Leaks lists every block held by something other than the prefix index: by a sequence
+// still running or swapped, or by no one the Manager knows. At the end of a test, when
+// every sequence has finished or been aborted, it must be empty.
+func (e *Env) Leaks() []Leak {
+	holders := map[blocks.ID][]string{}
+	for _, id := range e.Manager.Seqs(nil) {
+		tbl, err := e.Manager.Blocks(id)
+		if err != nil {
+			continue // swapped: its device blocks are released; reported by CheckLeaks
+		}
+		for _, b := range tbl {
+			if b == blocks.NullID && e.Pool.HasNullBlock() {
+				continue
+			}
+			holders[b] = append(holders[b], e.Name(id))
+		}
+	}
+	var leaks []Leak
+	for i := range e.Pool.NumBlocks() {
+		b := blocks.ID(i)
+		refs := e.Pool.RefCount(b)
+		cached := e.Index != nil && e.Index.IsCached(b)
+		index := 0
+		if cached {
+			index = 1
+		}
+		if refs > index {
+			leaks = append(leaks, Leak{Block: b, Refs: refs, Holders: holders[b], Cached: cached})
+		}
+	}
+	return leaks
+}
+
+// ErrLeak is wrapped by the error CheckLeaks returns.
+var ErrLeak = errors.New("kvtest: blocks leaked")
+
+// CheckLeaks returns an error wrapping ErrLeak when any sequence is still known to the
+// Manager or any block is held by something other than the prefix index, naming for each
+// leaked block the sequences that held it.
+func (e *Env) CheckLeaks() error {
+	var b strings.Builder
+	seqs := e.Manager.Seqs(nil)
+	if len(seqs) > 0 {
+		names := make([]string, 0, len(seqs))
+		for _, id := range seqs {
+			n := e.Name(id)
+			if info, err := e.Manager.Seq(id); err == nil && info.State == blocktable.Swapped {
+				n += " (swapped)"
+			}
+			names = append(names, n)
+		}
+		fmt.Fprintf(&b, "\n  sequences never finished or aborted: %s", strings.Join(names, ", "))
+	}
+	leaks := e.Leaks()
+	for _, l := range leaks {
+		who := "no known holder"
+		if len(l.Holders) > 0 {
+			who = "held by " + strings.Join(l.Holders, ", ")
+		}
+		if l.Cached {
+			who += " (and cached)"
+		}
+		fmt.Fprintf(&b, "\n  block %d: refcount %d, %s", l.Block, l.Refs, who)
+	}
+	if e.Host != nil {
+		if held := e.Host.Stats().InUse; held > 0 {
+			fmt.Fprintf(&b, "\n  %d host blocks still held", held)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d blocks still held at the end of the test:%s", ErrLeak, len(leaks), b.String())
+}
+
+// AbortAll aborts every sequence still known to the Manager, in ID order: a test that
+// stops midway on purpose calls it so that the leak check passes.
+func (e *Env) AbortAll() {
+	ids := e.Manager.Seqs(nil)
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := e.Manager.Abort(id); err != nil {
+			e.tb.Errorf("kvtest: abort %s: %v", e.Name(id), err)
+		}
+	}
+}
