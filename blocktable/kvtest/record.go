@@ -17,7 +17,9 @@ import (
 type Log struct{ entries []string }
 
 // Addf appends one entry.
-func (l *Log) Addf(format string, args ...any) { l.entries = append(l.entries, fmt.Sprintf(format, args...)) }
+func (l *Log) Addf(format string, args ...any) {
+	l.entries = append(l.entries, fmt.Sprintf(format, args...))
+}
 
 // Entries returns a copy of the entries so far.
 func (l *Log) Entries() []string { return append([]string(nil), l.entries...) }
