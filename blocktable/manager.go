@@ -31,6 +31,7 @@ type Manager struct {
 	infos   []evict.SeqInfo
 	infoIDs []SeqID
 	victims []int
+	holders []int32 // per block, sequences holding it, while Preempt plans
 
 	st          Stats
 	reclaimBase uint64 // pool's Reclaimed counter when the Manager was built

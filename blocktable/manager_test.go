@@ -564,3 +564,30 @@ func TestManagerAppendDoesNotAllocate(t *testing.T) {
 	require.Zero(t, allocs, "a decode step allocates nothing")
 	s.done(t)
 }
+
+// Forks share their blocks, so neither frees anything alone (Freeable 0), but preempting
+// both does: Preempt must see that rather than refuse.
+func TestManagerPreemptSharedForks(t *testing.T) {
+	s := newStack(t, 4, 4, Config{})
+	_, err := s.m.Admit(1, &Request{Prompt: seqOf(7, 1)})
+	require.NoError(t, err)
+	require.NoError(t, s.m.Fork(1, 2))
+	_, err = s.m.Admit(3, &Request{Prompt: seqOf(7, 100)})
+	require.NoError(t, err)
+	require.Zero(t, s.pool.Available())
+	for _, id := range []SeqID{1, 2} {
+		require.Zero(t, s.m.freeable(s.m.seqs[id]))
+	}
+	out, err := s.m.Preempt(PreemptRequest{Need: 2, Protect: []SeqID{3}}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	require.Equal(t, SeqID(2), out[0].Seq, "newest first")
+	require.Equal(t, 0, out[0].Freed)
+	require.Equal(t, 2, out[1].Freed)
+	require.Equal(t, 2, s.pool.Available())
+	// Asking for more than everything can free preempts nobody.
+	_, err = s.m.Preempt(PreemptRequest{Need: 3}, nil)
+	require.ErrorIs(t, err, ErrOutOfBlocks)
+	require.True(t, s.m.Contains(3))
+	s.done(t)
+}

@@ -22,6 +22,37 @@ func (m *Manager) freeable(s *sequence) int {
 	return n
 }
 
+// countHolders sets, for every block of the candidates in m.infoIDs, how many sequences
+// hold it: its refcount less the index's reference.
+func (m *Manager) countHolders() {
+	if len(m.holders) < m.pool.NumBlocks() {
+		m.holders = make([]int32, m.pool.NumBlocks())
+	}
+	for _, id := range m.infoIDs {
+		s := m.seqs[id]
+		for _, b := range s.t.ids[s.t.nulls:] {
+			n := int32(m.pool.RefCount(b))
+			if m.index != nil && m.index.IsCached(b) {
+				n--
+			}
+			m.holders[b] = n
+		}
+	}
+}
+
+// simulateRelease drops s from the holder counts of countHolders and returns how many of
+// its blocks lost their last sequence holder.
+func (m *Manager) simulateRelease(s *sequence) int {
+	g := 0
+	for _, b := range s.t.ids[s.t.nulls:] {
+		m.holders[b]--
+		if m.holders[b] == 0 {
+			g++
+		}
+	}
+	return g
+}
+
 func (m *Manager) info(s *sequence) evict.SeqInfo {
 	return evict.SeqInfo{
 		ID:       uint64(s.id),
@@ -37,9 +68,10 @@ func (m *Manager) info(s *sequence) evict.SeqInfo {
 // Preempt asks the preemption policy for victims among the running sequences (minus
 // req.Protect), in its order, until req.Need more blocks are available (free or
 // reclaimable) than now, preempts them in req.Mode, and appends one Preempted per victim
-// to dst. When even all candidates cannot free enough (by the policy's Freeable
-// estimate), or swap mode lacks host blocks for the victims, it preempts none and returns
-// an *OutOfBlocksError.
+// to dst. When even all candidates together cannot free enough, or the policy's choice
+// cannot, or swap mode lacks host blocks for the victims, it preempts none and returns an
+// *OutOfBlocksError. Freed blocks count when their last sequence leaves them: a cached
+// block becomes evictable (it is counted as available), an uncached one free.
 func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
 	if req.Need < 0 || req.Mode > Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
@@ -51,22 +83,39 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 		return dst, nil
 	}
 	m.infos, m.infoIDs = m.infos[:0], m.infoIDs[:0]
-	total := 0
 	for id, s := range m.seqs {
 		if s.state != Running || slices.Contains(req.Protect, id) {
 			continue
 		}
-		inf := m.info(s)
-		total += inf.Freeable
-		m.infos = append(m.infos, inf)
+		m.infos = append(m.infos, m.info(s))
 		m.infoIDs = append(m.infoIDs, id)
 	}
-	if total < req.Need {
-		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: total}
+	// What preempting every candidate would free, blocks shared among candidates (forks,
+	// common prefix hits) included: if even that is short, preempt nobody.
+	m.countHolders()
+	all := 0
+	for _, id := range m.infoIDs {
+		all += m.simulateRelease(m.seqs[id])
+	}
+	if all < req.Need {
+		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: all}
 	}
 	// Map iteration order is random: sort candidates by ID so that policies see one order.
 	sortInfos(m.infos, m.infoIDs)
 	m.victims = m.preempt.Victims(m.victims[:0], m.infos, req.Need)
+	// Keep the shortest prefix of the policy's order that really frees enough. Its
+	// Freeable figures count only blocks a sequence holds alone, so two forks sharing
+	// their blocks look worthless one by one; the policy then returns every candidate, in
+	// its order, and the prefix stops as soon as the shared blocks come free.
+	m.countHolders()
+	gain, k := 0, 0
+	for ; k < len(m.victims) && gain < req.Need; k++ {
+		gain += m.simulateRelease(m.seqs[m.infoIDs[m.victims[k]]])
+	}
+	if gain < req.Need {
+		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: gain}
+	}
+	m.victims = m.victims[:k]
 	if req.Mode == Swap {
 		host := 0
 		for _, i := range m.victims {
