@@ -97,8 +97,12 @@ func BenchmarkMatchScaling(b *testing.B) {
 		b.Run(fmt.Sprintf("prefixes=%d/w2", n), func(b *testing.B) {
 			p := &prefix.Prompt{Tokens: w2}
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			for b.Loop() {
 				dst, _ = x.Match(dst[:0], p, false)
+			}
+			if cpu := cpuTime() - cpu0; cpu0 != 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(len(dst)), "cpu-ns/block")
 			}
 			if len(dst) != W2PromptTokens/BlockSize {
 				b.Fatalf("hit %d blocks", len(dst))
@@ -120,12 +124,16 @@ func BenchmarkMatchScaling(b *testing.B) {
 			hit := 0
 			b.ReportAllocs()
 			i := 0
+			cpu0 := cpuTime()
 			for b.Loop() {
 				dst, _ = x.Match(dst[:0], &prompts[i], false)
 				hit += len(dst)
 				if i++; i == k {
 					i = 0
 				}
+			}
+			if cpu := cpuTime() - cpu0; cpu0 != 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(hit), "cpu-ns/block")
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(hit), "ns/block")
 			b.ReportMetric(float64(heap)/float64(cached), "bytes/block")

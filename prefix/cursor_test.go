@@ -95,3 +95,25 @@ func TestPresentBlockCommittedAgain(t *testing.T) {
 	r.finish(t, x)
 	require.NoError(t, x.CheckInvariants())
 }
+
+// With every table key equal, blocks of 16 tokens differing in any one token never match.
+func TestNoFalseHitAtBlockSize16(t *testing.T) {
+	pool, err := blocks.New(64)
+	require.NoError(t, err)
+	x, err := New(pool, 16, withKeyMask(0))
+	require.NoError(t, err)
+	base := toks(1, 16)
+	ids, err := pool.Allocate(nil, 1)
+	require.NoError(t, err)
+	var c Cursor
+	_, err = x.Commit(&c, &Prompt{Tokens: base}, ids)
+	require.NoError(t, err)
+	for i := range 16 {
+		other := toks(1, 16)
+		other[i] = -1
+		got, _ := x.Match(nil, &Prompt{Tokens: other}, false)
+		assert.Empty(t, got, "token %d differs", i)
+	}
+	got, _ := x.Match(nil, &Prompt{Tokens: base}, false)
+	assert.Equal(t, ids, got)
+}

@@ -23,6 +23,20 @@ func (x *Index) Evict(n int) int {
 // the cached blocks that no request holds and that lie above no block a request holds.
 func (x *Index) Reclaimable() int { return x.cached - x.pinned }
 
+// ReclaimableOf counts the blocks of ids that are reclaimable now: for a path from a
+// namespace root, as Match returns, exactly what Acquire(ids) would take off Reclaimable,
+// which is what an admission check must subtract from the pool's Available. Blocks that
+// are not cached count for nothing.
+func (x *Index) ReclaimableOf(ids []blocks.ID) int {
+	n := 0
+	for _, id := range ids {
+		if x.IsCached(id) && x.nodes[nodeOf(id)].flags&flagPinned == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Reclaim implements blocks.Reclaimer: it evicts at least n blocks (the pool asks for no
 // more than Reclaimable) and returns how many it freed.
 func (x *Index) Reclaim(n int) int {

@@ -26,6 +26,7 @@ func (x *Index) mutated() {
 // or a child is pinned; the evictable set is exactly the unpinned leaves; counts add up.
 // It costs O(blocks) and allocates: it is for tests and the kvinvariants build tag.
 func (x *Index) CheckInvariants() error {
+	roots := x.rootsOfAll()
 	children := make([]int32, len(x.nodes))
 	pinnedKids := make([]int32, len(x.nodes))
 	cached, pinned, leaves := 0, 0, 0
@@ -55,7 +56,7 @@ func (x *Index) CheckInvariants() error {
 			pinned++
 			pinnedKids[p]++
 		}
-		if err := x.checkKey(n); err != nil {
+		if err := x.checkKey(n, roots[n]); err != nil {
 			return err
 		}
 		if x.findChild(p, nd.key, x.blockTokens(n), x.mm[n]) != n {
@@ -115,18 +116,43 @@ func (x *Index) CheckInvariants() error {
 	return x.checkLRU()
 }
 
-// checkKey verifies that block node n's key is the chained hash of its tokens.
-func (x *Index) checkKey(n int32) error {
+// rootsOfAll returns the namespace root above every cached node (0 where there is none),
+// memoised so that it costs O(nodes), not O(nodes x depth).
+func (x *Index) rootsOfAll() []int32 {
+	roots := make([]int32, len(x.nodes))
+	for r := x.nb + 1; r < len(x.nodes); r++ {
+		roots[r] = int32(r)
+	}
+	var path []int32
+	for n := int32(1); int(n) <= x.nb; n++ {
+		if x.nodes[n].flags&flagCached == 0 || roots[n] != 0 {
+			continue
+		}
+		path = path[:0]
+		m := n
+		for x.isBlock(m) && roots[m] == 0 && x.nodes[m].flags&flagCached != 0 && len(path) <= x.nb {
+			path = append(path, m)
+			m = x.nodes[m].parent
+		}
+		r := int32(0)
+		if m > 0 && int(m) < len(roots) {
+			r = roots[m]
+		}
+		for _, p := range path {
+			roots[p] = r
+		}
+	}
+	return roots
+}
+
+// checkKey verifies that block node n, under namespace root r, has the chained hash of its
+// tokens as its key.
+func (x *Index) checkKey(n, r int32) error {
 	nd := &x.nodes[n]
-	r := n
-	first := true
-	if x.isBlock(nd.parent) {
-		first = false
+	if r == 0 {
+		return fmt.Errorf("block %d lies under no namespace root", n-1)
 	}
-	for x.isBlock(r) {
-		r = x.nodes[r].parent
-	}
-	want := x.childKey(x.nodes[nd.parent].key, x.blockTokens(n), x.root(r), first, x.mm[n])
+	want := x.childKey(x.nodes[nd.parent].key, x.blockTokens(n), x.root(r), !x.isBlock(nd.parent), x.mm[n])
 	if want != nd.key {
 		return fmt.Errorf("block %d has key %#x but its tokens hash to %#x", n-1, nd.key, want)
 	}

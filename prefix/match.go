@@ -1,10 +1,6 @@
 package prefix
 
-import (
-	"unsafe"
-
-	"github.com/kvpage/kvpage/blocks"
-)
+import "github.com/kvpage/kvpage/blocks"
 
 // Match appends to dst the cached blocks of the longest cached prefix of p, in full blocks,
 // and returns dst. It takes no references and touches nothing. With leaveOne, the match is
@@ -123,15 +119,26 @@ func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []string) i
 	}
 }
 
-// sameTokens compares two blocks of tokens as memory: one vectorised memequal.
+// sameTokens compares two blocks of tokens. The tokens are taken two at a time (the
+// compiler loads each pair as one 64-bit word) and the differences ORed together, so a
+// block of 16 costs 8 word comparisons and one branch, with no call.
 func sameTokens(a, b []int32) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	if len(a) == 0 {
-		return true
+	var d uint64
+	for len(a) >= 8 {
+		a8, b8 := a[:8:8], b[:8:8]
+		// (^ and | share a precedence level in Go: the parentheses matter.)
+		d |= (pair(a8[0], a8[1]) ^ pair(b8[0], b8[1])) | (pair(a8[2], a8[3]) ^ pair(b8[2], b8[3])) |
+			(pair(a8[4], a8[5]) ^ pair(b8[4], b8[5])) | (pair(a8[6], a8[7]) ^ pair(b8[6], b8[7]))
+		a, b = a[8:], b[8:]
 	}
-	return unsafe.String((*byte)(unsafe.Pointer(&a[0])), 4*len(a)) == unsafe.String((*byte)(unsafe.Pointer(&b[0])), 4*len(b))
+	b = b[:len(a)]
+	for i := range a {
+		d |= uint64(uint32(a[i] ^ b[i]))
+	}
+	return d == 0
 }
 
 func (x *Index) mmEqual(n int32, mm []string) bool {

@@ -278,3 +278,22 @@ func TestNamespaceRequired(t *testing.T) {
 	_, err = x.Commit(&c, &Prompt{Tokens: toks(1, testBS), Namespace: Namespace{Salt: "t"}}, ids)
 	assert.NoError(t, err)
 }
+
+// ReclaimableOf a matched path is exactly what acquiring it takes off Reclaimable, even
+// when a block only the index holds is pinned by a held descendant.
+func TestReclaimableOfMatchedPath(t *testing.T) {
+	pool, x := newTestIndex(t, 32)
+	tk := toks(1, 4*testBS)
+	admit(t, x, pool, Prompt{Tokens: tk}).finish(t, x)
+	deep, _ := x.Match(nil, &Prompt{Tokens: tk}, false)
+	require.NoError(t, x.Acquire(deep[3:])) // a held leaf pins its three ancestors
+	assert.Equal(t, 0, x.Reclaimable())
+	short := Prompt{Tokens: tk[:2*testBS]}
+	hit, _ := x.Match(nil, &short, false)
+	assert.Equal(t, 0, x.ReclaimableOf(hit), "refcount 1 but pinned: acquiring them frees nothing up")
+	require.NoError(t, x.Release(deep[3:]))
+	before := x.Reclaimable()
+	assert.Equal(t, 2, x.ReclaimableOf(hit))
+	require.NoError(t, x.Acquire(hit))
+	assert.Equal(t, before-2, x.Reclaimable())
+}
