@@ -13,7 +13,7 @@ type fakeTB struct {
 	cleanups []func()
 }
 
-func (f *fakeTB) Helper()          {}
+func (f *fakeTB) Helper()           {}
 func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
 func (f *fakeTB) Errorf(format string, args ...any) {
 	f.errors = append(f.errors, fmt.Sprintf(format, args...))
