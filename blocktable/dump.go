@@ -49,9 +49,6 @@ func (m *Manager) WriteState(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " nulls=%d reserved=%d committed=%d hit=%d priority=%d arrival=%d cows=%d",
 			s.t.nulls, s.t.Reserved(), s.committed(), s.hit, s.priority, s.arrival, s.t.cows)
-		if s.stale {
-			b.WriteString(" stale")
-		}
 		if len(s.host) > 0 {
 			fmt.Fprintf(&b, " host=%v", s.host)
 		}

@@ -46,7 +46,6 @@ type sequence struct {
 	tokens []int32
 	prompt prefix.Prompt // Namespace, MM, and Tokens = tokens, for the index
 	cur    prefix.Cursor
-	stale  bool // the cursor may sit on a block the sequence does not hold: re-match first
 	hit    int
 	// promptLen is the prompt's length at admission: tokens past it are decode output.
 	promptLen int
@@ -259,9 +258,6 @@ func (m *Manager) commitFull(s *sequence) int {
 		return 0
 	}
 	full := len(s.tokens) / m.bs
-	if s.stale && full > s.committed() {
-		m.rematch(s, full)
-	}
 	from := s.committed()
 	if full <= from {
 		return 0
@@ -271,10 +267,18 @@ func (m *Manager) commitFull(s *sequence) int {
 	if err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: committing seq %d blocks [%d, %d) failed: %v", s.id, from, full, err))
 	}
-	if res.Duplicates > 0 || res.Orphaned > 0 {
-		// The cursor now sits on the index's own copy, which this sequence does not hold
-		// (or was detached): it may be evicted, so the next commit re-derives it from the tree.
-		s.stale = true
+	if res.Orphaned > 0 {
+		// After a duplicate the cursor sits on the index's own copy of a block, which this
+		// sequence does not hold; if that path was evicted since, the index detached the
+		// cursor and cached nothing. Find the longest cached path along the tokens again and
+		// cache the sequence's own blocks past it, so that it keeps sharing what it computes.
+		m.rematch(s, full)
+		if again := s.committed(); again < full {
+			res, err = m.index.Commit(&s.cur, &s.prompt, s.t.ids[again:full])
+			if err != nil || res.Orphaned > 0 {
+				panic(fmt.Sprintf("kvpage: broken invariant: recommitting seq %d blocks [%d, %d): %+v, %v", s.id, again, full, res, err))
+			}
+		}
 	}
 	return full - from
 }
@@ -287,13 +291,6 @@ func (m *Manager) rematch(s *sequence, upto int) {
 	m.hits, s.cur = m.index.Match(m.hits[:0], &p, false)
 	if len(m.hits) == 0 {
 		s.cur = m.index.Cursor(s.prompt.Namespace)
-	}
-	s.stale = false
-	for i, id := range m.hits {
-		if s.t.ids[i] != id {
-			s.stale = true // the path holds another sequence's copy, which may go
-			break
-		}
 	}
 }
 
@@ -388,7 +385,7 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.tokens = append(c.tokens, p.tokens...)
 	c.prompt = p.prompt
 	c.prompt.Tokens = c.tokens
-	c.cur, c.stale = p.cur, p.stale
+	c.cur = p.cur
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.arrival = m.clock.Tick()
 	m.seqs[child] = c

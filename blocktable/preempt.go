@@ -217,7 +217,8 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 // appends the reverse copy plan, {Src: host block, Dst: device block} in table order, to
 // dst; the host blocks are released once the plan is returned (the server executes it
 // before the host blocks are reused). All or nothing. The restored blocks are the
-// sequence's own: they are committed to the index again only where the index lost them.
+// sequence's own, uncached copies of what its committed blocks held; blocks that fill
+// later are committed under the same path as before.
 func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	s, err := m.lookup("swap in", seq)
 	if err != nil {
@@ -244,11 +245,8 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	}
 	s.host = s.host[:0]
 	s.state = Running
-	// The path the cursor pointed at may have been evicted while the sequence was away.
-	s.stale = true
-	if m.caching() {
-		m.rematch(s, min(s.committed(), len(s.tokens)/m.bs))
-	}
+	// The cursor stays: the blocks on its path hold the same KV as the restored ones. If
+	// the path was evicted meanwhile, the index finds it again or the next commit repairs it.
 	m.st.SwapIns++
 	m.check()
 	return dst, nil
