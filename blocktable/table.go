@@ -157,19 +157,19 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 	if cow {
 		need++
 	}
+	// Blocks that fell out of the sliding window go first, so that the allocation can
+	// reuse them rather than evict cached blocks; only if the append can succeed.
 	drop := t.windowDrop()
-	dropFirst := false
 	if need > 0 {
 		avail := t.pool.Available()
+		if avail < need && drop > 0 {
+			avail += t.windowFreeable(drop)
+		}
 		if avail < need {
-			if drop > 0 && avail+t.windowFreeable(drop) >= need {
-				dropFirst = true
-			} else {
-				return res, &OutOfBlocksError{Op: "append", Needed: need, Available: avail}
-			}
+			return res, &OutOfBlocksError{Op: "append", Needed: need, Available: avail}
 		}
 	}
-	if dropFirst {
+	if drop > 0 {
 		t.dropWindow(drop)
 	}
 	if need > 0 {
@@ -191,9 +191,6 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 			t.cows++
 		}
 		res.NewBlocks = len(t.ids) - before
-	}
-	if !dropFirst && drop > 0 {
-		t.dropWindow(drop)
 	}
 	t.tokens += n
 	t.check()
