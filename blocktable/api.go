@@ -78,10 +78,9 @@ type Request struct {
 	// MM lists the prompt's multimodal inputs (sorted by Offset; nil for text). The
 	// Manager keeps a reference to the slice for as long as the sequence lives.
 	MM []prefix.MMInput
-	// Prefill is how many prompt tokens get slots now. 0 means the whole prompt. With
-	// chunked prefill, Admit matches the whole prompt, gives slots to the hit plus the
-	// first chunk (Prefill tokens in all, or the hit if that is longer), and the caller
-	// passes each later chunk's tokens to Append.
+	// Prefill, when positive, caps how many prompt tokens past the prefix hit get slots
+	// now: the first chunk of a chunked prefill. Admit still matches the whole prompt;
+	// the caller passes each later chunk's tokens to Append. 0 means the whole prompt.
 	Prefill int
 	// Lookahead reserves slots for that many tokens beyond the prompt (draft tokens of
 	// speculative decoding) without committing them.

@@ -591,3 +591,24 @@ func TestManagerPreemptSharedForks(t *testing.T) {
 	require.True(t, s.m.Contains(3))
 	s.done(t)
 }
+
+func TestManagerChunkedPrefill(t *testing.T) {
+	s := newStack(t, 16, 4, Config{})
+	prompt := seqOf(22, 1)
+	_, err := s.m.Admit(1, &Request{Prompt: prompt})
+	require.NoError(t, err)
+	// The same prompt in chunks of 6 tokens past the hit of 20.
+	long := append(slices.Clone(prompt), seqOf(14, 50)...) // 36 tokens
+	res, err := s.m.Admit(2, &Request{Prompt: long, Prefill: 6})
+	require.NoError(t, err)
+	require.Equal(t, AdmitResult{HitTokens: 20, HitBlocks: 5, NewBlocks: 2, Tokens: 26}, res)
+	_, err = s.m.Append(2, long[26:32], 0)
+	require.NoError(t, err)
+	_, err = s.m.Append(2, long[32:], 0)
+	require.NoError(t, err)
+	toks, _ := s.m.Tokens(2)
+	require.Equal(t, long, toks)
+	info, _ := s.m.Seq(2)
+	require.Equal(t, 9, info.Committed)
+	s.done(t)
+}
