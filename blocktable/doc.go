@@ -49,8 +49,10 @@
 //
 // Every block's refcount equals its number of holders: table entries of running
 // sequences plus the index's one reference on each cached block. Blocks past a table's
-// last token block have exactly one holder. Each sequence's committed blocks are the
-// path of its cursor in the index. CheckInvariants verifies all of it together with the
+// last token block have exactly one holder. A sequence's cursor in the index stands at
+// the end of its committed blocks, on the index's own copy where the sequence's block
+// was a duplicate (the index finds the path again if that copy is evicted; if the path
+// is gone, the Manager re-matches and caches the sequence's own blocks). CheckInvariants verifies all of it together with the
 // pool's and the index's own checks; under the kvinvariants build tag (and -race) every
 // mutation re-checks, sampled.
 //
