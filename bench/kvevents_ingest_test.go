@@ -57,6 +57,7 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 	var batch kvevents.Batch
 	b.ReportAllocs()
 	done := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
 		for i, pl := range payloads {
 			if err := d.Decode(pl, &batch); err != nil {
@@ -66,6 +67,7 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 		}
 		done++
 	}
+	reportCPUPer(b, cpu0, float64(blocksIn), "cpu-ns/block")
 	total := float64(b.N) * float64(events)
 	b.ReportMetric(total/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.N)*float64(blocksIn)/b.Elapsed().Seconds(), "blocks/s")

@@ -67,6 +67,7 @@ func BenchmarkKVEventsObserve(b *testing.B) {
 	out := make([]byte, 0, 1<<20)
 	b.ReportAllocs()
 	n := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
 		bt.BlockStored(e)
 		if n++; n == eventsPerStep {
@@ -76,12 +77,15 @@ func BenchmarkKVEventsObserve(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
+	reportCPUPer(b, cpu0, 1, "cpu-ns/event")
 }
 
 // BenchmarkKVEventsPublish pushes one-block BlockStored events through a Publisher, a
 // batch sealed every 64 events, to a subscriber on loopback; b.N events, timed until the
-// subscriber has received every published batch. It reports events/s delivered and
-// the events dropped because the sender fell behind (the queue holds 1,024 batches).
+// subscriber has received every published batch. It reports events/s delivered, the
+// events dropped because the sender fell behind (the queue holds 1,024 batches), and the
+// CPU time per event of the whole process: observer, sender, ZeroMQ and the receiving
+// subscriber, so an upper bound of what publishing costs a server.
 func BenchmarkKVEventsPublish(b *testing.B) {
 	e := storedEvent()
 	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0")
@@ -108,6 +112,7 @@ func BenchmarkKVEventsPublish(b *testing.B) {
 	start := pub.Stats()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := range b.N {
 		pub.BlockStored(e)
 		if (i+1)%eventsPerStep == 0 {
@@ -132,8 +137,19 @@ func BenchmarkKVEventsPublish(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	reportCPUPer(b, cpu0, 1, "cpu-ns/event")
 	require.NoError(b, pub.Close())
 	dropped := st.DroppedEvents - start.DroppedEvents
 	b.ReportMetric(float64(uint64(b.N)-dropped)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(dropped), "dropped-events")
+}
+
+// reportCPUPer reports the process's CPU time since start (see pool_cputime_test.go) per
+// unit, when every iteration handled perOp units.
+func reportCPUPer(b *testing.B, start time.Duration, perOp float64, unit string) {
+	used := cpuTime() - start
+	if start == 0 || used <= 0 {
+		return
+	}
+	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N)/perOp, unit)
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,7 +56,11 @@ func runW3Steps(m *blocktable.Manager, tr *W3Trace, step, done func()) (w3Result
 // index, flushed after every scheduler step as a vLLM server publishes once per engine
 // step, over a loopback PUB socket with one subscriber draining it. Each pair uses the
 // same hasher, so the difference is what publishing costs: the fast default, and vLLM's
-// sha256_cbor (what a server in a vLLM fleet runs). It reports req/s and events per trace.
+// sha256_cbor (what a server in a vLLM fleet runs). It reports req/s, events per trace and
+// cpu-s/trace, the process's CPU time per trace: on this shared machine wall time includes
+// time spent descheduled, CPU time does not (see pool_cputime_test.go). With a publisher it
+// counts every goroutine: the sender, ZeroMQ's, and the in-process subscriber draining
+// the socket, which a real server does not pay.
 func BenchmarkW3KVEvents(b *testing.B) {
 	tr := NewW3Trace()
 	hashers := []struct {
@@ -69,15 +74,19 @@ func BenchmarkW3KVEvents(b *testing.B) {
 		b.Run(h.name+"/no-events", func(b *testing.B) {
 			b.ReportAllocs()
 			var res w3Result
+			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				m := w3KVManager(b, h.opts()...)
 				b.StartTimer()
 				var err error
+				cpu0 := cpuTime()
 				if res, err = runW3Steps(m, tr, func() {}, func() {}); err != nil {
 					b.Fatal(err)
 				}
+				cpu += cpuTime() - cpu0
 			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/trace")
 			b.ReportMetric(float64(W3Requests)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
 			b.ReportMetric(res.HitRate(), "hit-rate")
 		})
@@ -85,6 +94,7 @@ func BenchmarkW3KVEvents(b *testing.B) {
 		// of many of them; W3 runs one sequence at a time, so one flush per request gives
 		// batches of the size a busy server's steps produce (about 18 events), while one
 		// flush per operation gives batches of at most one event, 13 times as many.
+		b.Run(h.name+"/batcher", func(b *testing.B) { benchW3Batcher(b, tr, h.opts) })
 		b.Run(h.name+"/publisher", func(b *testing.B) { benchW3Publisher(b, tr, h.opts, false) })
 		b.Run(h.name+"/publisher-per-step", func(b *testing.B) { benchW3Publisher(b, tr, h.opts, true) })
 	}
@@ -95,6 +105,7 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 	var res w3Result
 	var st kvevents.PublisherStats
 	var events uint64
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		pub, drain := newDrainedPublisher(b)
@@ -107,10 +118,12 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 		}
 		b.StartTimer()
 		var err error
+		cpu0 := cpuTime()
 		if res, err = runW3Steps(m, tr, step, flush); err != nil {
 			b.Fatal(err)
 		}
 		require.NoError(b, pub.Close())
+		cpu += cpuTime() - cpu0
 		b.StopTimer()
 		st, events = pub.Stats(), counter.events
 		drain()
@@ -121,6 +134,31 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 	b.ReportMetric(float64(events), "events")
 	b.ReportMetric(float64(st.Published), "batches")
 	b.ReportMetric(float64(st.DroppedEvents), "dropped-events")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/trace")
+}
+
+// benchW3Batcher is what the scheduler's goroutine pays for events: encoding them and
+// sealing a batch per request, with no queue, socket or other goroutine.
+func benchW3Batcher(b *testing.B, tr *W3Trace, opts func() []prefix.Option) {
+	b.ReportAllocs()
+	var cpu time.Duration
+	var res w3Result
+	for b.Loop() {
+		b.StopTimer()
+		bt := kvevents.NewBatcher()
+		m := w3KVManager(b, append(opts(), prefix.WithObserver(bt))...)
+		out := make([]byte, 0, 1<<20)
+		b.StartTimer()
+		cpu0 := cpuTime()
+		var err error
+		if res, err = runW3Steps(m, tr, func() {}, func() { out = bt.AppendBatch(out[:0], 1) }); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - cpu0
+	}
+	b.ReportMetric(float64(W3Requests)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(res.HitRate(), "hit-rate")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/trace")
 }
 
 // countingObserver counts the index's events on their way to the publisher.

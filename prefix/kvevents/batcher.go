@@ -1,6 +1,10 @@
 package kvevents
 
 import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kvpage/kvpage/prefix"
@@ -20,6 +24,7 @@ type Batcher struct {
 	enc    *msgpack.Encoder
 	out    byteSink
 	outEnc *msgpack.Encoder
+	hdr    [headroom]byte
 }
 
 var _ prefix.Observer = (*Batcher)(nil)
@@ -37,7 +42,7 @@ func NewBatcher(opts ...Option) *Batcher {
 
 func newBatcher(cfg config) *Batcher {
 	b := &Batcher{cfg: cfg}
-	b.events.b = make([]byte, 0, 64<<10)
+	b.events.b = make([]byte, headroom, 64<<10)
 	b.enc = msgpack.NewEncoder(&b.events)
 	b.outEnc = msgpack.NewEncoder(&b.out)
 	return b
@@ -69,9 +74,9 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 		b.encodeHash(e.Parent)
 	}
 	_ = enc.EncodeArrayLen(len(e.Tokens))
-	for _, t := range e.Tokens {
-		_ = enc.EncodeInt(int64(t))
-	}
+	// Tokens are most of an event's bytes: append them directly (the encoder writes to
+	// b.events unbuffered, so the two interleave), in the forms EncodeInt would choose.
+	b.events.b = appendMsgpackTokens(b.events.b, e.Tokens)
 	_ = enc.EncodeInt(int64(e.BlockSize))
 	lora := e.Namespace.LoRA
 	if id, ok := b.loraID(lora); ok {
@@ -121,28 +126,52 @@ func (b *Batcher) AllBlocksCleared() {
 // [ts, [events...], data_parallel_rank] (the rank left out under WithoutDataParallelRank),
 // empties the Batcher and returns the extended dst. An empty batch is valid.
 func (b *Batcher) AppendBatch(dst []byte, ts float64) []byte {
-	b.out.b = dst
-	fields := batchFields
-	if b.cfg.omitDPRank {
-		fields--
-	}
-	_ = b.outEnc.EncodeArrayLen(fields)
-	_ = b.outEnc.EncodeFloat64(ts)
-	_ = b.outEnc.EncodeArrayLen(b.n)
-	b.out.b = append(b.out.b, b.events.b...)
-	if !b.cfg.omitDPRank {
-		_ = b.outEnc.EncodeInt(b.cfg.dpRank)
-	}
-	dst, b.out.b = b.out.b, nil
-	b.events.b = b.events.b[:0]
-	b.n = 0
+	dst = append(dst, b.seal(ts)...)
+	b.Discard()
 	return dst
 }
 
 // Discard drops the open batch's events.
 func (b *Batcher) Discard() {
-	b.events.b = b.events.b[:0]
+	b.events.b = b.events.b[:headroom]
 	b.n = 0
+}
+
+// headroom is the space kept in front of the events for the batch's header: a fixarray
+// byte, a float64 (9 bytes) and an array header (at most 5 bytes).
+const headroom = 1 + 9 + 5
+
+// seal writes the batch's header into the headroom, right against the events, appends the
+// rank, and returns the whole payload, which stays in the Batcher's buffer: valid until
+// the Batcher is next used. This saves the Publisher a copy of every batch.
+func (b *Batcher) seal(ts float64) []byte {
+	fields := batchFields
+	if b.cfg.omitDPRank {
+		fields--
+	}
+	b.out.b = b.hdr[:0]
+	_ = b.outEnc.EncodeArrayLen(fields)
+	_ = b.outEnc.EncodeFloat64(ts)
+	_ = b.outEnc.EncodeArrayLen(b.n)
+	start := headroom - len(b.out.b)
+	copy(b.events.b[start:], b.out.b)
+	b.out.b = nil
+	if !b.cfg.omitDPRank {
+		_ = b.enc.EncodeInt(b.cfg.dpRank)
+	}
+	return b.events.b[start:]
+}
+
+// swap seals nothing: it hands the Batcher an empty buffer to encode into from now on and
+// returns the one it had (the Publisher's way to pass a sealed payload on without copying).
+func (b *Batcher) swap(buf []byte) []byte {
+	old := b.events.b
+	if cap(buf) < headroom {
+		buf = make([]byte, 0, 64<<10)
+	}
+	b.events.b = buf[:headroom]
+	b.n = 0
+	return old
 }
 
 func (b *Batcher) encodeHash(h []byte) {
@@ -192,6 +221,66 @@ func (b *Batcher) loraID(name string) (int64, bool) {
 		return 0, false
 	}
 	return b.cfg.loraID(name)
+}
+
+// msgpackUintForm maps bits.Len32 of a non-negative value to the number of payload bytes
+// of its shortest msgpack form (0 for a positive fixint) and that form's code.
+var msgpackUintForm = [33]struct{ n, code byte }{
+	0: {0, 0}, 1: {0, 0}, 2: {0, 0}, 3: {0, 0}, 4: {0, 0}, 5: {0, 0}, 6: {0, 0}, 7: {0, 0},
+	8: {1, 0xcc},
+	9: {2, 0xcd}, 10: {2, 0xcd}, 11: {2, 0xcd}, 12: {2, 0xcd}, 13: {2, 0xcd}, 14: {2, 0xcd}, 15: {2, 0xcd}, 16: {2, 0xcd},
+	17: {4, 0xce}, 18: {4, 0xce}, 19: {4, 0xce}, 20: {4, 0xce}, 21: {4, 0xce}, 22: {4, 0xce}, 23: {4, 0xce}, 24: {4, 0xce},
+	25: {4, 0xce}, 26: {4, 0xce}, 27: {4, 0xce}, 28: {4, 0xce}, 29: {4, 0xce}, 30: {4, 0xce}, 31: {4, 0xce}, 32: {4, 0xce},
+}
+
+// appendMsgpackTokens appends each token as appendMsgpackInt would. Token ids are
+// non-negative and their widths vary at random, so instead of a branch per token (a
+// misprediction every other token) it looks the form up and always writes 5 bytes,
+// keeping only the form's length; a negative token takes the general path.
+func appendMsgpackTokens(dst []byte, toks []int32) []byte {
+	dst = slices.Grow(dst, 5*len(toks)+4)
+	n := len(dst)
+	buf := dst[:cap(dst)]
+	for _, t := range toks {
+		if t < 0 {
+			n = len(appendMsgpackInt(buf[:n], t))
+			continue
+		}
+		v := uint32(t)
+		f := msgpackUintForm[bits.Len32(v)]
+		if f.n == 0 {
+			buf[n] = byte(v)
+		} else {
+			buf[n] = f.code
+		}
+		binary.BigEndian.PutUint32(buf[n+1:n+5], v<<(32-8*uint32(f.n)))
+		n += 1 + int(f.n)
+	}
+	return buf[:n]
+}
+
+// appendMsgpackInt appends v in msgpack's shortest integer form, as msgspec and
+// vmihailenco's EncodeInt write it: positive fixint, uint8/16/32 for other non-negative
+// values, negative fixint, int8/16/32 for other negative ones.
+func appendMsgpackInt(dst []byte, v int32) []byte {
+	switch {
+	case v >= 0 && v <= 0x7f:
+		return append(dst, byte(v))
+	case v >= 0 && v <= 0xff:
+		return append(dst, 0xcc, byte(v))
+	case v >= 0 && v <= 0xffff:
+		return append(dst, 0xcd, byte(v>>8), byte(v))
+	case v >= 0:
+		return append(dst, 0xce, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	case v >= -32:
+		return append(dst, byte(v))
+	case v >= -128:
+		return append(dst, 0xd0, byte(v))
+	case v >= -32768:
+		return append(dst, 0xd1, byte(v>>8), byte(v))
+	default:
+		return append(dst, 0xd2, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	}
 }
 
 // byteSink is the msgpack encoder's writer: an append-only byte slice. Writes never fail.

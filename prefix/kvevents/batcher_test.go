@@ -1,11 +1,15 @@
 package kvevents_test
 
 import (
+	"bytes"
 	"encoding/hex"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
+	"pgregory.net/rapid"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
@@ -219,4 +223,30 @@ func TestBatcherDoesNotAllocate(t *testing.T) {
 		out = b.AppendBatch(out[:0], 1)
 	})
 	require.Zero(t, allocs)
+}
+
+// The hand-written token encoding is byte for byte the library's EncodeInt.
+func TestTokenEncodingIsTheLibrarys(t *testing.T) {
+	check := func(t require.TestingT, v int32) {
+		var buf bytes.Buffer
+		require.NoError(t, msgpack.NewEncoder(&buf).EncodeInt(int64(v)))
+		require.Equal(t, buf.Bytes(), kvevents.AppendMsgpackInt(nil, v), "%d", v)
+	}
+	for _, v := range []int32{0, 1, 127, 128, 255, 256, 65535, 65536, math.MaxInt32, -1, -32, -33, -128, -129, -32768, -32769, math.MinInt32} {
+		check(t, v)
+	}
+	rapid.Check(t, func(rt *rapid.T) { check(rt, rapid.Int32().Draw(rt, "v")) })
+
+	// The slice encoder, which avoids a branch per token, writes the same bytes.
+	rapid.Check(t, func(rt *rapid.T) {
+		toks := rapid.SliceOf(rapid.OneOf(rapid.Int32Range(0, 300), rapid.Int32Range(0, 1<<20), rapid.Int32())).Draw(rt, "toks")
+		prefix := rapid.SliceOfN(rapid.Byte(), 0, 7).Draw(rt, "prefix")
+		var buf bytes.Buffer
+		buf.Write(prefix)
+		enc := msgpack.NewEncoder(&buf)
+		for _, v := range toks {
+			require.NoError(rt, enc.EncodeInt(int64(v)))
+		}
+		require.Equal(rt, hex.EncodeToString(buf.Bytes()), hex.EncodeToString(kvevents.AppendMsgpackTokens(slices.Clone(prefix), toks)))
+	})
 }

@@ -28,3 +28,15 @@ func (r ReplayRing) Check() error {
 	defer r.r.mu.Unlock()
 	return r.r.checkInvariants()
 }
+
+// AppendMsgpackInt is appendMsgpackInt, for the test that compares it with the library.
+func AppendMsgpackInt(dst []byte, v int32) []byte { return appendMsgpackInt(dst, v) }
+
+// AppendMsgpackTokens is appendMsgpackTokens.
+func AppendMsgpackTokens(dst []byte, toks []int32) []byte { return appendMsgpackTokens(dst, toks) }
+
+// AppendCBORTokens and AppendCBORInt are the hasher's token encoders.
+func AppendCBORTokens(dst []byte, toks []int32) []byte { return appendCBORTokens(dst, toks) }
+
+// AppendCBORInt is appendCBORInt.
+func AppendCBORInt(dst []byte, v int64) []byte { return appendCBORInt(dst, v) }

@@ -65,9 +65,7 @@ func (h *SHA256CBOR) Block(dst, parent []byte, tokens []int32, extra prefix.Extr
 	b := append(h.buf[:0], cborArray|3)
 	b = appendCBORBytes(b, parent)
 	b = appendCBORHead(b, cborArray, uint64(len(tokens)))
-	for _, t := range tokens {
-		b = appendCBORInt(b, int64(t))
-	}
+	b = appendCBORTokens(b, tokens)
 	b = appendExtraKeys(b, extra)
 	h.buf = b
 	sum := sha256.Sum256(b)

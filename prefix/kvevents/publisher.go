@@ -49,7 +49,8 @@ type Publisher struct {
 
 type queuedBatch struct {
 	seq     uint64
-	payload []byte
+	payload []byte // within buf
+	buf     []byte // the whole buffer, to recycle
 }
 
 var _ prefix.Observer = (*Publisher)(nil)
@@ -170,8 +171,11 @@ func (p *Publisher) Flush() (seq uint64, sealed bool) {
 	p.sealed.add(1)
 	select {
 	case buf := <-p.free:
-		buf = p.batcher.AppendBatch(buf[:0], p.cfg.now())
-		p.queue <- queuedBatch{seq, buf} // never blocks: a free buffer means a free slot
+		// The batch is sealed where it was encoded and handed on as it is; the Batcher
+		// goes on in the free buffer.
+		payload := p.batcher.seal(p.cfg.now())
+		full := p.batcher.swap(buf)
+		p.queue <- queuedBatch{seq, payload, full} // never blocks: a free buffer means a free slot
 	default:
 		p.batcher.Discard()
 		p.droppedBatches.add(1)
@@ -194,7 +198,7 @@ func (p *Publisher) send() {
 		// The PUB socket sends asynchronously and the replay buffer keeps the payload, so
 		// both get a copy that nobody writes again; the queue's buffer goes back for reuse.
 		payload := append([]byte(nil), q.payload...)
-		p.free <- q.payload
+		p.free <- q.buf
 		p.ring.push(q.seq, payload)
 		if err := p.pub.SendMulti(zmq4.NewMsgFrom(p.topic, seqBytes(q.seq), payload)); err != nil {
 			p.sendErrors.add(1)
