@@ -55,6 +55,23 @@ func hashTokens(parent uint64, t []int32) uint64 {
 	return mum(a^fastP4, b^fastP0)
 }
 
+// hash16 is hashTokens for a block of exactly 16 tokens (the usual block size), unrolled.
+func hash16(parent uint64, t *[16]int32) uint64 {
+	a := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^parent^fastP0)
+	b := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^parent^fastP1)
+	a = mum(pair(t[8], t[9])^fastP2, pair(t[10], t[11])^a)
+	b = mum(pair(t[12], t[13])^fastP3, pair(t[14], t[15])^b)
+	return mum(a^fastP4, b^fastP0)
+}
+
+// same16 compares two blocks of 16 tokens as 8 words, with one branch.
+func same16(a, b *[16]int32) bool {
+	return (pair(a[0], a[1])^pair(b[0], b[1]))|(pair(a[2], a[3])^pair(b[2], b[3]))|
+		(pair(a[4], a[5])^pair(b[4], b[5]))|(pair(a[6], a[7])^pair(b[6], b[7]))|
+		(pair(a[8], a[9])^pair(b[8], b[9]))|(pair(a[10], a[11])^pair(b[10], b[11]))|
+		(pair(a[12], a[13])^pair(b[12], b[13]))|(pair(a[14], a[15])^pair(b[14], b[15])) == 0
+}
+
 // hashString hashes an extra key (a LoRA name, a multimodal hash, a salt).
 func hashString(s string) uint64 {
 	h := uint64(len(s)) ^ fastP0

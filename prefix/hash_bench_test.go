@@ -67,3 +67,35 @@ func BenchmarkMatch256(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/256, "ns/block")
 }
+
+// The unrolled forms used for blocks of 16 tokens agree with the general ones.
+func TestHash16AndSame16AgreeWithGeneral(t *testing.T) {
+	r := uint64(12345)
+	next := func() int32 { r = r*6364136223846793005 + 1442695040888963407; return int32(r >> 33) }
+	for range 1000 {
+		a := make([]int32, 16)
+		for i := range a {
+			a[i] = next()
+		}
+		b := append([]int32(nil), a...)
+		if next()%2 == 0 {
+			b[next()&15] ^= 1 << (uint32(next()) % 32)
+		}
+		parent := uint64(next())<<32 | uint64(uint32(next()))
+		if hash16(parent, (*[16]int32)(a)) != hashTokens(parent, a) {
+			t.Fatal("hash16 differs from hashTokens")
+		}
+		if same16((*[16]int32)(a), (*[16]int32)(b)) != sameTokens(a, b) || sameTokens(a, b) != slicesEqual(a, b) {
+			t.Fatal("same16, sameTokens and a plain comparison disagree")
+		}
+	}
+}
+
+func slicesEqual(a, b []int32) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}

@@ -30,7 +30,11 @@ func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, C
 	cur, key := r, x.nodes[r].key
 	matched := 0
 	if len(p.MM) == 0 {
-		dst, cur, matched = x.matchText(dst, p.Tokens, r, ri, full)
+		if x.bs == 16 {
+			dst, cur, matched = x.matchText16(dst, p.Tokens, r, ri, full)
+		} else {
+			dst, cur, matched = x.matchText(dst, p.Tokens, r, ri, full)
+		}
 		x.stats.hitTokens += uint64(matched * x.bs)
 		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 	}
@@ -88,10 +92,65 @@ func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo
 	return dst, cur, full
 }
 
+// matchText16 is matchText for blocks of 16 tokens, with the hash (hash16) and the token
+// comparison (same16) written out in the loop: no call per block.
+func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
+	mask := x.cfg.keyMask
+	nodes, slots, tmask, arena := x.nodes, x.table.slots, x.table.mask, x.tokens
+	cur, key := r, nodes[r].key
+	for b := 0; b < full; b++ {
+		t := (*[16]int32)(tokens[b*16 : b*16+16])
+		// hash16(key, t), inlined.
+		ha := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^key^fastP0)
+		hb := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^key^fastP1)
+		ha = mum(pair(t[8], t[9])^fastP2, pair(t[10], t[11])^ha)
+		hb = mum(pair(t[12], t[13])^fastP3, pair(t[14], t[15])^hb)
+		k := mum(ha^fastP4, hb^fastP0)
+		if ri.hasLo {
+			k = mixExtra(k, tagLoRA, ri.lora)
+		}
+		if b == 0 && ri.hasSa {
+			k = mixExtra(k, tagSalt, ri.salt)
+		}
+		k &= mask
+		c := int32(0)
+		for i := (k ^ k>>29) & tmask; ; i = (i + 1) & tmask {
+			n := slots[i]
+			if n == 0 {
+				break
+			}
+			nd := &nodes[n]
+			if nd.key != k || nd.parent != cur || nd.flags&flagMM != 0 {
+				continue
+			}
+			// same16(arena block, t), inlined.
+			o := (*[16]int32)(arena[int(n-1)*16 : int(n-1)*16+16])
+			if (pair(o[0], o[1])^pair(t[0], t[1]))|(pair(o[2], o[3])^pair(t[2], t[3]))|
+				(pair(o[4], o[5])^pair(t[4], t[5]))|(pair(o[6], o[7])^pair(t[6], t[7]))|
+				(pair(o[8], o[9])^pair(t[8], t[9]))|(pair(o[10], o[11])^pair(t[10], t[11]))|
+				(pair(o[12], o[13])^pair(t[12], t[13]))|(pair(o[14], o[15])^pair(t[14], t[15])) == 0 {
+				c = n
+				break
+			}
+		}
+		if c == 0 {
+			return dst, cur, b
+		}
+		dst = append(dst, blockOf(c))
+		cur, key = c, k
+	}
+	return dst, cur, full
+}
+
 // childKey is the chained fast64 hash of one block: Fast64.Block with the namespace's
 // extra keys (LoRA on every block, the salt on the first only), precomputed per namespace.
 func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, mm []string) uint64 {
-	h := hashTokens(parent, toks)
+	var h uint64
+	if len(toks) == 16 {
+		h = hash16(parent, (*[16]int32)(toks))
+	} else {
+		h = hashTokens(parent, toks)
+	}
 	if ri.hasLo {
 		h = mixExtra(h, tagLoRA, ri.lora)
 	}
@@ -125,6 +184,9 @@ func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []string) i
 func sameTokens(a, b []int32) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if len(a) == 16 {
+		return same16((*[16]int32)(a), (*[16]int32)(b))
 	}
 	var d uint64
 	for len(a) >= 8 {

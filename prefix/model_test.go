@@ -16,6 +16,7 @@ type model struct {
 	byID    map[blocks.ID]string
 	holders map[blocks.ID]int // request references on cached blocks
 	clock   uint64
+	bs      int
 }
 
 type mentry struct {
@@ -25,23 +26,24 @@ type mentry struct {
 	lastAccess uint64
 }
 
-func newModel() *model {
-	return &model{entries: map[string]*mentry{}, byID: map[blocks.ID]string{}, holders: map[blocks.ID]int{}}
+func newModel(bs int) *model {
+	return &model{entries: map[string]*mentry{}, byID: map[blocks.ID]string{}, holders: map[blocks.ID]int{}, bs: bs}
 }
 
 // mkey names the prefix of the first n blocks of p.
-func mkey(p *Prompt, n int) string {
+func (m *model) key(p *Prompt, n int) string {
+	bs := m.bs
 	if n == 0 {
 		return ""
 	}
 	b := []byte(p.Namespace.LoRA + "\x00" + p.Namespace.Salt + "\x00")
 	for blk := 0; blk < n; blk++ {
-		for _, t := range p.Tokens[blk*testBS : (blk+1)*testBS] {
+		for _, t := range p.Tokens[blk*bs : (blk+1)*bs] {
 			b = binary.LittleEndian.AppendUint32(b, uint32(t))
 		}
-		for _, m := range p.MM { // the inputs that overlap this block, the obvious way
-			if m.Length > 0 && m.Offset < (blk+1)*testBS && m.Offset+m.Length > blk*testBS {
-				b = append(b, m.Hash...)
+		for _, in := range p.MM { // the inputs that overlap this block, the obvious way
+			if in.Length > 0 && in.Offset < (blk+1)*bs && in.Offset+in.Length > blk*bs {
+				b = append(b, in.Hash...)
 				b = append(b, 0)
 			}
 		}
@@ -56,8 +58,8 @@ func (m *model) match(p *Prompt, leaveOne bool) []blocks.ID {
 		n--
 	}
 	var out []blocks.ID
-	for b := 1; b <= n/testBS; b++ {
-		e, ok := m.entries[mkey(p, b)]
+	for b := 1; b <= n/m.bs; b++ {
+		e, ok := m.entries[m.key(p, b)]
 		if !ok {
 			break
 		}
@@ -96,14 +98,14 @@ func (m *model) commit(p *Prompt, start int, ids []blocks.ID, detached *bool) Co
 	if len(ids) == 0 {
 		return res
 	}
-	if *detached || (start > 0 && m.entries[mkey(p, start)] == nil) {
+	if *detached || (start > 0 && m.entries[m.key(p, start)] == nil) {
 		*detached = true
 		res.Orphaned = len(ids)
 		return res
 	}
 	m.clock++
 	for i, id := range ids {
-		k := mkey(p, start+i+1)
+		k := m.key(p, start+i+1)
 		if e, ok := m.entries[k]; ok {
 			if e.id == id {
 				res.Present++
@@ -113,7 +115,7 @@ func (m *model) commit(p *Prompt, start int, ids []blocks.ID, detached *bool) Co
 			e.lastAccess = m.clock
 			continue
 		}
-		parent := mkey(p, start+i)
+		parent := m.key(p, start+i)
 		if parent != "" {
 			m.entries[parent].children++
 		}

@@ -20,6 +20,7 @@ type machine struct {
 	reqs    []*mreq
 	evicted []blocks.ID
 	stored  int
+	bs      int
 }
 
 type mreq struct {
@@ -33,7 +34,8 @@ type mreq struct {
 var machineNamespaces = []Namespace{{}, {LoRA: "a"}, {Salt: "s"}}
 
 func newMachine(t *rapid.T) *machine {
-	mc := &machine{m: newModel()}
+	bs := rapid.SampledFrom([]int{4, 16}).Draw(t, "blockSize")
+	mc := &machine{m: newModel(bs), bs: bs}
 	n := rapid.IntRange(4, 24).Draw(t, "poolBlocks")
 	var err error
 	mc.pool, err = blocks.New(n, blocks.WithNullBlock())
@@ -53,7 +55,7 @@ func newMachine(t *rapid.T) *machine {
 	if rapid.Bool().Draw(t, "collide") {
 		opts = append(opts, withKeyMask(0x3)) // four keys for every block: constant collisions
 	}
-	mc.x, err = New(mc.pool, testBS, opts...)
+	mc.x, err = New(mc.pool, bs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,18 +63,26 @@ func newMachine(t *rapid.T) *machine {
 }
 
 // drawPrompt draws a prompt over a tiny alphabet so that prefixes are shared often.
-func drawPrompt(t *rapid.T) Prompt {
+// With blocks of 16, tokens are mostly 0 so that whole blocks still repeat.
+func drawPrompt(t *rapid.T, bs int) Prompt {
 	p := Prompt{Namespace: rapid.SampledFrom(machineNamespaces).Draw(t, "ns")}
-	n := rapid.IntRange(1, 5*testBS).Draw(t, "len")
+	n := rapid.IntRange(1, 5*bs).Draw(t, "len")
 	p.Tokens = make([]int32, n)
 	for i := range p.Tokens {
-		p.Tokens[i] = rapid.Int32Range(0, 1).Draw(t, "tok")
+		p.Tokens[i] = drawToken(t, bs)
 	}
 	if rapid.IntRange(0, 4).Draw(t, "mm") == 0 {
 		off := rapid.IntRange(0, n-1).Draw(t, "mmOff")
 		p.MM = []MMInput{{Hash: rapid.SampledFrom([]string{"x", "y"}).Draw(t, "mmHash"), Offset: off, Length: rapid.IntRange(1, n-off).Draw(t, "mmLen")}}
 	}
 	return p
+}
+
+func drawToken(t *rapid.T, bs int) int32 {
+	if bs > 4 {
+		return int32(rapid.IntRange(0, 2*bs).Draw(t, "tok") / (2*bs - 1)) // 0 or 1, mostly 0
+	}
+	return rapid.Int32Range(0, 1).Draw(t, "tok")
 }
 
 // allocate allocates n blocks and checks that the victims are the model's, in order.
@@ -106,7 +116,7 @@ func (mc *machine) commit(t *rapid.T, r *mreq, upto int) {
 }
 
 func (mc *machine) Admit(t *rapid.T) {
-	r := &mreq{p: drawPrompt(t)}
+	r := &mreq{p: drawPrompt(t, mc.bs)}
 	leaveOne := rapid.Bool().Draw(t, "leaveOne")
 	r.ids, r.cur = mc.x.Match(nil, &r.p, leaveOne)
 	if want := mc.m.match(&r.p, leaveOne); !slices.Equal(r.ids, want) && len(r.ids)+len(want) > 0 {
@@ -117,7 +127,7 @@ func (mc *machine) Admit(t *rapid.T) {
 		t.Fatal(err)
 	}
 	mc.m.acquire(r.ids)
-	need := (len(r.p.Tokens)+testBS-1)/testBS - len(r.ids)
+	need := (len(r.p.Tokens)+mc.bs-1)/mc.bs - len(r.ids)
 	var ok bool
 	if r.ids, ok = mc.allocate(t, r.ids, need); !ok {
 		if err := mc.x.Release(r.ids); err != nil {
@@ -126,7 +136,7 @@ func (mc *machine) Admit(t *rapid.T) {
 		mc.m.release(r.ids)
 		return
 	}
-	full := len(r.p.Tokens) / testBS
+	full := len(r.p.Tokens) / mc.bs
 	mc.commit(t, r, rapid.IntRange(r.committed, full).Draw(t, "commitUpTo"))
 	mc.reqs = append(mc.reqs, r)
 }
@@ -145,16 +155,16 @@ func (mc *machine) Grow(t *rapid.T) {
 	if r == nil {
 		return
 	}
-	k := rapid.IntRange(1, 2*testBS).Draw(t, "grow")
-	need := (len(r.p.Tokens)+k+testBS-1)/testBS - len(r.ids)
+	k := rapid.IntRange(1, 2*mc.bs).Draw(t, "grow")
+	need := (len(r.p.Tokens)+k+mc.bs-1)/mc.bs - len(r.ids)
 	var ok bool
 	if r.ids, ok = mc.allocate(t, r.ids, need); !ok {
 		return
 	}
 	for range k {
-		r.p.Tokens = append(r.p.Tokens, rapid.Int32Range(0, 1).Draw(t, "tok"))
+		r.p.Tokens = append(r.p.Tokens, drawToken(t, mc.bs))
 	}
-	mc.commit(t, r, len(r.p.Tokens)/testBS)
+	mc.commit(t, r, len(r.p.Tokens)/mc.bs)
 }
 
 // Finish releases everything a request holds (Abort is the same without the last commit).
@@ -164,7 +174,7 @@ func (mc *machine) Finish(t *rapid.T) {
 		return
 	}
 	if rapid.Bool().Draw(t, "commitFirst") {
-		mc.commit(t, r, len(r.p.Tokens)/testBS)
+		mc.commit(t, r, len(r.p.Tokens)/mc.bs)
 	}
 	if err := mc.x.Release(r.ids); err != nil {
 		t.Fatal(err)
@@ -174,7 +184,7 @@ func (mc *machine) Finish(t *rapid.T) {
 }
 
 func (mc *machine) Lookup(t *rapid.T) {
-	p := drawPrompt(t)
+	p := drawPrompt(t, mc.bs)
 	got, _ := mc.x.Match(nil, &p, false)
 	if want := mc.m.match(&p, false); !slices.Equal(got, want) && len(got)+len(want) > 0 {
 		t.Fatalf("lookup: got %v, model %v", got, want)
