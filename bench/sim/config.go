@@ -9,8 +9,11 @@ import (
 const (
 	// DefaultMaxModelLen is the paper's setup (and Orca-Max's reservation).
 	DefaultMaxModelLen = 2048
-	// DefaultMaxNumSeqs is vLLM's default --max-num-seqs for an 80 GB-class GPU.
-	DefaultMaxNumSeqs = 1024
+	// DefaultMaxNumSeqs caps the running requests. It is set high enough that memory, not
+	// this cap, bounds the batch of every scheme in the default comparison, since memory is
+	// what the simulator compares. vLLM's own default on an 80 GB-class GPU is 1024; with it
+	// the paged schemes hit the cap on the default workload and leave memory free.
+	DefaultMaxNumSeqs = 4096
 	// DefaultMaxNumBatchedTokens is vLLM's default --max-num-batched-tokens for the
 	// OpenAI server on an 80 GB-class GPU.
 	DefaultMaxNumBatchedTokens = 8192

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
@@ -11,21 +12,27 @@ import (
 )
 
 // paged drives this library's blocktable.Manager: blocks on demand, prefix sharing through
-// the prefix index when enabled, and preemption (recompute mode, the Manager's default
-// newest-first policy) when a running request cannot grow.
+// the prefix index when enabled, and preemption in recompute mode, by the scheme's
+// preemption policy, when a running request cannot grow.
 type paged struct {
 	m         *blocktable.Manager
+	pool      *blocks.Pool
+	policy    evict.Preemption
 	seqs      []seq
 	seed      uint64
 	blockSize int
 	sharing   bool
 	capacity  int // tokens
 
-	internal int64 // sum of the running requests' last-block tails
-	tokens   int64 // sum of the running requests' token states (shared ones counted per holder)
+	running  []*seq // admitted and not yet finished or preempted, in admission order
+	arrivals uint64 // admissions so far: the arrival order preemption policies see
+	internal int64  // sum of the running requests' last-block tails
+	tokens   int64  // sum of the running requests' token states (shared ones counted per holder)
 	prompt   []int32
 	one      [1]int32
 	pre      []blocktable.Preempted
+	infos    []evict.SeqInfo
+	picked   []int
 	req      blocktable.Request
 }
 
@@ -35,9 +42,13 @@ func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
 		return nil, err
 	}
 	clock := &evict.Counter{}
-	mc := blocktable.Config{Pool: pool, BlockSize: s.BlockSize, Watermark: s.Watermark, Clock: clock}
+	preempt, err := NewPreemptionPolicy(s.Preemption)
+	if err != nil {
+		return nil, err
+	}
+	mc := blocktable.Config{Pool: pool, BlockSize: s.BlockSize, Watermark: s.Watermark, Clock: clock, Preemption: preempt}
 	if s.PrefixSharing {
-		policy, err := NewEvictionPolicy(s.EvictionName())
+		policy, err := NewEvictionPolicy(s.EvictionName(), clock)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +60,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &paged{m: m, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
+	return &paged{m: m, pool: pool, policy: preempt, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
 }
 
 // tail is the number of empty slots in the last block of a sequence of n tokens.
@@ -89,7 +100,10 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	s.stored = n
+	s.stored, s.prompt = n, n
+	p.arrivals++
+	s.arrival = p.arrivals
+	p.running = append(p.running, s)
 	p.tokens += int64(n)
 	p.internal += p.tail(n)
 	return n - res.HitTokens, res.HitTokens, true, nil
@@ -111,25 +125,58 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 		}
 		// One token needs at most one block. The policy may pick s itself (vLLM preempts
 		// the newest request, which can be the one growing).
-		p.pre, err = p.m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, p.pre[:0])
-		if err != nil {
-			return victims, fmt.Errorf("request %d cannot grow and preempting cannot free a block: %w", s.req.ID, err)
+		first := len(victims)
+		if victims, err = p.preempt(victims); err != nil {
+			return victims, fmt.Errorf("request %d cannot grow: %w", s.req.ID, err)
 		}
-		if len(p.pre) == 0 {
-			return victims, fmt.Errorf("request %d cannot grow and the preemption policy chose no victim", s.req.ID)
+		for _, v := range victims[first:] {
+			p.tokens -= int64(v.stored)
+			p.internal -= p.tail(v.stored)
+			v.preempted = true
 		}
-		self := false
-		for _, v := range p.pre {
-			vs := &p.seqs[v.Seq]
-			p.tokens -= int64(vs.stored)
-			p.internal -= p.tail(vs.stored)
-			victims = append(victims, vs)
-			self = self || vs == s
-		}
-		if self {
+		p.running = slices.DeleteFunc(p.running, func(r *seq) bool { return r.preempted })
+		if s.preempted {
 			return victims, nil
 		}
 	}
+}
+
+// preempt frees at least one block by preempting running requests in the policy's order
+// and appends them to victims. With prefix sharing it asks the Manager, which works out
+// what each candidate would really free. Without sharing no block has a second holder, so
+// a request frees exactly the blocks it holds: the candidates are described from the
+// simulator's own state and the Manager preempts the policy's choice. This gives the
+// policy the same input as Manager.Preempt at O(running) instead of a pass over every
+// held block per call, which dominated long runs.
+func (p *paged) preempt(victims []*seq) ([]*seq, error) {
+	var err error
+	if p.sharing {
+		if p.pre, err = p.m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, p.pre[:0]); err != nil {
+			return victims, err
+		}
+		for _, v := range p.pre {
+			victims = append(victims, &p.seqs[v.Seq])
+		}
+		return victims, nil
+	}
+	p.infos = p.infos[:0]
+	for _, r := range p.running {
+		held := ceilDiv(r.stored, p.blockSize)
+		p.infos = append(p.infos, evict.SeqInfo{ID: uint64(r.req.ID), Arrival: r.arrival, Computed: r.stored,
+			Output: r.stored - r.prompt, Held: held, Freeable: held})
+	}
+	p.picked = p.policy.Victims(p.picked[:0], p.infos, 1)
+	if len(p.picked) == 0 {
+		return victims, fmt.Errorf("the preemption policy %s chose no victim among %d running requests", p.policy.Name(), len(p.running))
+	}
+	for _, i := range p.picked {
+		v := p.running[i]
+		if _, err := p.m.PreemptSeq(blocktable.SeqID(v.req.ID), blocktable.Recompute); err != nil {
+			return victims, err
+		}
+		victims = append(victims, v)
+	}
+	return victims, nil
 }
 
 func (p *paged) finish(s *seq) error {
@@ -138,18 +185,25 @@ func (p *paged) finish(s *seq) error {
 	}
 	p.tokens -= int64(s.stored)
 	p.internal -= p.tail(s.stored)
+	if i := slices.Index(p.running, s); i >= 0 {
+		p.running = slices.Delete(p.running, i, i+1)
+	}
 	return nil
 }
 
+// usage reads the pool, O(1): blocks held by running requests are those in use less the
+// cached blocks only the index holds (which the pool can reclaim).
 func (p *paged) usage(*seq) Usage {
-	st := p.m.Stats()
 	b := int64(p.blockSize)
+	capacity, free := int64(p.pool.Capacity()), int64(p.pool.NumFree())
+	cached := int64(p.pool.Available()) - free
+	held := capacity - free - cached
 	return Usage{
-		Tokens:   int64(st.InUse)*b - p.internal,
+		Tokens:   held*b - p.internal,
 		Internal: p.internal,
-		External: int64(p.capacity) - int64(st.Capacity)*b,
-		Free:     int64(st.Capacity-st.InUse) * b,
-		Cached:   int64(st.Evictable) * b,
+		External: int64(p.capacity) - capacity*b,
+		Free:     (free + cached) * b,
+		Cached:   cached * b,
 	}
 }
 
@@ -157,6 +211,12 @@ func (p *paged) check() error {
 	st := p.m.Stats()
 	if st.InUse+st.Evictable+st.Free != st.Capacity {
 		return fmt.Errorf("blocks in use %d + evictable %d + free %d != capacity %d", st.InUse, st.Evictable, st.Free, st.Capacity)
+	}
+	if u := p.usage(nil); u.Tokens+u.Internal != int64(st.InUse)*int64(p.blockSize) || u.Cached != int64(st.Evictable)*int64(p.blockSize) {
+		return fmt.Errorf("the pool says %d slots held and %d cached, the Manager %d blocks in use and %d evictable", u.Tokens+u.Internal, u.Cached, st.InUse, st.Evictable)
+	}
+	if st.Running != len(p.running) {
+		return fmt.Errorf("the Manager runs %d sequences, the simulator %d", st.Running, len(p.running))
 	}
 	// Without sharing every block has one holder, so the requests' own counts must
 	// account for every block in use exactly.

@@ -17,6 +17,9 @@ type seq struct {
 
 	// contiguous schemes
 	offset, reservation int
+	// paged schemes
+	prompt  int    // prompt length at the last admission (generated tokens included)
+	arrival uint64 // order of the last admission
 }
 
 // allocator is what a scheme does to memory; the scheduler decides when.
@@ -227,7 +230,6 @@ func (sc *scheduler) decode(budget *int) error {
 			return err
 		}
 		for _, v := range sc.victims {
-			v.preempted = true
 			v.stored = 0
 			sc.totalPreempt++
 			if sc.saturated {

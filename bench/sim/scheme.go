@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -67,6 +66,9 @@ type Scheme struct {
 	// Watermark is the fraction of blocks admission keeps free (Paged only; vLLM's
 	// watermark). 0 disables it.
 	Watermark float64
+	// Preemption names the policy that picks which running requests to pause when one
+	// cannot grow (Paged only; see evict.PreemptionNames); "" means fcfs, newest first.
+	Preemption string
 }
 
 // Label is a short unique description for tables and charts: "orca-max", "paged/16",
@@ -79,8 +81,11 @@ func (s Scheme) Label() string {
 	if s.PrefixSharing {
 		l += "+" + s.EvictionName()
 	}
+	if s.Preemption != "" && s.Preemption != "fcfs" {
+		l += " preempt=" + s.Preemption
+	}
 	if s.Watermark > 0 {
-		l += fmt.Sprintf(" wm%g", s.Watermark)
+		l += fmt.Sprintf(" wm=%g", s.Watermark)
 	}
 	return l
 }
@@ -105,8 +110,8 @@ func (s Scheme) validate(c *Config) error {
 		return fmt.Errorf("%w: unknown scheme kind %d", ErrInvalidConfig, int(s.Kind))
 	}
 	if s.Kind != Paged {
-		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 {
-			return fmt.Errorf("%w: %v takes no block size, prefix sharing, eviction or watermark", ErrInvalidConfig, s.Kind)
+		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 || s.Preemption != "" {
+			return fmt.Errorf("%w: %v takes no block size, prefix sharing, eviction, preemption or watermark", ErrInvalidConfig, s.Kind)
 		}
 		return nil
 	}
@@ -116,7 +121,12 @@ func (s Scheme) validate(c *Config) error {
 	if !(s.Watermark >= 0 && s.Watermark < 1) {
 		return fmt.Errorf("%w: watermark %v outside [0, 1)", ErrInvalidConfig, s.Watermark)
 	}
-	if _, err := NewEvictionPolicy(s.EvictionName()); s.PrefixSharing && err != nil {
+	if s.PrefixSharing {
+		if _, err := NewEvictionPolicy(s.EvictionName(), &evict.Counter{}); err != nil {
+			return err
+		}
+	}
+	if _, err := NewPreemptionPolicy(s.Preemption); err != nil {
 		return err
 	}
 	// The pool's null block takes one block of the budget (vLLM reserves block 0 too).
@@ -128,28 +138,27 @@ func (s Scheme) validate(c *Config) error {
 	return nil
 }
 
-// evictionPolicies maps names to constructors of the prefix cache's eviction policies.
-var evictionPolicies = map[string]func() evict.Policy[blocks.ID]{
-	"lru": func() evict.Policy[blocks.ID] { return evict.NewLRU[blocks.ID]() },
+// NewEvictionPolicy returns a fresh eviction policy of package evict called name (see
+// evict.Names), on the given logical clock.
+func NewEvictionPolicy(name string, clock evict.Clock) (evict.Policy[blocks.ID], error) {
+	p, err := evict.New[blocks.ID](name, clock)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return p, nil
 }
 
-// EvictionPolicies lists the names --eviction accepts.
-func EvictionPolicies() []string {
-	names := make([]string, 0, len(evictionPolicies))
-	for n := range evictionPolicies {
-		names = append(names, n)
+// NewPreemptionPolicy returns the preemption policy of package evict called name (see
+// evict.PreemptionNames); "" means fcfs, vLLM's newest-first default.
+func NewPreemptionPolicy(name string) (evict.Preemption, error) {
+	if name == "" {
+		name = "fcfs"
 	}
-	slices.Sort(names)
-	return names
-}
-
-// NewEvictionPolicy returns a fresh eviction policy called name.
-func NewEvictionPolicy(name string) (evict.Policy[blocks.ID], error) {
-	mk, ok := evictionPolicies[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: unknown eviction policy %q (%s)", ErrInvalidConfig, name, strings.Join(EvictionPolicies(), ", "))
+	p, err := evict.PreemptionByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return mk(), nil
+	return p, nil
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

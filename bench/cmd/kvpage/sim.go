@@ -1,0 +1,547 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/kvpage/kvpage/bench/sim"
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+)
+
+func init() {
+	register(command{name: "sim", summary: "fragmentation simulator: contiguous reservation (Orca) against paged blocks", run: runSim})
+	defaultCommand = "sim"
+}
+
+// Defaults of the default comparison.
+const (
+	defaultSimModel    = "llama-3-8b"
+	defaultSimGPU      = "h100-80gb"
+	defaultSimRequests = 10000
+	defaultBlockSweep  = "1,8,16,32,64,128,256"
+	defaultOutDir      = "kvpage-out"
+)
+
+func simHelp() string {
+	var b strings.Builder
+	b.WriteString(`usage: kvpage [sim] [flags]
+
+Runs the same requests through every allocation scheme under one iteration-level scheduler
+(continuous batching, FCFS admission, one decode token per running request per step,
+--max-num-seqs and --max-num-batched-tokens caps, recompute preemption) and reports how the
+KV memory was used. With no flags it runs the default comparison: 10,000 ShareGPT-like
+requests, a Llama-3-8B-sized model on an 80 GB H100 (vLLM's sizing: 0.9 of the GPU minus
+weights and runtime overhead), every scheme, paging at block sizes 1 to 256 with and without
+prefix sharing; it prints the table and writes charts into ./kvpage-out/.
+
+Schemes: orca-max reserves --max-model-len tokens per request; orca-pow2 the next power of
+two of its true length (its final number of token states: prompt + output - 1), at most
+--max-model-len; orca-oracle exactly the true length. All three carve one arena by first
+fit. paged is this library's blocktable.Manager (blocks on demand, prefix index, preemption).
+
+Columns (shares of the KV budget, time-averaged over the saturated phase: from step 0 until
+the waiting queue first empties after the last arrival):
+  tokens    slots holding a running request's token state (a shared block counts once)
+  reserved  slots reserved that the request will fill later (contiguous schemes)
+  internal  contiguous: reservation beyond the true length; paged: empty tails of last blocks
+  external  contiguous: free holes smaller than the next waiting request's reservation;
+            paged: the budget left over by whole blocks, plus the null block
+  free      the rest (for paged with prefix sharing, cached blocks nobody holds are free)
+  mean run, peak run: running requests; done/kstep: completions per 1,000 steps;
+  preempt: preemptions; hit rate: prefix-hit tokens / prompt tokens of admissions.
+
+Built-in workloads (--workload; LN(mean m, sigma s) is lognormal with mu = ln m - s^2/2,
+rounded, at least 1; draws come from bench.SplitMix64 seeded with --seed):
+`)
+	for _, w := range sim.Workloads {
+		fmt.Fprintf(&b, "  %-9s (max-model-len %d) %s\n", w.Name, w.MaxModelLen, w.Doc)
+	}
+	b.WriteString(`
+Trace files (--trace): CSV with a header (arrival, input_len, output_len, prefix_group,
+prefix_len; the Azure LLM inference trace's TIMESTAMP, ContextTokens, GeneratedTokens are
+read as such), JSONL with the same keys, or a ShareGPT JSON array (first turn = prompt,
+second = reply, lengths from a turn's "tokens" field or ceil(characters / 4); conversations
+without both are counted and reported). A malformed row stops the run with its line number.
+Requests whose prompt leaves no room for one output token within --max-model-len are
+rejected, longer outputs are capped; both are counted in the output.
+
+Flags:
+`)
+	return b.String()
+}
+
+type simFlags struct {
+	sizing sizingFlags // memory from a model and a GPU, as plan reads it
+
+	workload, trace, traceFormat    string
+	numPrompts                      int
+	requestRate, stepDuration       float64
+	seed                            uint64
+	kvBudget, maxModelLen           sizeValue
+	maxNumSeqs, maxNumBatchedTokens int
+	schemes, blockSweep, sharing    string
+	eviction, preemption            string
+	blockSize                       int
+	watermark                       float64
+	jsonPath, csvPath, outDir       string
+	noCharts, noProgress            bool
+}
+
+func (f *simFlags) register(fs *flag.FlagSet) {
+	s := &f.sizing
+	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: sharegpt, alpaca, longchat, sysprompt (see above)")
+	fs.StringVar(&f.trace, "trace", "", "read requests from this trace file instead of --workload")
+	fs.StringVar(&f.traceFormat, "trace-format", "auto", "trace format: auto (from the extension: .csv, .jsonl, .json), csv, azure, jsonl, sharegpt")
+	fs.IntVar(&f.numPrompts, "num-prompts", 0, "number of requests (default: 10,000 for a workload, the whole trace for a file; a trace is cut to its first N)")
+	fs.Float64Var(&f.requestRate, "request-rate", math.Inf(1), "requests per second as a Poisson process (seeded); inf puts every arrival at time 0 and, for a trace, replaces its own arrival times when given")
+	fs.Float64Var(&f.stepDuration, "step-duration", sim.DefaultStepDuration, "seconds one scheduler step stands for: a request arriving at t s joins the queue at step floor(t / step-duration)")
+	fs.Uint64Var(&f.seed, "seed", 42, "seed of the workload generator, the arrivals and the synthetic token ids")
+
+	fs.Var(&f.kvBudget, "kv-budget-tokens", "KV budget in tokens, such as 448k; overrides the model and GPU")
+	fs.StringVar(&s.model, "model", defaultSimModel, "model preset for the KV budget: "+strings.Join(blocks.ModelPresetNames(), ", "))
+	fs.StringVar(&s.config, "config", "", "a Hugging Face config.json instead of --model (with --params or --weights-gib)")
+	fs.Var(&s.params, "params", "parameter count for --config, such as 8.03b")
+	fs.Float64Var(&s.weightsGiB, "weights-gib", 0, "size of all the weights in GiB, instead of parameters x bytes per weight")
+	fs.StringVar(&s.gpu, "gpu", defaultSimGPU, "GPU preset: "+strings.Join(blocks.GPUPresetNames(), ", "))
+	fs.Int64Var(&s.gpuMemoryMiB, "gpu-memory-mib", 0, "GPU memory in MiB as nvidia-smi reports it, instead of the preset's")
+	fs.IntVar(&s.tp, "tensor-parallel-size", 1, "GPUs the model is split over (the budget is one GPU's share)")
+	fs.StringVar(&s.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(blocks.DTypeNames(), ", "))
+	fs.Float64Var(&s.util, "gpu-memory-utilization", blocks.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
+	fs.Float64Var(&s.overheadGiB, "overhead-gib", float64(blocks.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache")
+
+	fs.Var(&f.maxModelLen, "max-model-len", "longest prompt + output of a request, and orca-max's reservation (default: the workload's, 2048 for ShareGPT-like as in the paper; 2048 for a trace)")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "cap on running requests; the default lets memory, not this cap, bound the batch (vLLM's default on an 80 GB GPU is 1024)")
+	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "cap on tokens computed per step, decodes and prefills together (default: max(8192, max-model-len + max-num-seqs))")
+
+	fs.StringVar(&f.schemes, "schemes", "orca-max,orca-pow2,orca-oracle,paged", "schemes to run, comma-separated")
+	fs.IntVar(&f.blockSize, "block-size", blocks.DefaultBlockSize, "tokens per block of the paged scheme")
+	fs.StringVar(&f.blockSweep, "block-size-sweep", defaultBlockSweep, "more paged block sizes, run in the first --prefix-sharing mode, for the utilisation-vs-block-size chart (\"\" for none)")
+	fs.StringVar(&f.sharing, "prefix-sharing", "off,on", "paged runs without (off) and with (on) prefix sharing, comma-separated; the first mode also runs over --block-size-sweep")
+	fs.StringVar(&f.eviction, "eviction", "lru", "prefix-cache eviction policies to compare, comma-separated: "+strings.Join(evict.Names(), ", ")+"; each runs at --block-size with prefix sharing")
+	fs.StringVar(&f.preemption, "preemption", "fcfs", "which running request to preempt when memory runs out: "+strings.Join(evict.PreemptionNames(), ", "))
+	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark)")
+
+	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&f.csvPath, "csv", "", "also write the results as CSV to this file")
+	fs.StringVar(&f.outDir, "out-dir", defaultOutDir, "directory for the charts (PNG and SVG)")
+	fs.BoolVar(&f.noCharts, "no-charts", false, "do not write charts")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+}
+
+func runSim(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), simHelp()); fs.PrintDefaults() }
+	var f simFlags
+	f.register(fs)
+	if !f.sizing.parse(fs, args) {
+		return errUsage
+	}
+	if err := f.run(fs, stdout, stderr); err != nil {
+		return report("sim", err, stderr)
+	}
+	return nil
+}
+
+// simRun is what the flags resolve to.
+type simRun struct {
+	source   string
+	trace    *sim.Trace
+	prepared *sim.Prepared
+	cfg      sim.Config
+	memory   string
+	schemes  []sim.Scheme
+}
+
+func (f *simFlags) run(fs *flag.FlagSet, stdout, stderr io.Writer) error {
+	if fs.NArg() > 0 {
+		return badFlag("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	r, err := f.resolve()
+	if err != nil {
+		return err
+	}
+	var done atomic.Int64
+	r.cfg.Progress = func(n int) { done.Add(int64(n)) }
+	stop := startProgress(stderr, !f.noProgress, int64(len(r.prepared.Requests)*len(r.schemes)), &done)
+	results, err := sim.Compare(r.prepared.Requests, r.cfg, r.schemes)
+	stop()
+	if err != nil {
+		return err
+	}
+	f.printHeader(stdout, r)
+	if err := sim.WriteTable(stdout, results); err != nil {
+		return err
+	}
+	if f.jsonPath != "" {
+		if err := writeFile(f.jsonPath, func(w io.Writer) error { return sim.WriteJSON(w, f.report(fs, r, results)) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "JSON: %s\n", f.jsonPath)
+	}
+	if f.csvPath != "" {
+		if err := writeFile(f.csvPath, func(w io.Writer) error { return sim.WriteCSV(w, results) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "CSV: %s\n", f.csvPath)
+	}
+	if !f.noCharts {
+		files, err := sim.WriteCharts(f.outDir, r.source, results)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "charts: %s\n", strings.Join(files, ", "))
+	}
+	return nil
+}
+
+func (f *simFlags) resolve() (*simRun, error) {
+	r := &simRun{}
+	maxLen := sim.DefaultMaxModelLen
+	if f.numPrompts < 0 {
+		return nil, badFlag("--num-prompts must not be negative, got %d", f.numPrompts)
+	}
+	if f.trace != "" {
+		t, err := readTrace(f.trace, f.traceFormat)
+		if err != nil {
+			return nil, err
+		}
+		if f.numPrompts > 0 && f.numPrompts < len(t.Requests) {
+			t.Requests = t.Requests[:f.numPrompts]
+		}
+		r.trace, r.source = t, f.trace
+	} else {
+		w, err := sim.LookupWorkload(f.workload)
+		if err != nil {
+			return nil, badFlag("--workload: %v", err)
+		}
+		n := f.numPrompts
+		if n == 0 {
+			n = defaultSimRequests
+		}
+		r.trace, r.source, maxLen = w.Generate(n, f.seed), w.Name, w.MaxModelLen
+	}
+	if f.sizing.set["request-rate"] {
+		if !(f.requestRate > 0) {
+			return nil, badFlag("--request-rate must be positive (inf for all at once), got %g", f.requestRate)
+		}
+		sim.WithPoissonArrivals(r.trace, f.requestRate, f.seed)
+		r.source += fmt.Sprintf(" at %g req/s", f.requestRate)
+	}
+	if f.maxModelLen.set {
+		if f.maxModelLen.n < 2 || f.maxModelLen.n > 1<<30 {
+			return nil, badFlag("--max-model-len must be between 2 and 2^30 tokens, got %d", f.maxModelLen.n)
+		}
+		maxLen = int(f.maxModelLen.n)
+	}
+	capacity, memory, err := f.budget(maxLen)
+	if err != nil {
+		return nil, err
+	}
+	r.memory = memory
+	r.cfg = sim.DefaultConfig(capacity)
+	r.cfg.MaxModelLen, r.cfg.MaxNumSeqs, r.cfg.StepDuration, r.cfg.Seed = maxLen, f.maxNumSeqs, f.stepDuration, f.seed
+	r.cfg.MaxNumBatchedTokens = f.maxNumBatchedTokens
+	if r.cfg.MaxNumBatchedTokens == 0 {
+		r.cfg.MaxNumBatchedTokens = max(sim.DefaultMaxNumBatchedTokens, maxLen+f.maxNumSeqs)
+	}
+	if err := r.cfg.Validate(); err != nil {
+		return nil, badFlag("%v", err)
+	}
+	r.prepared = sim.Prepare(r.trace, maxLen)
+	if len(r.prepared.Requests) == 0 {
+		return nil, fmt.Errorf("no request fits --max-model-len %d (%d rejected)", maxLen, r.prepared.Rejected)
+	}
+	if r.schemes, err = f.schemeList(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func readTrace(path, format string) (*sim.Trace, error) {
+	var (
+		ft  sim.Format
+		err error
+	)
+	if format == "" || format == "auto" {
+		ft, err = sim.DetectFormat(path)
+	} else {
+		ft, err = sim.ParseFormat(format)
+	}
+	if err != nil {
+		return nil, badFlag("--trace-format: %v", err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	t, err := sim.ParseTrace(fh, ft)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// budget returns the KV budget in tokens and a sentence saying where it came from.
+func (f *simFlags) budget(maxLen int) (int, string, error) {
+	if f.kvBudget.set {
+		if f.kvBudget.n <= 0 || f.kvBudget.n > 1<<31-1 {
+			return 0, "", badFlag("--kv-budget-tokens must be between 1 and 2^31-1, got %d", f.kvBudget.n)
+		}
+		return int(f.kvBudget.n), fmt.Sprintf("%s tokens (--kv-budget-tokens)", commas(f.kvBudget.n)), nil
+	}
+	s := &f.sizing
+	if s.config != "" && !s.set["model"] {
+		s.model = ""
+	}
+	s.blockSize = blocks.DefaultBlockSize
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	in, err := s.resolve(fs)
+	if err != nil {
+		return 0, "", err
+	}
+	in.cfg.MaxModelLen = maxLen
+	p, err := blocks.NewPlan(in.cfg)
+	if err != nil {
+		return 0, "", err
+	}
+	tokens, err := sim.TokenBudget(p)
+	if err != nil {
+		return 0, "", err
+	}
+	bpt := p.BytesPerTokenPerGPU.Bytes()
+	memory := fmt.Sprintf("%s tokens = %s KV bytes / %s bytes per token: %s (%s KV cache) on %s, %.0f MiB x %.2f - %s weights - %s overhead",
+		commas(int64(tokens)), commas(p.KVBudget), strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name, p.Config.CacheDType,
+		p.Config.GPU.Name, float64(p.GPUMemory)/(1<<20), p.Config.GPUMemoryUtilization, blocks.GiB(p.WeightsPerGPU), blocks.GiB(p.Config.RuntimeOverhead))
+	if p.Config.TensorParallel > 1 {
+		memory += fmt.Sprintf(", one GPU of %d", p.Config.TensorParallel)
+	}
+	return tokens, memory, nil
+}
+
+// schemeList builds the runs: the contiguous schemes, then the paged runs: the first
+// --prefix-sharing mode (with the first eviction policy) at --block-size and over the
+// sweep, every other combination of sharing mode and eviction policy at --block-size.
+func (f *simFlags) schemeList() ([]sim.Scheme, error) {
+	kinds, err := splitList(f.schemes, func(s string) (sim.Kind, error) { return sim.ParseKind(s) })
+	if err != nil {
+		return nil, badFlag("--schemes: %v", err)
+	}
+	sweep, err := splitList(f.blockSweep, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("%q is not a positive block size", s)
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, badFlag("--block-size-sweep: %v", err)
+	}
+	if f.blockSize < 1 {
+		return nil, badFlag("--block-size must be positive, got %d", f.blockSize)
+	}
+	sizes := append([]int{f.blockSize}, sweep...)
+	sort.Ints(sizes)
+	sizes = slices.Compact(sizes)
+	sharing, err := splitList(f.sharing, func(s string) (bool, error) {
+		switch s {
+		case "off", "false", "no":
+			return false, nil
+		case "on", "true", "yes":
+			return true, nil
+		}
+		return false, fmt.Errorf("%q is not on or off", s)
+	})
+	if err != nil {
+		return nil, badFlag("--prefix-sharing: %v", err)
+	}
+	policies, err := splitList(f.eviction, func(s string) (string, error) {
+		_, err := evict.New[blocks.ID](s, &evict.Counter{})
+		return s, err
+	})
+	if err != nil {
+		return nil, badFlag("--eviction: %v", err)
+	}
+	if _, err := evict.PreemptionByName(f.preemption); err != nil {
+		return nil, badFlag("--preemption: %v", err)
+	}
+	var out []sim.Scheme
+	for _, k := range kinds {
+		if k != sim.Paged {
+			out = append(out, sim.Scheme{Kind: k})
+			continue
+		}
+		for i, share := range sharing {
+			base := sim.Scheme{Kind: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark}
+			evictions := []string{""}
+			if share {
+				evictions = policies
+			}
+			for j, pol := range evictions {
+				s := base
+				s.Eviction = pol
+				if i > 0 || j > 0 {
+					s.BlockSize = f.blockSize
+					out = append(out, s)
+					continue
+				}
+				for _, b := range sizes {
+					s.BlockSize = b
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, badFlag("no scheme to run")
+	}
+	return out, nil
+}
+
+// splitList parses a comma-separated list, dropping duplicates and empty items.
+func splitList[T comparable](s string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" || item == "none" {
+			continue
+		}
+		v, err := parse(item)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (f *simFlags) printHeader(w io.Writer, r *simRun) {
+	p := r.prepared
+	fmt.Fprintf(w, "kvpage sim: %s requests from %s (seed %d)", commas(int64(len(p.Requests))), r.source, f.seed)
+	var notes []string
+	if p.Rejected > 0 {
+		notes = append(notes, fmt.Sprintf("%d rejected: prompt leaves no room within max-model-len", p.Rejected))
+	}
+	if p.Capped > 0 {
+		notes = append(notes, fmt.Sprintf("%d outputs capped at max-model-len", p.Capped))
+	}
+	for _, reason := range sortedKeys(r.trace.Skipped) {
+		notes = append(notes, fmt.Sprintf("%d skipped: %s", r.trace.Skipped[reason], reason))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "; %s", strings.Join(notes, "; "))
+	}
+	fmt.Fprintf(w, "\nKV budget: %s\n", r.memory)
+	c := r.cfg
+	fmt.Fprintf(w, "scheduler: max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, FCFS, preemption %s (recompute)\n",
+		c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens, f.preemption)
+	fmt.Fprintf(w, "Shares of the KV budget; %s.\n\n", sim.PhaseNote)
+}
+
+func (f *simFlags) report(fs *flag.FlagSet, r *simRun, results []*sim.Result) *sim.Report {
+	flags := map[string]string{}
+	fs.VisitAll(func(fl *flag.Flag) { flags[fl.Name] = fl.Value.String() })
+	rep := &sim.Report{
+		Seed: f.seed, Version: version(), Flags: flags, Source: r.source, Memory: r.memory,
+		CapacityTokens: r.cfg.Capacity, Requests: len(r.prepared.Requests), Rejected: r.prepared.Rejected,
+		Capped: r.prepared.Capped, Skipped: r.trace.Skipped, Phase: sim.PhaseNote,
+	}
+	for _, res := range results {
+		rep.Schemes = append(rep.Schemes, sim.RowOf(res))
+	}
+	return rep
+}
+
+// version is the module's version and VCS revision as the build recorded them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			v += " " + s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			v += " (modified)"
+		}
+	}
+	return v
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+// startProgress shows a progress bar on stderr once a run has lasted a second, if stderr
+// is a terminal; the returned function stops it. Wall time decides only what is displayed,
+// never what is simulated.
+func startProgress(stderr io.Writer, enabled bool, total int64, done *atomic.Int64) (stop func()) {
+	fh, ok := stderr.(*os.File)
+	if !enabled || !ok || !term.IsTerminal(int(fh.Fd())) || total <= 0 {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		start := time.Now()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		var bar *progressbar.ProgressBar
+		for {
+			select {
+			case <-quit:
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				return
+			case <-tick.C:
+				if bar == nil && time.Since(start) < time.Second {
+					continue
+				}
+				if bar == nil {
+					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(fh), progressbar.OptionSetDescription("simulating"),
+						progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+				}
+				_ = bar.Set64(done.Load())
+			}
+		}
+	})
+	return func() { close(quit); wg.Wait() }
+}

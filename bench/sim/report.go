@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Row is one scheme's result as the JSON and CSV outputs spell it. The four shares of
+// capacity (token_utilization, reserved_fraction, internal_fragmentation,
+// external_fragmentation) and free_fraction add up to 1.
+type Row struct {
+	// Name is exactly orca-max, orca-pow2, orca-oracle or paged.
+	Name          string `json:"name"`
+	Label         string `json:"label"`
+	BlockSize     int    `json:"block_size"`
+	PrefixSharing bool   `json:"prefix_sharing"`
+	// Eviction is the prefix cache's policy for paged rows ("none" without prefix
+	// sharing); "" for contiguous rows.
+	Eviction   string  `json:"eviction"`
+	Preemption string  `json:"preemption"`
+	Watermark  float64 `json:"watermark"`
+
+	TokenUtilization      float64 `json:"token_utilization"`
+	ReservedFraction      float64 `json:"reserved_fraction"`
+	InternalFragmentation float64 `json:"internal_fragmentation"`
+	ExternalFragmentation float64 `json:"external_fragmentation"`
+	FreeFraction          float64 `json:"free_fraction"`
+	CachedFraction        float64 `json:"cached_fraction"`
+
+	MeanRunning       float64 `json:"mean_running"`
+	PeakRunning       int     `json:"peak_running"`
+	CompletedPerKStep float64 `json:"completed_per_kstep"`
+	Preemptions       int     `json:"preemptions"`
+	PrefixHitRate     float64 `json:"prefix_hit_rate"`
+
+	SaturatedSteps   int `json:"saturated_steps"`
+	WaitingSteps     int `json:"waiting_steps"`
+	TotalSteps       int `json:"total_steps"`
+	Completed        int `json:"completed"`
+	TotalPreemptions int `json:"total_preemptions"`
+	Requests         int `json:"requests"`
+	CapacityTokens   int `json:"capacity_tokens"`
+}
+
+// RowOf flattens a Result.
+func RowOf(r *Result) Row {
+	s := r.Scheme
+	row := Row{
+		Name: s.Kind.String(), Label: s.Label(), BlockSize: s.BlockSize, PrefixSharing: s.PrefixSharing,
+		Eviction: s.EvictionName(), Watermark: s.Watermark,
+		TokenUtilization: r.Shares.Tokens, ReservedFraction: r.Shares.Reserved,
+		InternalFragmentation: r.Shares.Internal, ExternalFragmentation: r.Shares.External,
+		FreeFraction: r.Shares.Free, CachedFraction: r.Shares.Cached,
+		MeanRunning: r.MeanRunning, PeakRunning: r.PeakRunning, CompletedPerKStep: r.CompletedPerKStep,
+		Preemptions: r.Preemptions, PrefixHitRate: r.PrefixHitRate,
+		SaturatedSteps: r.SaturatedSteps, WaitingSteps: r.WaitingSteps, TotalSteps: r.TotalSteps,
+		Completed: r.Completed, TotalPreemptions: r.TotalPreemptions, Requests: r.Requests, CapacityTokens: r.Capacity,
+	}
+	if s.Kind == Paged {
+		row.Preemption = s.Preemption
+		if row.Preemption == "" {
+			row.Preemption = "fcfs"
+		}
+	}
+	return row
+}
+
+// Report is the whole run as --json writes it.
+type Report struct {
+	Seed    uint64 `json:"seed"`
+	Version string `json:"version"`
+	// Flags holds every flag of the run with its value, defaults included.
+	Flags map[string]string `json:"flags"`
+	// Source says where the requests came from (a workload or a trace file).
+	Source string `json:"source"`
+	// Memory says where the KV budget came from.
+	Memory         string `json:"memory"`
+	CapacityTokens int    `json:"capacity_tokens"`
+	// Requests is how many requests ran; Rejected and Capped what max-model-len changed;
+	// Skipped the source records that could not be requests, by reason.
+	Requests int            `json:"requests"`
+	Rejected int            `json:"rejected"`
+	Capped   int            `json:"capped"`
+	Skipped  map[string]int `json:"skipped,omitempty"`
+	// Phase explains which steps the figures average over.
+	Phase   string `json:"phase"`
+	Schemes []Row  `json:"schemes"`
+}
+
+// PhaseNote explains the measured phase; every output repeats it.
+const PhaseNote = "shares of KV memory are time-averaged over the saturated phase: from step 0 until the " +
+	"waiting queue first empties after the last arrival (the drain at the end is left out); running, " +
+	"completions, preemptions and hit rate are over the same steps"
+
+// WriteJSON writes rep as indented JSON.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// csvHeader matches Row's JSON names.
+var csvHeader = []string{
+	"name", "label", "block_size", "prefix_sharing", "eviction", "preemption", "watermark",
+	"token_utilization", "reserved_fraction", "internal_fragmentation", "external_fragmentation",
+	"free_fraction", "cached_fraction", "mean_running", "peak_running", "completed_per_kstep",
+	"preemptions", "prefix_hit_rate", "saturated_steps", "waiting_steps", "total_steps", "completed",
+	"total_preemptions", "requests", "capacity_tokens",
+}
+
+// WriteCSV writes one header row and one row per result, columns named as in the JSON.
+func WriteCSV(w io.Writer, results []*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+	d := strconv.Itoa
+	for _, r := range results {
+		x := RowOf(r)
+		rec := []string{
+			x.Name, x.Label, d(x.BlockSize), strconv.FormatBool(x.PrefixSharing), x.Eviction, x.Preemption, f(x.Watermark),
+			f(x.TokenUtilization), f(x.ReservedFraction), f(x.InternalFragmentation), f(x.ExternalFragmentation),
+			f(x.FreeFraction), f(x.CachedFraction), f(x.MeanRunning), d(x.PeakRunning), f(x.CompletedPerKStep),
+			d(x.Preemptions), f(x.PrefixHitRate), d(x.SaturatedSteps), d(x.WaitingSteps), d(x.TotalSteps), d(x.Completed),
+			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens),
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteTable writes an aligned table, one row per result: the shares of KV memory as
+// percentages of capacity, then the batch and throughput figures.
+func WriteTable(w io.Writer, results []*Result) error {
+	const head = "%-22s %7s %8s %8s %8s %6s %8s %8s %10s %8s %8s\n"
+	const row = "%-22s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s\n"
+	if _, err := fmt.Fprintf(w, head, "scheme", "tokens", "reserved", "internal", "external", "free",
+		"mean run", "peak run", "done/kstep", "preempt", "hit rate"); err != nil {
+		return err
+	}
+	for _, r := range results {
+		hit := "-"
+		if r.Scheme.PrefixSharing {
+			hit = fmt.Sprintf("%.1f%%", 100*r.PrefixHitRate)
+		}
+		s := r.Shares
+		if _, err := fmt.Fprintf(w, row, r.Scheme.Label(), 100*s.Tokens, 100*s.Reserved, 100*s.Internal, 100*s.External, 100*s.Free,
+			r.MeanRunning, r.PeakRunning, r.CompletedPerKStep, r.Preemptions, hit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
