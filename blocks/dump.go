@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // WriteState writes the pool's whole state to w as deterministic, line-oriented text: the
@@ -21,12 +22,16 @@ func (p *Pool) WriteState(w io.Writer) error {
 	fmt.Fprintf(&b, "pool capacity=%d null=%v free=%d held=%d\n", len(p.ring), p.hasNull, p.nfree, len(p.ring)-p.nfree)
 	b.WriteString("  free")
 	for i := range p.nfree {
-		fmt.Fprintf(&b, " %d", p.ring[(p.head+i)%len(p.ring)])
+		b.WriteByte(' ')
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(p.ring[(p.head+i)%len(p.ring)]), 10))
 	}
 	b.WriteString("\n  held")
 	for id, r := range p.refs {
 		if r != 0 {
-			fmt.Fprintf(&b, " %dx%d", id, r)
+			b.WriteByte(' ')
+			b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(id), 10))
+			b.WriteByte('x')
+			b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(r), 10))
 		}
 	}
 	fmt.Fprintf(&b, "\n  counters allocations=%d releases=%d failed=%d reclaimed=%d\n", p.allocs, p.releases, p.failed, p.reclaimed)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 )
 
 // WriteState writes the Manager's own state to w as deterministic, line-oriented text:
@@ -45,7 +46,7 @@ func (m *Manager) WriteState(w io.Writer) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, "%d", blk)
+			b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(blk), 10))
 		}
 		fmt.Fprintf(&b, " nulls=%d reserved=%d committed=%d hit=%d priority=%d arrival=%d cows=%d",
 			s.t.nulls, s.t.Reserved(), s.committed(), s.hit, s.priority, s.arrival, s.t.cows)
@@ -71,10 +72,10 @@ func writeRuns(b *bytes.Buffer, toks []int32) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(toks[i]), 10))
 		if j > i {
-			fmt.Fprintf(b, "%d..%d", toks[i], toks[j])
-		} else {
-			fmt.Fprintf(b, "%d", toks[i])
+			b.WriteString("..")
+			b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(toks[j]), 10))
 		}
 		i = j + 1
 	}

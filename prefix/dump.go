@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/kvpage/kvpage/blocks"
 )
@@ -75,12 +76,15 @@ func (x *Index) dumpTree(b *bytes.Buffer, children map[int32][]int32, n int32, d
 		for range depth {
 			b.WriteString("  ")
 		}
-		fmt.Fprintf(b, "block %d tokens=", id)
+		// strconv rather than fmt: tests dump often, and the tokens are most of the text.
+		b.WriteString("block ")
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(id), 10))
+		b.WriteString(" tokens=")
 		for i, t := range x.blockTokens(c) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(b, "%d", t)
+			b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(t), 10))
 		}
 		state := "evictable"
 		switch {
@@ -89,7 +93,12 @@ func (x *Index) dumpTree(b *bytes.Buffer, children map[int32][]int32, n int32, d
 		case nd.children > 0:
 			state = "inner"
 		}
-		fmt.Fprintf(b, " refs=%d %s last=%d hits=%d", x.pool.RefCount(id), state, nd.lastAccess, nd.hits)
+		b.WriteString(" refs=")
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(x.pool.RefCount(id)), 10))
+		b.WriteString(" " + state + " last=")
+		b.Write(strconv.AppendUint(b.AvailableBuffer(), nd.lastAccess, 10))
+		b.WriteString(" hits=")
+		b.Write(strconv.AppendUint(b.AvailableBuffer(), uint64(nd.hits), 10))
 		if mm := x.mm[c]; len(mm) > 0 {
 			fmt.Fprintf(b, " mm=%q", mm)
 		}
