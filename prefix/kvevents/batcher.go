@@ -223,22 +223,34 @@ func (b *Batcher) loraID(name string) (int64, bool) {
 	return b.cfg.loraID(name)
 }
 
-// msgpackUintForm maps bits.Len32 of a non-negative value to the number of payload bytes
-// of its shortest msgpack form (0 for a positive fixint) and that form's code.
-var msgpackUintForm = [33]struct{ n, code byte }{
-	0: {0, 0}, 1: {0, 0}, 2: {0, 0}, 3: {0, 0}, 4: {0, 0}, 5: {0, 0}, 6: {0, 0}, 7: {0, 0},
-	8: {1, 0xcc},
-	9: {2, 0xcd}, 10: {2, 0xcd}, 11: {2, 0xcd}, 12: {2, 0xcd}, 13: {2, 0xcd}, 14: {2, 0xcd}, 15: {2, 0xcd}, 16: {2, 0xcd},
-	17: {4, 0xce}, 18: {4, 0xce}, 19: {4, 0xce}, 20: {4, 0xce}, 21: {4, 0xce}, 22: {4, 0xce}, 23: {4, 0xce}, 24: {4, 0xce},
-	25: {4, 0xce}, 26: {4, 0xce}, 27: {4, 0xce}, 28: {4, 0xce}, 29: {4, 0xce}, 30: {4, 0xce}, 31: {4, 0xce}, 32: {4, 0xce},
-}
+// intForm is a shortest encoding of a non-negative integer, by bits.Len32 of the value:
+// n argument bytes after an initial byte that is code, or, where mask is 0xff, the value
+// itself (msgpack's positive fixint, CBOR's values below 24).
+type intForm struct{ n, code, mask byte }
 
-// appendMsgpackTokens appends each token as appendMsgpackInt would. Token ids are
-// non-negative and their widths vary at random, so instead of a branch per token (a
-// misprediction every other token) it looks the form up and always writes 5 bytes,
-// keeping only the form's length; a negative token takes the general path.
+// msgpackUintForm gives msgpack's forms: fixint below 128, then uint8, uint16, uint32.
+var msgpackUintForm = func() (t [33]intForm) {
+	for l := range t {
+		switch {
+		case l <= 7:
+			t[l] = intForm{0, 0, 0xff}
+		case l <= 8:
+			t[l] = intForm{1, 0xcc, 0}
+		case l <= 16:
+			t[l] = intForm{2, 0xcd, 0}
+		default:
+			t[l] = intForm{4, 0xce, 0}
+		}
+	}
+	return t
+}()
+
+// appendMsgpackTokens appends each token as appendMsgpackInt would. Token widths vary at
+// random, so instead of a branch per token (a misprediction every other token) it looks
+// the form up and always stores 8 bytes at once, keeping only the form's length. (The CBOR
+// twin, appendCBORTokens, is the same loop: Go would not specialise a shared one.)
 func appendMsgpackTokens(dst []byte, toks []int32) []byte {
-	dst = slices.Grow(dst, 5*len(toks)+4)
+	dst = slices.Grow(dst, 5*len(toks)+8)
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	for _, t := range toks {
@@ -248,12 +260,8 @@ func appendMsgpackTokens(dst []byte, toks []int32) []byte {
 		}
 		v := uint32(t)
 		f := msgpackUintForm[bits.Len32(v)]
-		if f.n == 0 {
-			buf[n] = byte(v)
-		} else {
-			buf[n] = f.code
-		}
-		binary.BigEndian.PutUint32(buf[n+1:n+5], v<<(32-8*uint32(f.n)))
+		w := uint64(f.code|byte(v)&f.mask)<<56 | uint64(v<<(32-8*uint32(f.n)))<<24
+		binary.BigEndian.PutUint64(buf[n:n+8], w)
 		n += 1 + int(f.n)
 	}
 	return buf[:n]

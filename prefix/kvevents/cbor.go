@@ -61,22 +61,28 @@ func appendCBORText(dst []byte, s string) []byte {
 	return append(appendCBORHead(dst, cborText, uint64(len(s))), s...)
 }
 
-// cborUintForm maps bits.Len32 of a value to the number of argument bytes of its shortest
-// CBOR unsigned form (0: the value sits in the initial byte, which needs v < 24) and the
-// initial byte's additional information for the longer forms.
-var cborUintForm = [33]struct{ n, info byte }{
-	0: {0, 0}, 1: {0, 0}, 2: {0, 0}, 3: {0, 0}, 4: {0, 0}, 5: {0, 0}, // 5 bits: v < 24 checked apart
-	6: {1, 24}, 7: {1, 24}, 8: {1, 24},
-	9: {2, 25}, 10: {2, 25}, 11: {2, 25}, 12: {2, 25}, 13: {2, 25}, 14: {2, 25}, 15: {2, 25}, 16: {2, 25},
-	17: {4, 26}, 18: {4, 26}, 19: {4, 26}, 20: {4, 26}, 21: {4, 26}, 22: {4, 26}, 23: {4, 26}, 24: {4, 26},
-	25: {4, 26}, 26: {4, 26}, 27: {4, 26}, 28: {4, 26}, 29: {4, 26}, 30: {4, 26}, 31: {4, 26}, 32: {4, 26},
-}
+// cborUintForm gives CBOR's unsigned forms (major type 0): the value in the initial byte
+// below 24 (appendTokens moves 24..31 to the next entry), then 1, 2 or 4 argument bytes.
+var cborUintForm = func() (t [33]intForm) {
+	for l := range t {
+		switch {
+		case l <= 5:
+			t[l] = intForm{0, cborUint, 0xff}
+		case l <= 8:
+			t[l] = intForm{1, cborUint | 24, 0}
+		case l <= 16:
+			t[l] = intForm{2, cborUint | 25, 0}
+		default:
+			t[l] = intForm{4, cborUint | 26, 0}
+		}
+	}
+	return t
+}()
 
-// appendCBORTokens appends each token as appendCBORInt would. Token widths vary at random,
-// so rather than branch per token it looks the form up and always writes 5 bytes, keeping
-// only the form's length; a negative token takes the general path.
+// appendCBORTokens appends each token as appendCBORInt would, by the method of
+// appendMsgpackTokens.
 func appendCBORTokens(dst []byte, toks []int32) []byte {
-	dst = slices.Grow(dst, 5*len(toks)+4)
+	dst = slices.Grow(dst, 5*len(toks)+8)
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	for _, t := range toks {
@@ -85,16 +91,13 @@ func appendCBORTokens(dst []byte, toks []int32) []byte {
 			continue
 		}
 		v := uint32(t)
-		f := cborUintForm[bits.Len32(v)]
-		if f.n == 0 && v >= 24 { // 24..31: one argument byte
-			f = cborUintForm[6]
+		l := bits.Len32(v)
+		if l == 5 && v >= 24 { // inline values stop at 23, not at a power of 2
+			l = 6
 		}
-		if f.n == 0 {
-			buf[n] = byte(v)
-		} else {
-			buf[n] = cborUint | f.info
-		}
-		binary.BigEndian.PutUint32(buf[n+1:n+5], v<<(32-8*uint32(f.n)))
+		f := cborUintForm[l]
+		w := uint64(f.code|byte(v)&f.mask)<<56 | uint64(v<<(32-8*uint32(f.n)))<<24
+		binary.BigEndian.PutUint64(buf[n:n+8], w)
 		n += 1 + int(f.n)
 	}
 	return buf[:n]
