@@ -27,16 +27,16 @@ import (
 //     another sequence's KV or at a block that was freed and reused, and no prefix hit
 //     hands out KV that differs from the prompt.
 type sysModel struct {
-	bs    int
-	seqs  map[blocktable.SeqID]*modelSeq
-	cache  []*cacheEntry         // per block; nil when not cached
-	cached int                   // cached blocks
-	child  map[string]blocks.ID  // childKey(parent, tokens) -> block
-	kids   []int32               // cached children per cached block
-	byKey map[uint64]blocks.ID // event hash -> block
-	nsIdx map[prefix.Namespace]int
-	dev   []int32
-	held  func() holders // table entries per block, set by the driver
+	bs     int
+	seqs   map[blocktable.SeqID]*modelSeq
+	cache  []*cacheEntry        // per block; nil when not cached
+	cached int                  // cached blocks
+	child  map[string]blocks.ID // childKey(parent, tokens) -> block
+	kids   []int32              // cached children per cached block
+	byKey  map[uint64]blocks.ID // event hash -> block
+	nsIdx  map[prefix.Namespace]int
+	dev    []int32
+	held   func() holders // table entries per block, set by the driver
 
 	// Counters from events within the current step.
 	stored, removed int

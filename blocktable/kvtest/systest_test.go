@@ -47,12 +47,13 @@ var sysConfigs = []sysConfig{
 // evictable + held = capacity), the exact evictable count, the cached set, every
 // sequence's tokens and table length, and the content of every table entry and cached
 // block in a fake device memory. It also predicts every out-of-memory refusal, every prefix
-// hit and every eviction count. The plain run does at least 100,000 operations;
-// -kvtest.ops sets how many, -kvtest.seed the seed.
+// hit and every eviction count. The plain and kvinvariants runs do at least 100,000
+// operations (a quarter under -race); -kvtest.ops sets how many, -kvtest.seed the seed.
 func TestSystemStateMachine(t *testing.T) {
 	total := *sysOps
-	if total < minCIOps && !flagSet("kvtest.ops") {
-		t.Fatalf("the default must be at least %d operations", minCIOps)
+	explicit := flagSet("kvtest.ops")
+	if !explicit && raceDetector {
+		total /= 4
 	}
 	per := (total + len(sysConfigs) - 1) / len(sysConfigs)
 	done := 0
@@ -68,7 +69,7 @@ func TestSystemStateMachine(t *testing.T) {
 		})
 	}
 	t.Logf("%d operations", done)
-	if !flagSet("kvtest.ops") && done < minCIOps {
+	if !explicit && !raceDetector && done < minCIOps {
 		t.Fatalf("ran %d operations, want at least %d", done, minCIOps)
 	}
 }
