@@ -34,11 +34,19 @@ func mum(a, b uint64) uint64 {
 // pair packs two tokens into one 64-bit word.
 func pair(a, b int32) uint64 { return uint64(uint32(a)) | uint64(uint32(b))<<32 }
 
-// hashTokens chains parent with one block of tokens: two lanes, each folding 16 bytes per
-// multiplication (wyhash's step), chained within the lane so that order matters; 5
-// multiplications for a block of 16 tokens.
-func hashTokens(parent uint64, t []int32) uint64 {
-	a, b := parent^fastP0, parent^fastP1
+// hashTokens chains parent with one block of tokens. The tokens are hashed on their own
+// first (contentHash), and only then folded with the parent in one multiplication: the
+// chain from one block's key to the next is a single multiply, so a lookup's successive
+// blocks overlap in the CPU instead of waiting for each other's whole hash.
+func hashTokens(parent uint64, t []int32) uint64 { return chain(parent, contentHash(t)) }
+
+// chain folds a block's content hash into its parent's key.
+func chain(parent, content uint64) uint64 { return mum(content^fastP1, parent^fastP3) }
+
+// contentHash hashes a block's tokens: two lanes, each folding 16 bytes per multiplication
+// (wyhash's step), chained within the lane so that order matters.
+func contentHash(t []int32) uint64 {
+	a, b := uint64(fastP0), uint64(fastP1)
 	for len(t) >= 8 {
 		t8 := t[:8:8]
 		a = mum(pair(t8[0], t8[1])^fastP2, pair(t8[2], t8[3])^a)
@@ -55,10 +63,10 @@ func hashTokens(parent uint64, t []int32) uint64 {
 	return mum(a^fastP4, b^fastP0)
 }
 
-// hash16 is hashTokens for a block of exactly 16 tokens (the usual block size), unrolled.
-func hash16(parent uint64, t *[16]int32) uint64 {
-	a := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^parent^fastP0)
-	b := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^parent^fastP1)
+// content16 is contentHash for a block of exactly 16 tokens, unrolled.
+func content16(t *[16]int32) uint64 {
+	a := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^fastP0)
+	b := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^fastP1)
 	a = mum(pair(t[8], t[9])^fastP2, pair(t[10], t[11])^a)
 	b = mum(pair(t[12], t[13])^fastP3, pair(t[14], t[15])^b)
 	return mum(a^fastP4, b^fastP0)

@@ -82,8 +82,8 @@ func TestHash16AndSame16AgreeWithGeneral(t *testing.T) {
 			b[next()&15] ^= 1 << (uint32(next()) % 32)
 		}
 		parent := uint64(next())<<32 | uint64(uint32(next()))
-		if hash16(parent, (*[16]int32)(a)) != hashTokens(parent, a) {
-			t.Fatal("hash16 differs from hashTokens")
+		if chain(parent, content16((*[16]int32)(a))) != hashTokens(parent, a) {
+			t.Fatal("content16 differs from contentHash")
 		}
 		if same16((*[16]int32)(a), (*[16]int32)(b)) != sameTokens(a, b) || sameTokens(a, b) != slicesEqual(a, b) {
 			t.Fatal("same16, sameTokens and a plain comparison disagree")

@@ -92,7 +92,7 @@ func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo
 	return dst, cur, full
 }
 
-// matchText16 is matchText for blocks of 16 tokens, with the hash (hash16) and the token
+// matchText16 is matchText for blocks of 16 tokens, with the hash (content16, chain) and the token
 // comparison (same16) written out in the loop: no call per block.
 func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
 	mask := x.cfg.keyMask
@@ -100,12 +100,12 @@ func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootIn
 	cur, key := r, nodes[r].key
 	for b := 0; b < full; b++ {
 		t := (*[16]int32)(tokens[b*16 : b*16+16])
-		// hash16(key, t), inlined.
-		ha := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^key^fastP0)
-		hb := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^key^fastP1)
+		// content16(t), inlined: independent of the previous block, so it overlaps with it.
+		ha := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^fastP0)
+		hb := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^fastP1)
 		ha = mum(pair(t[8], t[9])^fastP2, pair(t[10], t[11])^ha)
 		hb = mum(pair(t[12], t[13])^fastP3, pair(t[14], t[15])^hb)
-		k := mum(ha^fastP4, hb^fastP0)
+		k := mum(mum(ha^fastP4, hb^fastP0)^fastP1, key^fastP3) // chain(key, content)
 		if ri.hasLo {
 			k = mixExtra(k, tagLoRA, ri.lora)
 		}
@@ -147,7 +147,7 @@ func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootIn
 func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, mm []string) uint64 {
 	var h uint64
 	if len(toks) == 16 {
-		h = hash16(parent, (*[16]int32)(toks))
+		h = chain(parent, content16((*[16]int32)(toks)))
 	} else {
 		h = hashTokens(parent, toks)
 	}
