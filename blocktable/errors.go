@@ -45,6 +45,7 @@ type OutOfBlocksError struct {
 // Missing is how many more blocks the operation needed.
 func (e *OutOfBlocksError) Missing() int { return e.Needed - e.Available }
 
+// Error says what was needed and what was available.
 func (e *OutOfBlocksError) Error() string {
 	return fmt.Sprintf("blocktable: %s seq %d: out of blocks: need %d, available %d, missing %d",
 		e.Op, e.Seq, e.Needed, e.Available, e.Missing())
@@ -60,6 +61,7 @@ type SeqError struct {
 	Err error
 }
 
+// Error names the operation, the sequence and the sentinel.
 func (e *SeqError) Error() string {
 	return fmt.Sprintf("blocktable: %s seq %d: %v", e.Op, e.Seq, e.Err)
 }
