@@ -122,6 +122,7 @@ func (x *Index) unlink(n int32, nd *node) int32 {
 	nd.flags = 0
 	nd.gen++
 	nd.parent = 0
+	x.poisonFreed(n)
 	x.cached--
 	pn := &x.nodes[p]
 	pn.children--
