@@ -176,14 +176,11 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	p.need = ceilDiv(p.tokens+req.Lookahead, m.bs) - len(p.hits)
 	p.res = AdmitResult{HitTokens: hitTokens, HitBlocks: len(p.hits), NewBlocks: p.need, Tokens: p.tokens}
 
-	// Hit blocks that only the index holds are evictable now and will not be once taken:
-	// count them out of what an allocation can have. (A block only the index holds but
-	// which is not an evictable leaf makes this conservative, never optimistic.)
+	// Hit blocks that are evictable now will not be once taken: count them out of what an
+	// allocation can have (vLLM's test_prefill_not_enough_free_blocks_with_computed_blocks).
 	taken := 0
-	for _, id := range p.hits {
-		if m.pool.RefCount(id) == 1 {
-			taken++
-		}
+	if len(p.hits) > 0 {
+		taken = m.index.ReclaimableOf(p.hits)
 	}
 	avail := m.pool.Available() - taken
 	if p.need+m.wmBlocks > avail {
