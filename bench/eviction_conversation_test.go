@@ -67,7 +67,11 @@ func (t *ConvTrace) PromptTokens() int {
 // Requests run one after another in the order emitted, each exactly as a W3 request:
 // admit the prompt (prefix hit plus allocation), append the reply one token at a time,
 // finish (commit every full block, release).
-func NewConvTrace() *ConvTrace {
+func NewConvTrace() *ConvTrace { return newConvTrace(ConvConversations, ConvOpen) }
+
+// newConvTrace generates a conversation trace with the given number of conversations, open
+// at most open at a time (NewConvTrace's rules otherwise), for tests that need a small one.
+func newConvTrace(conversations, open int) *ConvTrace {
 	r := NewSplitMix64(Seed)
 	uniform := func(a, b int) int { return a + int(r.Next()%uint64(b-a+1)) }
 	t := &ConvTrace{System: make([][]int32, ConvSystemPrompts)}
@@ -83,7 +87,7 @@ func NewConvTrace() *ConvTrace {
 		history         []int32
 	}
 	next := 0
-	open := func() *conv {
+	openNext := func() *conv {
 		c := &conv{id: next}
 		next++
 		sys := t.System[z.Draw(r)]
@@ -92,8 +96,8 @@ func NewConvTrace() *ConvTrace {
 		return c
 	}
 	var active []*conv
-	for range ConvOpen {
-		active = append(active, open())
+	for range min(open, conversations) {
+		active = append(active, openNext())
 	}
 	for len(active) > 0 {
 		i := int(r.Next() % uint64(len(active)))
@@ -112,8 +116,8 @@ func NewConvTrace() *ConvTrace {
 		c.sent++
 		if c.sent == c.turns {
 			active = append(active[:i], active[i+1:]...)
-			if next < ConvConversations {
-				active = append(active, open())
+			if next < conversations {
+				active = append(active, openNext())
 			}
 		}
 	}

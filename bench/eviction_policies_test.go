@@ -144,10 +144,26 @@ func TestEvictLRUMatchesW3(t *testing.T) {
 // stack's invariants hold, and a policy that keeps reused blocks beats one that evicts
 // the block just used.
 func TestEvictionPoliciesOnChat(t *testing.T) {
-	reqs := evictionTraces[1].requests()[:400]
+	if raceEnabled {
+		// One goroutine, nothing to race; the index's and the manager's invariant checks
+		// under the race detector cost seconds even for a few requests. -tags kvinvariants
+		// runs this test with every check.
+		t.Skip("single-threaded replay: the kvinvariants build covers it")
+	}
+	// 40 conversations, 16 open at a time: about 240 requests. Under invariant checks the
+	// index and the manager re-verify themselves as they go: a few requests suffice.
+	conversations, open, pool := 40, 16, 2048
+	if invariant.Enabled {
+		conversations, open, pool = 5, 3, 600
+	}
+	tr := newConvTrace(conversations, open)
+	reqs := make([]replayRequest, len(tr.Requests))
+	for i, r := range tr.Requests {
+		reqs[i] = replayRequest{r.Prompt, r.Output}
+	}
 	rates := map[string]float64{}
 	for _, policy := range evict.Names() {
-		m := evictionStack(t, policy, 2048)
+		m := evictionStack(t, policy, pool)
 		st, err := replay(m, reqs)
 		require.NoError(t, err, policy)
 		require.NoError(t, m.CheckInvariants(), policy)
@@ -164,6 +180,9 @@ func TestEvictionPoliciesOnChat(t *testing.T) {
 // TestConvTraceCheckValues pins the conversation trace: if any of these moves, the table
 // in README.md no longer describes it.
 func TestConvTraceCheckValues(t *testing.T) {
+	if invariant.Enabled {
+		t.Skip("a pure generator, slow under -race: the plain build checks it")
+	}
 	tr := NewConvTrace()
 	turns := map[int]int{}
 	for i, r := range tr.Requests {
