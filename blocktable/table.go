@@ -94,7 +94,11 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // grow is how many blocks must be added to cover n more tokens and lookahead slots.
 func (t *Table) grow(n, lookahead int) int {
-	return max(0, ceilDiv(t.tokens+n+lookahead, t.bs)-len(t.ids))
+	need, have := t.tokens+n+lookahead, len(t.ids)*t.bs
+	if need <= have {
+		return 0 // the common decode step: no division
+	}
+	return ceilDiv(need-have, t.bs)
 }
 
 // needsCopy reports whether writing n > 0 tokens at the end meets a shared block.
