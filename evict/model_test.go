@@ -24,7 +24,7 @@ func TestPoliciesAgainstReferenceLarge(t *testing.T) {
 	if checking {
 		// The policies check themselves after every mutation here: keep sizes moderate
 		// (still several B-tree nodes) so that -race stays fast.
-		runModel(t, 160, 40)
+		runModel(t, 96, 32)
 		return
 	}
 	runModel(t, 320, 64)
