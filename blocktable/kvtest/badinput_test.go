@@ -409,7 +409,7 @@ var withoutInvalidInput = map[string]bool{
 	"Index.ReclaimableOf": true, "Index.Stats": true, "Index.WriteState": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
 	"Table.Fork": true, "Table.Len": true, "Table.Need": true, "Table.NumBlocks": true, "Table.Release": true,
-	"Table.Reserved": true,
+	"Table.Reserved":          true,
 	"Manager.CheckInvariants": true, "Manager.Config": true, "Manager.Contains": true, "Manager.Seqs": true,
 	"Manager.Stats": true, "Manager.WriteState": true,
 }
