@@ -65,10 +65,9 @@ func TestW3ReplayMatchesVLLM(t *testing.T) {
 		t.Skip("W3 replay takes a second")
 	}
 	if invariant.Enabled {
-		// Full checks every 64 mutations make the whole trace take minutes: replay enough
-		// of it to run the index and the pool under pressure with their invariants checked.
-		w3Replay(t, NewW3Trace(), 600)
-		return
+		// Generating the trace alone takes seconds under -race; the index's invariants under
+		// pressure are exercised by package prefix's state machine and allocation loop.
+		t.Skip("skipped with invariant checks (-race, -tags kvinvariants)")
 	}
 	hit, ev := w3Replay(t, NewW3Trace(), W3Requests)
 	rate := float64(hit) / float64(W3Requests*(W3SystemTokens+W3UniqueTokens))
