@@ -115,18 +115,6 @@ func (x *Index) evRemove(n int32) bool {
 	return x.policy.Remove(id)
 }
 
-func (x *Index) evVictim() (blocks.ID, bool) {
-	if x.policy == nil {
-		if len(x.lru.heap) == 0 {
-			return 0, false
-		}
-		id := x.lru.heap[0]
-		x.lruRemoveAt(0)
-		return id, true
-	}
-	return x.policy.Victim()
-}
-
 func (x *Index) evLen() int {
 	if x.policy == nil {
 		return len(x.lru.heap)
