@@ -126,8 +126,9 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } }
 
 // Cursor remembers where in the tree a sequence's committed blocks end, so that committing
-// one more block as it fills costs O(1) instead of a walk from the root. The zero Cursor
-// is at the root of no namespace; Index.Cursor or Index.Match positions one.
+// one more block as it fills costs O(1) instead of a walk from the root. Index.Cursor or
+// Index.Match positions one; Commit takes the zero Cursor as the root of the prompt's
+// namespace (a sequence with no hit in a namespace never committed to).
 type Cursor struct {
 	node   int32  // internal node index; 0 means not positioned, -1 detached
 	blocks int32  // how many blocks of the sequence lie on the path to node
