@@ -112,7 +112,8 @@ type config struct {
 	keyMask uint64
 }
 
-// WithPolicy sets the eviction policy (default: evict.NewLRU).
+// WithPolicy sets the eviction policy (default: LRU by last access, built into the index
+// for speed and ordering exactly as evict.NewLRU does).
 func WithPolicy(p evict.Policy[blocks.ID]) Option { return func(c *config) { c.policy = p } }
 
 // WithHasher sets the block hasher (default: the fast 64-bit hasher).
