@@ -300,9 +300,11 @@ func (d *driver) admit(ns prefix.Namespace, prompt []int32) {
 	}
 	tokens = max(tokens, hitTokens)
 	need := ceilDiv(tokens+req.Lookahead, d.cfg.bs) - len(hits)
+	// Hit blocks that are evictable now (unpinned) will not be once taken.
+	pin, _ := d.model.pinned(held)
 	taken := 0
 	for _, b := range hits {
-		if held[b] == 0 {
+		if !pin[b] {
 			taken++
 		}
 	}
