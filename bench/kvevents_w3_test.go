@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -74,19 +75,21 @@ func BenchmarkW3KVEvents(b *testing.B) {
 		b.Run(h.name+"/no-events", func(b *testing.B) {
 			b.ReportAllocs()
 			var res w3Result
-			var cpu time.Duration
+			var cpu, thread time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				m := w3KVManager(b, h.opts()...)
 				b.StartTimer()
 				var err error
 				cpu0 := cpuTime()
-				if res, err = runW3Steps(m, tr, func() {}, func() {}); err != nil {
+				thread += onThread(func() { res, err = runW3Steps(m, tr, func() {}, func() {}) })
+				if err != nil {
 					b.Fatal(err)
 				}
 				cpu += cpuTime() - cpu0
 			}
 			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/trace")
+			b.ReportMetric(thread.Seconds()/float64(b.N), "sched-cpu-s/trace")
 			b.ReportMetric(float64(W3Requests)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
 			b.ReportMetric(res.HitRate(), "hit-rate")
 		})
@@ -105,7 +108,7 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 	var res w3Result
 	var st kvevents.PublisherStats
 	var events uint64
-	var cpu time.Duration
+	var cpu, thread time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		pub, drain := newDrainedPublisher(b)
@@ -119,7 +122,8 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 		b.StartTimer()
 		var err error
 		cpu0 := cpuTime()
-		if res, err = runW3Steps(m, tr, step, flush); err != nil {
+		thread += onThread(func() { res, err = runW3Steps(m, tr, step, flush) })
+		if err != nil {
 			b.Fatal(err)
 		}
 		require.NoError(b, pub.Close())
@@ -135,13 +139,14 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 	b.ReportMetric(float64(st.Published), "batches")
 	b.ReportMetric(float64(st.DroppedEvents), "dropped-events")
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/trace")
+	b.ReportMetric(thread.Seconds()/float64(b.N), "sched-cpu-s/trace")
 }
 
 // benchW3Batcher is what the scheduler's goroutine pays for events: encoding them and
 // sealing a batch per request, with no queue, socket or other goroutine.
 func benchW3Batcher(b *testing.B, tr *W3Trace, opts func() []prefix.Option) {
 	b.ReportAllocs()
-	var cpu time.Duration
+	var cpu, thread time.Duration
 	var res w3Result
 	for b.Loop() {
 		b.StopTimer()
@@ -151,11 +156,15 @@ func benchW3Batcher(b *testing.B, tr *W3Trace, opts func() []prefix.Option) {
 		b.StartTimer()
 		cpu0 := cpuTime()
 		var err error
-		if res, err = runW3Steps(m, tr, func() {}, func() { out = bt.AppendBatch(out[:0], 1) }); err != nil {
+		thread += onThread(func() {
+			res, err = runW3Steps(m, tr, func() {}, func() { out = bt.AppendBatch(out[:0], 1) })
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - cpu0
 	}
+	b.ReportMetric(thread.Seconds()/float64(b.N), "sched-cpu-s/trace")
 	b.ReportMetric(float64(W3Requests)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
 	b.ReportMetric(res.HitRate(), "hit-rate")
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/trace")
@@ -170,3 +179,76 @@ type countingObserver struct {
 func (c *countingObserver) BlockStored(e *prefix.BlockStored)   { c.events++; c.next.BlockStored(e) }
 func (c *countingObserver) BlockRemoved(e *prefix.BlockRemoved) { c.events++; c.next.BlockRemoved(e) }
 func (c *countingObserver) AllBlocksCleared()                   { c.events++; c.next.AllBlocksCleared() }
+
+// BenchmarkW3KVEventsOverhead measures what publishing adds to W3 as a ratio, robust to
+// this shared machine's load: each iteration runs the trace without events and then with
+// a Publisher (flushed per request), back to back, and the reported figures are medians
+// over iterations of the per-pair increase in the CPU time of the scheduler's own thread
+// (sched-overhead-%: what the allocator's goroutine pays, including its slowdown by the
+// other goroutines sharing the machine's two vCPUs) and of the whole process
+// (process-overhead-%: the sender's encoding, ZeroMQ, and the subscriber if any). With
+// "drained", a plain ZeroMQ subscriber in the same process reads every batch over
+// loopback TCP; with "no-subscriber", the PUB socket has no peer, so the figures leave the
+// network and the reader out. Run it with -benchtime Nx for N pairs.
+func BenchmarkW3KVEventsOverhead(b *testing.B) {
+	tr := NewW3Trace()
+	for _, h := range []struct {
+		name string
+		opts func() []prefix.Option
+	}{
+		{"sha256cbor", func() []prefix.Option { return []prefix.Option{prefix.WithHasher(kvevents.NewSHA256CBOR("42"))} }},
+		{"default-hash", func() []prefix.Option { return nil }},
+	} {
+		for _, drained := range []bool{true, false} {
+			name := h.name + "/drained"
+			if !drained {
+				name = h.name + "/no-subscriber"
+			}
+			b.Run(name, func(b *testing.B) {
+				var sched, proc []float64
+				for b.Loop() {
+					b.StopTimer()
+					plain := w3KVManager(b, h.opts()...)
+					var pub *kvevents.Publisher
+					drain := func() {}
+					if drained {
+						pub, drain = newDrainedPublisher(b)
+					} else {
+						var err error
+						pub, err = kvevents.NewPublisher("tcp://127.0.0.1:0")
+						require.NoError(b, err)
+					}
+					published := w3KVManager(b, append(h.opts(), prefix.WithObserver(pub))...)
+					var err error
+					p0 := cpuTime()
+					t0 := onThread(func() { _, err = runW3Steps(plain, tr, func() {}, func() {}) })
+					p0 = cpuTime() - p0
+					require.NoError(b, err)
+					p1 := cpuTime()
+					t1 := onThread(func() { _, err = runW3Steps(published, tr, func() {}, func() { pub.Flush() }) })
+					require.NoError(b, err)
+					require.NoError(b, pub.Close())
+					p1 = cpuTime() - p1
+					drain()
+					sched = append(sched, 100*(t1.Seconds()/t0.Seconds()-1))
+					proc = append(proc, 100*(p1.Seconds()/p0.Seconds()-1))
+					b.StartTimer()
+				}
+				b.ReportMetric(median(sched), "sched-overhead-%")
+				b.ReportMetric(median(proc), "process-overhead-%")
+			})
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,5 +1,11 @@
 package kvevents
 
+import (
+	"testing"
+
+	"github.com/kvpage/kvpage/prefix"
+)
+
 // WithSendHook makes the sender goroutine call hook before each batch, so that a test can
 // hold it and fill the queue deterministically.
 func WithSendHook(hook func()) Option { return func(c *config) { c.sendHook = hook } }
@@ -40,3 +46,31 @@ func AppendCBORTokens(dst []byte, toks []int32) []byte { return appendCBORTokens
 
 // AppendCBORInt is appendCBORInt.
 func AppendCBORInt(dst []byte, v int64) []byte { return appendCBORInt(dst, v) }
+
+// RecordThenEncode records the events that emit sends to its observer, as a Publisher
+// does on the index's goroutine, and encodes the recording as the sender goroutine does.
+func RecordThenEncode(emit func(prefix.Observer), ts float64, opts ...Option) []byte {
+	r := new(recording)
+	emit(recorderObserver{r})
+	b := NewBatcher(opts...)
+	var rp replayer
+	rp.replay(r, b)
+	return b.AppendBatch(nil, ts)
+}
+
+// RecordingAllocs reports the allocations of recording emit's events into a warm recording.
+func RecordingAllocs(emit func(prefix.Observer)) float64 {
+	r := new(recording)
+	o := recorderObserver{r}
+	emit(o)
+	return testing.AllocsPerRun(50, func() {
+		r.reset()
+		emit(o)
+	})
+}
+
+type recorderObserver struct{ r *recording }
+
+func (o recorderObserver) BlockStored(e *prefix.BlockStored)   { o.r.blockStored(e) }
+func (o recorderObserver) BlockRemoved(e *prefix.BlockRemoved) { o.r.blockRemoved(e) }
+func (o recorderObserver) AllBlocksCleared()                   { o.r.allBlocksCleared() }

@@ -15,27 +15,31 @@ import (
 
 // Publisher puts the prefix index's events on the wire as vLLM's ZmqEventPublisher does.
 // It is a prefix.Observer (plug it in with prefix.WithObserver). The observer side runs on
-// the index's goroutine and never waits on the network: events are encoded into the open
-// batch (a Batcher); Flush seals the batch, gives it the next sequence number and hands it
-// to a bounded queue without blocking. When every queue slot is taken the batch is dropped
-// and counted (its sequence number is still used, so subscribers see the gap). A sender
-// goroutine publishes each queued batch on a ZeroMQ PUB socket as the three frames
-// [topic, sequence number (8 bytes big-endian), msgpack payload] and keeps the last ones
-// in a bounded replay buffer that a ROUTER socket (WithReplay) serves to subscribers that
-// missed some.
+// the index's goroutine and never waits on the network, nor even encodes: each event is
+// copied into the open batch as it is (its hashes and tokens with a memmove each); Flush
+// stamps the batch with the time and the next sequence number and hands it to a bounded
+// queue without blocking. When every queue slot is taken the batch is dropped and counted
+// (its sequence number is still used, so subscribers see the gap). A sender goroutine
+// encodes each queued batch (with a Batcher) and publishes it on a ZeroMQ PUB socket as
+// the three frames [topic, sequence number (8 bytes big-endian), msgpack payload], and
+// keeps the last ones in a bounded replay buffer that a ROUTER socket (WithReplay) serves
+// to subscribers that missed some.
 //
 // Call Flush once per scheduler step, as vLLM publishes one batch per engine step; a batch
 // is also sealed automatically when it reaches WithMaxBatchEvents events. Observer methods,
 // Flush and Close must be called from one goroutine (the index's); Stats, Endpoint and
 // ReplayEndpoint from any.
 type Publisher struct {
-	batcher *Batcher
-	cfg     config
-	seq     uint64 // next sequence number (observer side)
-	closed  bool   // observer side
+	cfg    config
+	cur    *recording // the open batch (observer side)
+	seq    uint64     // next sequence number (observer side)
+	closed bool       // observer side
 
-	free  chan []byte
-	queue chan queuedBatch
+	free  chan *recording
+	queue chan *recording
+
+	batcher  *Batcher // the sender's
+	replayer replayer // the sender's
 
 	pub, router zmq4.Socket
 	cancel      context.CancelFunc
@@ -45,12 +49,6 @@ type Publisher struct {
 	senderDone  chan struct{}
 
 	sealed, published, droppedBatches, droppedEvents, sendErrors, replays counter
-}
-
-type queuedBatch struct {
-	seq     uint64
-	payload []byte // within buf
-	buf     []byte // the whole buffer, to recycle
 }
 
 var _ prefix.Observer = (*Publisher)(nil)
@@ -87,8 +85,9 @@ func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
 	p := &Publisher{
 		batcher: newBatcher(cfg),
 		cfg:     cfg,
-		free:    make(chan []byte, cfg.queueBatches),
-		queue:   make(chan queuedBatch, cfg.queueBatches),
+		cur:     new(recording),
+		free:    make(chan *recording, cfg.queueBatches),
+		queue:   make(chan *recording, cfg.queueBatches),
 		pub:     zmq4.NewPub(ctx),
 		cancel:  cancel,
 		ring:    newReplayRing(cfg.replayBatches),
@@ -96,10 +95,10 @@ func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
 
 		senderDone: make(chan struct{}),
 	}
-	// As many buffers as queue slots: a Flush that finds a free buffer finds a free slot,
+	// As many recordings as queue slots: a Flush that finds a free one finds a free slot,
 	// and one that finds none drops the batch instead of waiting.
 	for range cfg.queueBatches {
-		p.free <- nil
+		p.free <- new(recording)
 	}
 	if err := p.pub.Listen(endpoint); err != nil {
 		cancel()
@@ -134,26 +133,26 @@ func (p *Publisher) ReplayEndpoint() string {
 	return "tcp://" + p.router.Addr().String()
 }
 
-// BlockStored encodes the event into the open batch.
+// BlockStored copies the event into the open batch.
 func (p *Publisher) BlockStored(e *prefix.BlockStored) {
-	p.batcher.BlockStored(e)
+	p.cur.blockStored(e)
 	p.maybeFlush()
 }
 
-// BlockRemoved encodes the event into the open batch.
+// BlockRemoved copies the event into the open batch.
 func (p *Publisher) BlockRemoved(e *prefix.BlockRemoved) {
-	p.batcher.BlockRemoved(e)
+	p.cur.blockRemoved(e)
 	p.maybeFlush()
 }
 
-// AllBlocksCleared encodes the event into the open batch.
+// AllBlocksCleared adds the event to the open batch.
 func (p *Publisher) AllBlocksCleared() {
-	p.batcher.AllBlocksCleared()
+	p.cur.allBlocksCleared()
 	p.maybeFlush()
 }
 
 func (p *Publisher) maybeFlush() {
-	if p.batcher.Len() >= p.cfg.maxBatchEvents {
+	if len(p.cur.events) >= p.cfg.maxBatchEvents {
 		p.Flush()
 	}
 }
@@ -162,7 +161,7 @@ func (p *Publisher) maybeFlush() {
 // waiting: when the queue is full the batch is dropped and counted. It returns the batch's
 // sequence number and whether a batch was sealed. After Close it does nothing.
 func (p *Publisher) Flush() (seq uint64, sealed bool) {
-	n := p.batcher.Len()
+	n := len(p.cur.events)
 	if n == 0 || p.closed {
 		return 0, false
 	}
@@ -170,14 +169,12 @@ func (p *Publisher) Flush() (seq uint64, sealed bool) {
 	p.seq++
 	p.sealed.add(1)
 	select {
-	case buf := <-p.free:
-		// The batch is sealed where it was encoded and handed on as it is; the Batcher
-		// goes on in the free buffer.
-		payload := p.batcher.seal(p.cfg.now())
-		full := p.batcher.swap(buf)
-		p.queue <- queuedBatch{seq, payload, full} // never blocks: a free buffer means a free slot
+	case next := <-p.free:
+		p.cur.seq, p.cur.ts = seq, p.cfg.now()
+		p.queue <- p.cur // never blocks: a free recording means a free slot
+		p.cur = next
 	default:
-		p.batcher.Discard()
+		p.cur.reset()
 		p.droppedBatches.add(1)
 		p.droppedEvents.add(uint64(n))
 	}
@@ -191,16 +188,21 @@ func (p *Publisher) LastSeq() (uint64, bool) { return p.seq - 1, p.seq > 0 }
 // replay.
 func (p *Publisher) send() {
 	defer close(p.senderDone)
-	for q := range p.queue {
+	for r := range p.queue {
 		if p.cfg.sendHook != nil {
 			p.cfg.sendHook()
 		}
+		p.replayer.replay(r, p.batcher)
+		seq, ts := r.seq, r.ts
+		r.reset()
+		p.free <- r
 		// The PUB socket sends asynchronously and the replay buffer keeps the payload, so
-		// both get a copy that nobody writes again; the queue's buffer goes back for reuse.
-		payload := append([]byte(nil), q.payload...)
-		p.free <- q.buf
-		p.ring.push(q.seq, payload)
-		if err := p.pub.SendMulti(zmq4.NewMsgFrom(p.topic, seqBytes(q.seq), payload)); err != nil {
+		// it is never written again: the Batcher goes on in a new buffer, sized like the
+		// last batch (a new buffer is zeroed: its capacity is paid for whether used or not).
+		payload := p.batcher.seal(ts)
+		p.batcher.swap(make([]byte, 0, headroom+len(payload)+len(payload)/4))
+		p.ring.push(seq, payload)
+		if err := p.pub.SendMulti(zmq4.NewMsgFrom(p.topic, seqBytes(seq), payload)); err != nil {
 			p.sendErrors.add(1)
 			continue
 		}
