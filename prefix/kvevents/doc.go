@@ -27,8 +27,8 @@
 //
 // # Events on the wire
 //
-// Batcher (a prefix.Observer) encodes each event as it arrives into vLLM's msgpack form of
-// early 2026 (see wire.go for the layout); Publisher wraps one and publishes sealed batches
+// Batcher (a prefix.Observer) encodes events into vLLM's msgpack form of early 2026 (see
+// wire.go for the layout). Publisher (also a prefix.Observer) publishes batches of them
 // over a ZeroMQ PUB socket with vLLM's framing [topic, sequence number, payload] and serves
 // replays on a ROUTER socket with vLLM's protocol. Decoder reads batches back, and also the
 // map form that vLLM adopted for events in mid 2026. Two choices differ from vLLM without
@@ -38,10 +38,11 @@
 //
 // # Never blocking the allocator
 //
-// The observer side encodes into reused buffers (no allocation in steady state) and hands
-// sealed batches to a bounded queue without waiting: when the queue is full the batch is
-// dropped and counted, and its sequence number is spent anyway, so subscribers see a gap
-// rather than silently diverging. A consumer that missed a dropped BlockRemoved believes a
+// A Publisher's observer side only copies each event into reused buffers (a memmove of its
+// hashes and tokens, a few nanoseconds per block, no allocation in steady state) and hands
+// sealed batches to a bounded queue without waiting; its sender goroutine encodes them.
+// When the queue is full the batch is dropped and counted, and its sequence number is spent
+// anyway, so subscribers see a gap rather than silently diverging. A consumer that missed a dropped BlockRemoved believes a
 // server holds blocks it no longer has; that costs a routing miss, never correctness,
 // because a server always compares tokens before it reuses a block.
 //

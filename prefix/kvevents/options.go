@@ -27,7 +27,7 @@ func defaultConfig() config {
 	return config{
 		medium:         MediumGPU,
 		now:            wallClock,
-		queueBatches:   1024,
+		queueBatches:   8192,
 		replayBatches:  10000, // vLLM's buffer_steps default
 		maxBatchEvents: 4096,
 	}
@@ -84,8 +84,9 @@ func WithReplayBuffer(batches int) Option {
 	return func(c *config) { c.replayBatches = max(batches, 1) }
 }
 
-// WithQueue sets how many sealed batches may wait for the network (default 1,024, at
-// least 1). When all are waiting, a new batch is dropped and counted, never waited for.
+// WithQueue sets how many sealed batches may wait for the sender (default 8,192, at least
+// 1; vLLM's queue holds 100,000). When all are waiting, a new batch is dropped and counted,
+// never waited for. Each slot keeps the memory of the largest batch it carried.
 func WithQueue(batches int) Option { return func(c *config) { c.queueBatches = max(batches, 1) } }
 
 // WithMaxBatchEvents seals the open batch automatically once it holds n events (default

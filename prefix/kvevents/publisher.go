@@ -65,7 +65,8 @@ type PublisherStats struct {
 	Sealed uint64
 	// Published counts batches handed to the PUB socket.
 	Published uint64
-	// DroppedBatches and DroppedEvents count what was dropped because the queue was full.
+	// DroppedBatches and DroppedEvents count what was dropped because the queue was full
+	// (and DroppedEvents also events observed after Close).
 	DroppedBatches, DroppedEvents uint64
 	// SendErrors counts batches the PUB socket refused.
 	SendErrors uint64
@@ -133,20 +134,33 @@ func (p *Publisher) ReplayEndpoint() string {
 	return "tcp://" + p.router.Addr().String()
 }
 
-// BlockStored copies the event into the open batch.
+// BlockStored copies the event into the open batch. After Close events are dropped and
+// counted.
 func (p *Publisher) BlockStored(e *prefix.BlockStored) {
+	if p.closed {
+		p.droppedEvents.add(1)
+		return
+	}
 	p.cur.blockStored(e)
 	p.maybeFlush()
 }
 
 // BlockRemoved copies the event into the open batch.
 func (p *Publisher) BlockRemoved(e *prefix.BlockRemoved) {
+	if p.closed {
+		p.droppedEvents.add(1)
+		return
+	}
 	p.cur.blockRemoved(e)
 	p.maybeFlush()
 }
 
 // AllBlocksCleared adds the event to the open batch.
 func (p *Publisher) AllBlocksCleared() {
+	if p.closed {
+		p.droppedEvents.add(1)
+		return
+	}
 	p.cur.allBlocksCleared()
 	p.maybeFlush()
 }

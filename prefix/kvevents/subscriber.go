@@ -200,6 +200,12 @@ func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
 	}
 	s.stats.Lost += seq - s.next
 	s.next = seq + 1
+	defer func() { // wake WaitFor whatever became of the batch
+		select {
+		case s.progress <- struct{}{}:
+		default:
+		}
+	}()
 	if err := s.dec.Decode(payload, &s.batch); err != nil {
 		s.stats.Malformed++
 		return
@@ -208,10 +214,6 @@ func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
 	s.stats.Applied++
 	if replayed {
 		s.stats.Replayed++
-	}
-	select {
-	case s.progress <- struct{}{}:
-	default:
 	}
 }
 
