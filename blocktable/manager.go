@@ -26,6 +26,10 @@ type Manager struct {
 
 	seqs  map[SeqID]*sequence
 	spare []*sequence // finished sequences kept for reuse, so steady state allocates nothing
+	// last is the sequence the previous lookup found (nil after it is dropped): a scheduler
+	// usually makes several calls in a row on one sequence (Append, then Slot or FillSlots
+	// or FillRow; every chunk of a chunked prefill), and this skips the map for them.
+	last *sequence
 
 	hits    []blocks.ID // scratch for matches
 	infos   []evict.SeqInfo
@@ -127,10 +131,14 @@ func (m *Manager) recycle(s *sequence) {
 }
 
 func (m *Manager) lookup(op string, id SeqID) (*sequence, error) {
+	if s := m.last; s != nil && s.id == id {
+		return s, nil
+	}
 	s, ok := m.seqs[id]
 	if !ok {
 		return nil, &SeqError{Op: op, Seq: id, Err: ErrUnknownSeq}
 	}
+	m.last = s
 	return s, nil
 }
 
@@ -254,11 +262,11 @@ func (m *Manager) commitFull(s *sequence) int {
 	if !m.caching() {
 		return 0
 	}
-	full := len(s.tokens) / m.bs
 	from := s.committed()
-	if full <= from {
-		return 0
+	if len(s.tokens) < (from+1)*m.bs {
+		return 0 // the common decode step: no new full block, and no division to find out
 	}
+	full := len(s.tokens) / m.bs
 	s.prompt.Tokens = s.tokens
 	res, err := m.index.Commit(&s.cur, &s.prompt, s.t.ids[from:full])
 	if err != nil {
@@ -312,7 +320,11 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 	if res.Copied {
 		m.st.CopyOnWrites++
 	}
-	s.tokens = append(s.tokens, tokens...)
+	if len(tokens) == 1 {
+		s.tokens = append(s.tokens, tokens[0]) // a decode step: no memmove call for 4 bytes
+	} else {
+		s.tokens = append(s.tokens, tokens...)
+	}
 	res.Committed = m.commitFull(s)
 	m.check()
 	return res, nil
@@ -359,6 +371,9 @@ func (m *Manager) drop(s *sequence) {
 		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d: %v", s.id, err))
 	}
 	delete(m.seqs, s.id)
+	if m.last == s {
+		m.last = nil
+	}
 	m.recycle(s)
 }
 

@@ -155,6 +155,16 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 	if n < 0 || lookahead < 0 {
 		return res, fmt.Errorf("%w: append %d tokens, lookahead %d", ErrInvalidArgument, n, lookahead)
 	}
+	if t.window == 0 && lookahead == 0 && n > 0 && t.tokens+n <= len(t.ids)*t.bs && t.tokens >= (len(t.ids)-1)*t.bs {
+		// The common decode step: the new tokens fit in the last block, which is where the
+		// next position lies (no lookahead blocks beyond it, so no division to find it).
+		// Only a block shared by a fork needs the general path's copy-on-write.
+		if t.pool.RefCount(t.ids[len(t.ids)-1]) == 1 {
+			t.tokens += n
+			t.check()
+			return res, nil
+		}
+	}
 	grow := t.grow(n, lookahead)
 	cow := t.needsCopy(n)
 	need := grow
