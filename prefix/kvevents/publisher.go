@@ -35,7 +35,7 @@ type Publisher struct {
 	seq    uint64     // next sequence number (observer side)
 	closed bool       // observer side
 
-	free  chan *recording
+	free  freeList
 	queue chan *recording
 
 	batcher  *Batcher // the sender's
@@ -87,7 +87,7 @@ func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
 		batcher: newBatcher(cfg),
 		cfg:     cfg,
 		cur:     new(recording),
-		free:    make(chan *recording, cfg.queueBatches),
+		free:    freeList{stack: make([]*recording, 0, cfg.queueBatches)},
 		queue:   make(chan *recording, cfg.queueBatches),
 		pub:     zmq4.NewPub(ctx),
 		cancel:  cancel,
@@ -99,7 +99,7 @@ func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
 	// As many recordings as queue slots: a Flush that finds a free one finds a free slot,
 	// and one that finds none drops the batch instead of waiting.
 	for range cfg.queueBatches {
-		p.free <- new(recording)
+		p.free.put(new(recording))
 	}
 	if err := p.pub.Listen(endpoint); err != nil {
 		cancel()
@@ -182,12 +182,11 @@ func (p *Publisher) Flush() (seq uint64, sealed bool) {
 	seq = p.seq
 	p.seq++
 	p.sealed.add(1)
-	select {
-	case next := <-p.free:
+	if next := p.free.get(); next != nil {
 		p.cur.seq, p.cur.ts = seq, p.cfg.now()
 		p.queue <- p.cur // never blocks: a free recording means a free slot
 		p.cur = next
-	default:
+	} else {
 		p.cur.reset()
 		p.droppedBatches.add(1)
 		p.droppedEvents.add(uint64(n))
@@ -209,7 +208,7 @@ func (p *Publisher) send() {
 		p.replayer.replay(r, p.batcher)
 		seq, ts := r.seq, r.ts
 		r.reset()
-		p.free <- r
+		p.free.put(r)
 		// The PUB socket sends asynchronously and the replay buffer keeps the payload, so
 		// it is never written again: the Batcher goes on in a new buffer, sized like the
 		// last batch (a new buffer is zeroed: its capacity is paid for whether used or not).
@@ -264,4 +263,32 @@ func closeSocket(s zmq4.Socket) error {
 		return err
 	}
 	return nil
+}
+
+// freeList holds the recordings not in use, last in first out: the few that a steady
+// stream keeps in flight are reused over and over, already grown to a batch's size and
+// warm in cache, instead of every slot of the queue growing its own arenas in turn (which
+// would make the allocator's goroutine allocate, and pay garbage-collection assists).
+type freeList struct {
+	mu    sync.Mutex
+	stack []*recording
+}
+
+func (f *freeList) get() *recording {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.stack)
+	if n == 0 {
+		return nil
+	}
+	r := f.stack[n-1]
+	f.stack[n-1] = nil
+	f.stack = f.stack[:n-1]
+	return r
+}
+
+func (f *freeList) put(r *recording) {
+	f.mu.Lock()
+	f.stack = append(f.stack, r)
+	f.mu.Unlock()
 }
