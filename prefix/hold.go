@@ -18,11 +18,12 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 		return nil
 	}
 	t := x.tick()
+	nodes := x.nodes // a local: the loop's stores into nodes would otherwise reload x.nodes
 	for _, id := range ids {
 		n := nodeOf(id)
-		nd := &x.nodes[n]
+		nd := &nodes[n]
 		if nd.flags&flagPinned == 0 {
-			x.evRemove(n)
+			x.evRemove(n) // inlined: along a hit path, only a leaf is in the set
 			x.pin(n)
 		}
 		nd.lastAccess = t
@@ -45,14 +46,25 @@ func (x *Index) Release(ids []blocks.ID) error {
 		return err
 	}
 	if err := x.pool.Release(ids...); err != nil {
+		x.clearMarks(ids)
 		return err // an uncached block the caller does not hold; nothing changed
 	}
+	// One pass from the last block to the first: stamp, clear checkRelease's mark, unpin.
+	// Along a request's path released tail first, only the tail becomes an evictable leaf
+	// (one heap push); each block above it just loses its pin.
+	nodes, nb := x.nodes, x.nb
 	for i := len(ids) - 1; i >= 0; i-- {
-		n := nodeOf(ids[i])
-		if !x.isBlock(n) || x.nodes[n].flags&flagCached == 0 {
+		id := ids[i]
+		if uint(id) >= uint(nb) {
 			continue
 		}
-		x.nodes[n].lastAccess = x.tick()
+		n := nodeOf(id)
+		nd := &nodes[n]
+		if nd.flags&flagCached == 0 {
+			continue
+		}
+		nd.flags &^= flagMark
+		nd.lastAccess = x.tick()
 		x.unpinFrom(n)
 	}
 	x.mutated()
@@ -60,14 +72,19 @@ func (x *Index) Release(ids []blocks.ID) error {
 }
 
 // checkRelease verifies that the caller holds every cached block of ids as many times as it
-// releases it: each needs a holder beyond the index.
+// releases it: each needs a holder beyond the index. On success the cached blocks of ids are
+// left marked (flagMark) for Release to clear in its own pass; on error nothing is marked.
 func (x *Index) checkRelease(ids []blocks.ID) error {
 	repeated := false
+	nodes, nb := x.nodes, x.nb
 	for _, id := range ids {
-		if !x.IsCached(id) {
+		if uint(id) >= uint(nb) {
 			continue
 		}
-		nd := &x.nodes[nodeOf(id)]
+		nd := &nodes[nodeOf(id)]
+		if nd.flags&flagCached == 0 {
+			continue
+		}
 		if x.pool.RefCount(id) < 2 {
 			x.clearMarks(ids)
 			return &BlockError{Op: "release", ID: id, Err: ErrNotAcquired}
@@ -77,7 +94,6 @@ func (x *Index) checkRelease(ids []blocks.ID) error {
 		}
 		nd.flags |= flagMark
 	}
-	x.clearMarks(ids)
 	if !repeated {
 		return nil
 	}
@@ -93,6 +109,7 @@ func (x *Index) checkRelease(ids []blocks.ID) error {
 			}
 		}
 		if x.pool.RefCount(id) < 1+k {
+			x.clearMarks(ids)
 			return &BlockError{Op: "release", ID: ids[i], Err: ErrNotAcquired}
 		}
 	}
@@ -129,8 +146,9 @@ func (x *Index) pin(n int32) {
 // unpinFrom unpins block node n if nothing holds it or anything below it any more, adds
 // it to the eviction set if it is a leaf, and walks up while ancestors become unpinned.
 func (x *Index) unpinFrom(n int32) {
-	for x.isBlock(n) {
-		nd := &x.nodes[n]
+	nodes, nb := x.nodes, int32(x.nb)
+	for n > 0 && n <= nb {
+		nd := &nodes[n]
 		if nd.flags&flagPinned == 0 || nd.pinnedKids > 0 || x.pool.RefCount(blockOf(n)) > 1 {
 			return
 		}
@@ -140,10 +158,10 @@ func (x *Index) unpinFrom(n int32) {
 			x.evAdd(n)
 		}
 		p := nd.parent
-		if !x.isBlock(p) {
+		if p <= 0 || p > nb {
 			return
 		}
-		x.nodes[p].pinnedKids--
+		nodes[p].pinnedKids--
 		n = p
 	}
 }

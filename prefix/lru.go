@@ -102,14 +102,20 @@ func (x *Index) evAdd(n int32) {
 	x.policy.Add(evictEntry(id, nd))
 }
 
+// evRemove takes node n out of the eviction set if it is there. It is small enough to be
+// inlined: most callers (Acquire along a hit path, a parent gaining a child) find the
+// block not in the set, and that answer costs one load of the dense LRU's position.
 func (x *Index) evRemove(n int32) bool {
+	if x.policy != nil || x.lru.pos[n-1] != 0 { // pos is indexed by block: n-1
+		return x.evRemoveSlow(n)
+	}
+	return false
+}
+
+func (x *Index) evRemoveSlow(n int32) bool {
 	id := blockOf(n)
 	if x.policy == nil {
-		p := x.lru.pos[id]
-		if p == 0 {
-			return false
-		}
-		x.lruRemoveAt(int(p - 1))
+		x.lruRemoveAt(int(x.lru.pos[id] - 1))
 		return true
 	}
 	return x.policy.Remove(id)
