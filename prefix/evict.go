@@ -29,8 +29,9 @@ func (x *Index) Reclaimable() int { return x.cached - x.pinned }
 // are not cached count for nothing.
 func (x *Index) ReclaimableOf(ids []blocks.ID) int {
 	n := 0
+	nodes, nb := x.nodes, x.nb
 	for _, id := range ids {
-		if x.IsCached(id) && x.nodes[nodeOf(id)].flags&flagPinned == 0 {
+		if uint(id) < uint(nb) && nodes[nodeOf(id)].flags&(flagCached|flagPinned) == flagCached {
 			n++
 		}
 	}
