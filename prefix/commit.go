@@ -175,8 +175,10 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}
 		b := start + i
 		if x.bs == 16 {
-			// One 64-byte move the compiler writes out in line: no memmove call per block.
-			*(*[16]int32)(x.tokens[int(id)*16:]) = *(*[16]int32)(p.Tokens[b*16:])
+			// Through a local, so that the compiler knows source and destination do not
+			// overlap and writes the 64-byte move out in line: no memmove call per block.
+			blk := *(*[16]int32)(p.Tokens[b*16:])
+			*(*[16]int32)(x.tokens[int(id)*16:]) = blk
 		} else {
 			copy(x.tokens[int(id)*x.bs:], p.Tokens[b*x.bs:(b+1)*x.bs])
 		}
