@@ -83,7 +83,7 @@ func BenchmarkKVEventsObserve(b *testing.B) {
 // BenchmarkKVEventsPublish pushes one-block BlockStored events through a Publisher, a
 // batch sealed every 64 events, to a subscriber on loopback; b.N events, timed until the
 // subscriber has received every published batch. It reports events/s delivered, the
-// events dropped because the sender fell behind (the queue holds 1,024 batches), and the
+// events dropped because the sender fell behind (the queue holds 8,192 batches), and the
 // CPU time per event of the whole process: observer, sender, ZeroMQ and the receiving
 // subscriber, so an upper bound of what publishing costs a server.
 func BenchmarkKVEventsPublish(b *testing.B) {

@@ -179,8 +179,19 @@ func (b *Batcher) encodeHash(h []byte) {
 		_ = b.enc.EncodeUint(Uint64(h))
 		return
 	}
+	if len(h) < 256 { // every hash: bin8 written directly, as EncodeBytes writes it
+		b.events.b = append(append(b.events.b, msgpackBin8, byte(len(h))), h...)
+		return
+	}
 	_ = b.enc.EncodeBytes(h)
 }
+
+// msgpackBin8 and msgpackNil are the codes of a byte string shorter than 256 bytes and
+// of nil, written directly on the per-block paths.
+const (
+	msgpackBin8 = 0xc4
+	msgpackNil  = 0xc0
+)
 
 func (b *Batcher) encodeOptString(s string) {
 	if s == "" {
@@ -201,7 +212,7 @@ func (b *Batcher) encodeExtraKeys(lora string, mm []string, salt string) {
 		n++
 	}
 	if n == 0 {
-		_ = b.enc.EncodeNil()
+		b.events.b = append(b.events.b, msgpackNil)
 		return
 	}
 	_ = b.enc.EncodeArrayLen(n)

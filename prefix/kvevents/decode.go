@@ -2,8 +2,10 @@ package kvevents
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -111,6 +113,7 @@ func DecodeBatch(payload []byte) (*Batch, error) {
 // does not know (extra trailing array elements, unknown map keys), so that fields added
 // later do not break it. A Decoder may be reused; it is not safe for concurrent use.
 type Decoder struct {
+	payload []byte
 	r       bytes.Reader
 	d       *msgpack.Decoder
 	scratch []byte
@@ -124,6 +127,7 @@ const maxInterned = 1024
 // filled stay valid until the Batch is passed to Decode again. On error b holds a partial
 // batch, and the error wraps ErrMalformed.
 func (d *Decoder) Decode(payload []byte, b *Batch) error {
+	d.payload = payload
 	d.r.Reset(payload)
 	if d.d == nil {
 		d.d = msgpack.NewDecoder(&d.r)
@@ -413,15 +417,39 @@ func (d *Decoder) tokenList(b *Batch, e *Event) error {
 		return err
 	}
 	from := len(b.tokens)
+	// The common forms (non-negative integers up to uint32) are read straight from the
+	// payload, which the msgpack decoder reads unbuffered through d.r; anything else goes
+	// through the decoder.
+	pos := len(d.payload) - d.r.Len()
+	p := d.payload
 	for range n {
-		v, err := d.int()
-		if err != nil {
-			return err
+		var v int64
+		switch {
+		case pos < len(p) && p[pos] <= 0x7f: // positive fixint
+			v, pos = int64(p[pos]), pos+1
+		case pos+1 < len(p) && p[pos] == 0xcc:
+			v, pos = int64(p[pos+1]), pos+2
+		case pos+2 < len(p) && p[pos] == 0xcd:
+			v, pos = int64(binary.BigEndian.Uint16(p[pos+1:])), pos+3
+		case pos+4 < len(p) && p[pos] == 0xce:
+			v, pos = int64(binary.BigEndian.Uint32(p[pos+1:])), pos+5
+		default:
+			if _, err := d.r.Seek(int64(pos), io.SeekStart); err != nil {
+				return err
+			}
+			var err error
+			if v, err = d.int(); err != nil {
+				return err
+			}
+			pos = len(p) - d.r.Len()
 		}
 		if v < math.MinInt32 || v > math.MaxInt32 {
 			return fmt.Errorf("token id %d out of int32 range", v)
 		}
 		b.tokens = append(b.tokens, int32(v))
+	}
+	if _, err := d.r.Seek(int64(pos), io.SeekStart); err != nil {
+		return err
 	}
 	e.Tokens = b.tokens[from:len(b.tokens):len(b.tokens)]
 	return nil
