@@ -6,8 +6,9 @@ import "github.com/kvpage/kvpage/blocks"
 // off the evictable set and touches them. All or nothing: a block that is not cached fails
 // the call with ErrNotCached and changes nothing.
 func (x *Index) Acquire(ids []blocks.ID) error {
+	nodes, nb := x.nodes, x.nb // locals: IsCached would reload both for every block
 	for _, id := range ids {
-		if !x.IsCached(id) {
+		if uint(id) >= uint(nb) || nodes[nodeOf(id)].flags&flagCached == 0 {
 			return &BlockError{Op: "acquire", ID: id, Err: ErrNotCached}
 		}
 	}
@@ -18,7 +19,6 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 		return nil
 	}
 	t := x.tick()
-	nodes := x.nodes // a local: the loop's stores into nodes would otherwise reload x.nodes
 	for _, id := range ids {
 		n := nodeOf(id)
 		nd := &nodes[n]
@@ -50,8 +50,10 @@ func (x *Index) Release(ids []blocks.ID) error {
 		return err // an uncached block the caller does not hold; nothing changed
 	}
 	// One pass from the last block to the first: stamp, clear checkRelease's mark, unpin.
-	// Along a request's path released tail first, only the tail becomes an evictable leaf
-	// (one heap push); each block above it just loses its pin.
+	// The pool has already dropped every reference, so unpinning a request's tail walks
+	// up its whole path at once: the tail becomes an evictable leaf (one heap push), each
+	// block above it just loses its pin, and the blocks after the tail find themselves
+	// unpinned already and skip the call.
 	nodes, nb := x.nodes, x.nb
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
@@ -65,7 +67,9 @@ func (x *Index) Release(ids []blocks.ID) error {
 		}
 		nd.flags &^= flagMark
 		nd.lastAccess = x.tick()
-		x.unpinFrom(n)
+		if nd.flags&flagPinned != 0 {
+			x.unpinFrom(n)
+		}
 	}
 	x.mutated()
 	return nil
