@@ -11,12 +11,13 @@ import (
 )
 
 // Batcher turns the prefix index's events into vLLM KV events and collects them into a
-// batch. It implements prefix.Observer: plug it in with prefix.WithObserver (a Publisher
-// embeds one and does that for you). Each event is encoded to msgpack as it arrives, into a
-// buffer the Batcher reuses, so observing allocates nothing once the buffer has grown to
-// the size of a batch. AppendBatch seals the batch.
+// batch. It implements prefix.Observer: plugged in with prefix.WithObserver it encodes on
+// the index's goroutine (a Publisher instead copies events there and encodes them with a
+// Batcher on its sender goroutine). Each event is encoded to msgpack as it arrives, into a
+// buffer the Batcher reuses, so it allocates nothing once the buffer has grown to the size
+// of a batch. AppendBatch seals the batch.
 //
-// A Batcher belongs to the index's goroutine: it is not safe for concurrent use.
+// A Batcher belongs to one goroutine: it is not safe for concurrent use.
 type Batcher struct {
 	cfg    config
 	events byteSink // the open batch's encoded events

@@ -1,0 +1,282 @@
+package kvevents
+
+// The decoders of the events' fields and of msgpack items, shared by the array form and
+// the map form.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// field decodes the value of the named field into e; an unknown name is skipped.
+func (d *Decoder) field(b *Batch, e *Event, name string) error {
+	var err error
+	switch name {
+	case fieldBlockHashes:
+		err = d.hashList(b, e)
+	case fieldParent:
+		e.HasParent, err = d.hash(b, &e.Parent)
+	case fieldTokenIDs:
+		err = d.tokenList(b, e)
+	case fieldBlockSize:
+		var v int64
+		if v, err = d.int(); err == nil {
+			if v < 0 || v > math.MaxInt32 {
+				err = fmt.Errorf("block size %d", v)
+			}
+			e.BlockSize = int(v)
+		}
+	case fieldLoRAID:
+		if e.HasLoRAID, err = d.notNil(); err == nil && e.HasLoRAID {
+			e.LoRAID, err = d.int()
+		}
+	case fieldMedium:
+		if e.HasMedium, err = d.notNil(); err == nil && e.HasMedium {
+			e.Medium, err = d.internedString()
+		}
+	case fieldLoRAName:
+		if e.HasLoRAName, err = d.notNil(); err == nil && e.HasLoRAName {
+			e.LoRAName, err = d.internedString()
+		}
+	case fieldExtraKeys:
+		err = d.extraKeys(e)
+	default:
+		err = d.d.Skip()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func (d *Decoder) hashList(b *Batch, e *Event) error {
+	n, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	from := len(b.hashes)
+	for range n {
+		var h ExternalHash
+		ok, err := d.hash(b, &h)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("a block hash is None")
+		}
+		b.hashes = append(b.hashes, h)
+	}
+	e.Hashes = b.hashes[from:len(b.hashes):len(b.hashes)]
+	return nil
+}
+
+// hash decodes one hash (bytes or integer) into h; it returns false for nil.
+func (d *Decoder) hash(b *Batch, h *ExternalHash) (bool, error) {
+	c, err := d.d.PeekCode()
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case c == msgpcode.Nil:
+		return false, d.d.DecodeNil()
+	case msgpcode.IsBin(c):
+		n, err := d.d.DecodeBytesLen()
+		if err != nil {
+			return false, err
+		}
+		if n < 0 || n > d.r.Len() {
+			return false, fmt.Errorf("hash of %d bytes in %d", n, d.r.Len())
+		}
+		from := len(b.bytes)
+		b.bytes = append(b.bytes, make([]byte, n)...)
+		if err := d.d.ReadFull(b.bytes[from:]); err != nil {
+			return false, err
+		}
+		*h = ExternalHash{Bytes: b.bytes[from:len(b.bytes):len(b.bytes)]}
+		return true, nil
+	default:
+		// Integers: unsigned in vLLM's integer mode; a negative one (Python's builtin
+		// hash() of old vLLM) keeps its two's-complement bits.
+		v, err := d.int()
+		if err != nil {
+			return false, err
+		}
+		*h = ExternalHash{Int: uint64(v), IsInt: true}
+		return true, nil
+	}
+}
+
+func (d *Decoder) tokenList(b *Batch, e *Event) error {
+	n, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	from := len(b.tokens)
+	// The common forms (non-negative integers up to uint32) are read straight from the
+	// payload, which the msgpack decoder reads unbuffered through d.r; anything else goes
+	// through the decoder.
+	pos := len(d.payload) - d.r.Len()
+	p := d.payload
+	for range n {
+		var v int64
+		switch {
+		case pos < len(p) && p[pos] <= 0x7f: // positive fixint
+			v, pos = int64(p[pos]), pos+1
+		case pos+1 < len(p) && p[pos] == 0xcc:
+			v, pos = int64(p[pos+1]), pos+2
+		case pos+2 < len(p) && p[pos] == 0xcd:
+			v, pos = int64(binary.BigEndian.Uint16(p[pos+1:])), pos+3
+		case pos+4 < len(p) && p[pos] == 0xce:
+			v, pos = int64(binary.BigEndian.Uint32(p[pos+1:])), pos+5
+		default:
+			if _, err := d.r.Seek(int64(pos), io.SeekStart); err != nil {
+				return err
+			}
+			var err error
+			if v, err = d.int(); err != nil {
+				return err
+			}
+			pos = len(p) - d.r.Len()
+		}
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return fmt.Errorf("token id %d out of int32 range", v)
+		}
+		b.tokens = append(b.tokens, int32(v))
+	}
+	if _, err := d.r.Seek(int64(pos), io.SeekStart); err != nil {
+		return err
+	}
+	e.Tokens = b.tokens[from:len(b.tokens):len(b.tokens)]
+	return nil
+}
+
+func (d *Decoder) extraKeys(e *Event) error {
+	if ok, err := d.notNil(); err != nil || !ok {
+		return err
+	}
+	n, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	e.ExtraKeys = make([][]any, n)
+	for i := range n {
+		ok, err := d.notNil()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		k, err := d.arrayLen()
+		if err != nil {
+			return err
+		}
+		keys := make([]any, k)
+		for j := range keys {
+			if keys[j], err = d.d.DecodeInterface(); err != nil {
+				return err
+			}
+		}
+		e.ExtraKeys[i] = keys
+	}
+	return nil
+}
+
+// rawString reads a string (or bin) into the decoder's scratch buffer, valid until the next
+// call.
+func (d *Decoder) rawString() ([]byte, error) {
+	n, err := d.d.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || n > d.r.Len() {
+		return nil, fmt.Errorf("string of %d bytes in %d", n, d.r.Len())
+	}
+	d.scratch = append(d.scratch[:0], make([]byte, n)...)
+	return d.scratch, d.d.ReadFull(d.scratch)
+}
+
+func (d *Decoder) internedString() (string, error) {
+	b, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return d.intern(b), nil
+}
+
+// intern returns b as a string, shared with earlier equal strings: the same medium and
+// LoRA names come in every event, and a decoder that reuses its Batch allocates nothing.
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if d.strs == nil {
+		d.strs = make(map[string]string)
+	}
+	if len(d.strs) < maxInterned {
+		d.strs[s] = s
+	}
+	return s
+}
+
+// int decodes an integer of any msgpack width, refusing nil and uint64 values that do not
+// fit in an int64 (except as two's complement, which callers that want bits accept).
+func (d *Decoder) int() (int64, error) {
+	c, err := d.d.PeekCode()
+	if err != nil {
+		return 0, err
+	}
+	if !msgpcode.IsFixedNum(c) && (c < msgpcode.Uint8 || c > msgpcode.Int64) {
+		return 0, fmt.Errorf("want an integer, got code 0x%02x", c)
+	}
+	return d.d.DecodeInt64()
+}
+
+// arrayLen decodes an array header, refusing nil and lengths that the remaining bytes
+// cannot hold (every element takes at least one byte), so hostile input cannot make the
+// decoder allocate more than the payload's size.
+func (d *Decoder) arrayLen() (int, error) {
+	n, err := d.d.DecodeArrayLen()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, errors.New("want an array, got nil")
+	}
+	if n > d.r.Len() {
+		return 0, fmt.Errorf("array of %d elements in %d bytes", n, d.r.Len())
+	}
+	return n, nil
+}
+
+// notNil consumes a nil and returns false, or returns true leaving a non-nil value to read.
+func (d *Decoder) notNil() (bool, error) {
+	isNil, err := d.nilNext()
+	return !isNil, err
+}
+
+func (d *Decoder) nilNext() (bool, error) {
+	c, err := d.d.PeekCode()
+	if err != nil {
+		return false, err
+	}
+	if c == msgpcode.Nil {
+		return true, d.d.DecodeNil()
+	}
+	return false, nil
+}
+
+func (d *Decoder) skip(n int) error {
+	for range n {
+		if err := d.d.Skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
