@@ -306,16 +306,22 @@ func (m *Manager) rematch(s *sequence, upto int) {
 // it (see AppendResult.Copy). All or nothing: on ErrOutOfBlocks nothing changed; the
 // caller preempts (Preempt) and retries. Append allocates no memory in steady state.
 func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult, error) {
-	s, err := m.running("append", seq)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	res, err := s.t.Append(len(tokens), lookahead)
-	if err != nil {
-		if oob, ok := err.(*OutOfBlocksError); ok {
-			oob.Seq = seq
+	s := m.last
+	if s == nil || s.id != seq || s.state != Running { // in line for a decode loop's sequence
+		var err error
+		if s, err = m.running("append", seq); err != nil {
+			return AppendResult{}, err
 		}
-		return res, err
+	}
+	var res AppendResult
+	if !s.t.appendInLast(len(tokens), lookahead) { // in line for a decode step
+		var err error
+		if res, err = s.t.Append(len(tokens), lookahead); err != nil {
+			if oob, ok := err.(*OutOfBlocksError); ok {
+				oob.Seq = seq
+			}
+			return res, err
+		}
 	}
 	if res.Copied {
 		m.st.CopyOnWrites++
@@ -325,7 +331,9 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 	} else {
 		s.tokens = append(s.tokens, tokens...)
 	}
-	res.Committed = m.commitFull(s)
+	if len(s.tokens) >= (s.committed()+1)*m.bs { // a block filled: otherwise no call
+		res.Committed = m.commitFull(s)
+	}
 	m.check()
 	return res, nil
 }

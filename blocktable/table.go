@@ -135,6 +135,22 @@ func (t *Table) windowFreeable(drop int) int {
 	return n
 }
 
+// appendInLast performs the common decode step, small enough to be inlined into its
+// callers, and reports whether it did: n > 0 new tokens fit in the last block, where the
+// next position lies (no lookahead blocks beyond it, so no division to find it), and that
+// block is the table's own (a block shared by a fork needs Append's copy-on-write).
+// Sliding-window tables always take Append's general path. The caller runs the
+// invariant check (Table.Append its own, the Manager its sampled check of everything).
+func (t *Table) appendInLast(n, lookahead int) bool {
+	last := len(t.ids) - 1
+	if n <= 0 || lookahead != 0 || t.window != 0 || t.tokens+n > len(t.ids)*t.bs ||
+		t.tokens < last*t.bs || t.pool.RefCount(t.ids[last]) != 1 {
+		return false
+	}
+	t.tokens += n
+	return true
+}
+
 // Need returns how many blocks Append(n, lookahead) would allocate now, a copy-on-write
 // included, without changing anything.
 func (t *Table) Need(n, lookahead int) int {
@@ -151,19 +167,13 @@ func (t *Table) Need(n, lookahead int) int {
 // All or nothing: on error (ErrOutOfBlocks, ErrInvalidArgument) nothing changed. It
 // allocates no memory once the table's slice has grown to its working size.
 func (t *Table) Append(n, lookahead int) (AppendResult, error) {
+	if t.appendInLast(n, lookahead) {
+		t.check()
+		return AppendResult{}, nil
+	}
 	var res AppendResult
 	if n < 0 || lookahead < 0 {
 		return res, fmt.Errorf("%w: append %d tokens, lookahead %d", ErrInvalidArgument, n, lookahead)
-	}
-	if t.window == 0 && lookahead == 0 && n > 0 && t.tokens+n <= len(t.ids)*t.bs && t.tokens >= (len(t.ids)-1)*t.bs {
-		// The common decode step: the new tokens fit in the last block, which is where the
-		// next position lies (no lookahead blocks beyond it, so no division to find it).
-		// Only a block shared by a fork needs the general path's copy-on-write.
-		if t.pool.RefCount(t.ids[len(t.ids)-1]) == 1 {
-			t.tokens += n
-			t.check()
-			return res, nil
-		}
 	}
 	grow := t.grow(n, lookahead)
 	cow := t.needsCopy(n)
