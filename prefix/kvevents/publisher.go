@@ -101,6 +101,13 @@ func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
 	for range cfg.queueBatches {
 		p.free.put(new(recording))
 	}
+	// Bound the PUB socket's own queue as vLLM bounds it (its hwm): past it the socket
+	// drops the newest messages, which the replay buffer still holds, so subscribers see
+	// the gap and fetch them. go-zeromq's queue is otherwise unbounded.
+	if err := p.pub.SetOption(zmq4.OptionHWM, cfg.replayBatches); err != nil {
+		cancel()
+		return nil, fmt.Errorf("kvevents: publisher: %w", err)
+	}
 	if err := p.pub.Listen(endpoint); err != nil {
 		cancel()
 		return nil, fmt.Errorf("kvevents: publisher: %w", err)
