@@ -43,7 +43,7 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 		bt.BlockRemoved(r)
 		events += 2
 		blocksIn += 2 * nb
-		if n += 2; n >= eventsPerStep {
+		if n += 2; n >= kvEventsPerStep {
 			seal()
 		}
 	}
@@ -67,7 +67,7 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 		}
 		done++
 	}
-	reportCPUPer(b, cpu0, float64(blocksIn), "cpu-ns/block")
+	kvReportCPUPer(b, cpu0, float64(blocksIn), "cpu-ns/block")
 	total := float64(b.N) * float64(events)
 	b.ReportMetric(total/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.N)*float64(blocksIn)/b.Elapsed().Seconds(), "blocks/s")

@@ -19,16 +19,16 @@ import (
 func newDrainedPublisher(tb testing.TB, opts ...kvevents.Option) (*kvevents.Publisher, func()) {
 	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0", opts...)
 	require.NoError(tb, err)
-	sub, _ := drainSub(tb, pub.Endpoint())
+	sub, _ := kvDrainSub(tb, pub.Endpoint())
 	return pub, func() { sub.Close() }
 }
 
-// drainSub connects a SUB socket to endpoint and counts what it receives.
-func drainSub(tb testing.TB, endpoint string) (zmq4.Socket, *countedMsgs) {
+// kvDrainSub connects a SUB socket to endpoint and counts what it receives.
+func kvDrainSub(tb testing.TB, endpoint string) (zmq4.Socket, *kvCountedMsgs) {
 	sub := zmq4.NewSub(context.Background())
 	require.NoError(tb, sub.Dial(endpoint))
 	require.NoError(tb, sub.SetOption(zmq4.OptionSubscribe, ""))
-	c := &countedMsgs{ch: make(chan struct{}, 1<<20)}
+	c := &kvCountedMsgs{ch: make(chan struct{}, 1<<20)}
 	go func() {
 		for {
 			if _, err := sub.Recv(); err != nil {
@@ -40,11 +40,11 @@ func drainSub(tb testing.TB, endpoint string) (zmq4.Socket, *countedMsgs) {
 	return sub, c
 }
 
-type countedMsgs struct{ ch chan struct{} }
+type kvCountedMsgs struct{ ch chan struct{} }
 
-// storedEvent is one BlockStored of one 16-token block with a 32-byte hash and a parent:
+// kvStoredEvent is one BlockStored of one 16-token block with a 32-byte hash and a parent:
 // the unit of a W3 commit.
-func storedEvent() *prefix.BlockStored {
+func kvStoredEvent() *prefix.BlockStored {
 	toks := make([]int32, BlockSize)
 	r := NewSplitMix64(Seed)
 	for i := range toks {
@@ -56,13 +56,13 @@ func storedEvent() *prefix.BlockStored {
 	}
 }
 
-const eventsPerStep = 64
+const kvEventsPerStep = 64
 
 // BenchmarkKVEventsObserve is what the allocator's goroutine pays per event: encoding a
 // one-block BlockStored into the open batch, a batch sealed every 64 events. It must not
 // allocate.
 func BenchmarkKVEventsObserve(b *testing.B) {
-	e := storedEvent()
+	e := kvStoredEvent()
 	bt := kvevents.NewBatcher()
 	out := make([]byte, 0, 1<<20)
 	b.ReportAllocs()
@@ -70,14 +70,14 @@ func BenchmarkKVEventsObserve(b *testing.B) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		bt.BlockStored(e)
-		if n++; n == eventsPerStep {
+		if n++; n == kvEventsPerStep {
 			out = bt.AppendBatch(out[:0], 1)
 			n = 0
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
-	reportCPUPer(b, cpu0, 1, "cpu-ns/event")
+	kvReportCPUPer(b, cpu0, 1, "cpu-ns/event")
 }
 
 // BenchmarkKVEventsPublish pushes one-block BlockStored events through a Publisher, a
@@ -87,10 +87,10 @@ func BenchmarkKVEventsObserve(b *testing.B) {
 // CPU time per event of the whole process: observer, sender, ZeroMQ and the receiving
 // subscriber, so an upper bound of what publishing costs a server.
 func BenchmarkKVEventsPublish(b *testing.B) {
-	e := storedEvent()
+	e := kvStoredEvent()
 	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0")
 	require.NoError(b, err)
-	sub, got := drainSub(b, pub.Endpoint())
+	sub, got := kvDrainSub(b, pub.Endpoint())
 	b.Cleanup(func() { pub.Close() })
 	defer sub.Close()
 	// A PUB socket drops what it publishes before the subscription reaches it: wait until
@@ -115,7 +115,7 @@ func BenchmarkKVEventsPublish(b *testing.B) {
 	cpu0 := cpuTime()
 	for i := range b.N {
 		pub.BlockStored(e)
-		if (i+1)%eventsPerStep == 0 {
+		if (i+1)%kvEventsPerStep == 0 {
 			pub.Flush()
 		}
 	}
@@ -137,16 +137,16 @@ func BenchmarkKVEventsPublish(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportCPUPer(b, cpu0, 1, "cpu-ns/event")
+	kvReportCPUPer(b, cpu0, 1, "cpu-ns/event")
 	require.NoError(b, pub.Close())
 	dropped := st.DroppedEvents - start.DroppedEvents
 	b.ReportMetric(float64(uint64(b.N)-dropped)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(dropped), "dropped-events")
 }
 
-// reportCPUPer reports the process's CPU time since start (see pool_cputime_test.go) per
+// kvReportCPUPer reports the process's CPU time since start (see pool_cputime_test.go) per
 // unit, when every iteration handled perOp units.
-func reportCPUPer(b *testing.B, start time.Duration, perOp float64, unit string) {
+func kvReportCPUPer(b *testing.B, start time.Duration, perOp float64, unit string) {
 	used := cpuTime() - start
 	if start == 0 || used <= 0 {
 		return

@@ -82,7 +82,7 @@ func BenchmarkW3KVEvents(b *testing.B) {
 				b.StartTimer()
 				var err error
 				cpu0 := cpuTime()
-				thread += onThread(func() { res, err = runW3Steps(m, tr, func() {}, func() {}) })
+				thread += kvOnThread(func() { res, err = runW3Steps(m, tr, func() {}, func() {}) })
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -122,7 +122,7 @@ func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, pe
 		b.StartTimer()
 		var err error
 		cpu0 := cpuTime()
-		thread += onThread(func() { res, err = runW3Steps(m, tr, step, flush) })
+		thread += kvOnThread(func() { res, err = runW3Steps(m, tr, step, flush) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func benchW3Batcher(b *testing.B, tr *W3Trace, opts func() []prefix.Option) {
 		b.StartTimer()
 		cpu0 := cpuTime()
 		var err error
-		thread += onThread(func() {
+		thread += kvOnThread(func() {
 			res, err = runW3Steps(m, tr, func() {}, func() { out = bt.AppendBatch(out[:0], 1) })
 		})
 		if err != nil {
@@ -221,11 +221,11 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 					published := w3KVManager(b, append(h.opts(), prefix.WithObserver(pub))...)
 					var err error
 					p0 := cpuTime()
-					t0 := onThread(func() { _, err = runW3Steps(plain, tr, func() {}, func() {}) })
+					t0 := kvOnThread(func() { _, err = runW3Steps(plain, tr, func() {}, func() {}) })
 					p0 = cpuTime() - p0
 					require.NoError(b, err)
 					p1 := cpuTime()
-					t1 := onThread(func() { _, err = runW3Steps(published, tr, func() {}, func() { pub.Flush() }) })
+					t1 := kvOnThread(func() { _, err = runW3Steps(published, tr, func() {}, func() { pub.Flush() }) })
 					require.NoError(b, err)
 					require.NoError(b, pub.Close())
 					p1 = cpuTime() - p1
@@ -234,14 +234,14 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 					proc = append(proc, 100*(p1.Seconds()/p0.Seconds()-1))
 					b.StartTimer()
 				}
-				b.ReportMetric(median(sched), "sched-overhead-%")
-				b.ReportMetric(median(proc), "process-overhead-%")
+				b.ReportMetric(kvMedian(sched), "sched-overhead-%")
+				b.ReportMetric(kvMedian(proc), "process-overhead-%")
 			})
 		}
 	}
 }
 
-func median(xs []float64) float64 {
+func kvMedian(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s) == 0 {
