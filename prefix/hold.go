@@ -66,9 +66,17 @@ func (x *Index) Release(ids []blocks.ID) error {
 			continue
 		}
 		nd.flags &^= flagMark
-		nd.lastAccess = x.tick()
-		if nd.flags&flagPinned != 0 {
+		t := x.tick()
+		switch {
+		case nd.flags&flagPinned != 0:
+			nd.lastAccess = t
 			x.unpinFrom(n)
+		case nd.children == 0:
+			// Listed again after an earlier occurrence in this call made it an evictable
+			// leaf: its new time must go through the eviction set, or the set's order breaks.
+			x.touch(n, t)
+		default:
+			nd.lastAccess = t // unpinned already, by the walk up from a block below it
 		}
 	}
 	x.mutated()
