@@ -186,11 +186,13 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 
 	// Hit blocks that are evictable now will not be once taken: count them out of what an
 	// allocation can have (vLLM's test_prefill_not_enough_free_blocks_with_computed_blocks).
-	taken := 0
-	if len(p.hits) > 0 {
-		taken = m.index.ReclaimableOf(p.hits)
+	// Counting them is a pass over the hit, needed only when memory is tight: if the
+	// request fits even with every hit block counted as taken, the exact count cannot
+	// change the answer.
+	avail := m.pool.Available()
+	if len(p.hits) > 0 && p.need+m.wmBlocks > avail-len(p.hits) {
+		avail -= m.index.ReclaimableOf(p.hits)
 	}
-	avail := m.pool.Available() - taken
 	if p.need+m.wmBlocks > avail {
 		return p, &OutOfBlocksError{Op: "admit", Seq: seq, Needed: p.need + m.wmBlocks, Available: avail}
 	}
