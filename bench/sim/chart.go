@@ -97,13 +97,14 @@ func sharesChart(title string, results []*Result) (*plot.Plot, vg.Length, error)
 		p.Legend.Add(part.name, bc)
 	}
 	p.NominalX(names...)
+	// Room right of the last bar for the legend, inside the plot area.
+	p.X.Max = float64(len(results)) + 1.6
 	p.X.Tick.Label.Rotation = math.Pi / 5
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YCenter
 	p.Legend.Top = true
 	p.Legend.Left = false
-	p.Legend.XOffs = vg.Points(110)
-	width := max(14*vg.Centimeter, vg.Length(len(results))*vg.Points(30)+6*vg.Centimeter)
+	width := max(14*vg.Centimeter, vg.Length(len(results))*vg.Points(30)+8*vg.Centimeter)
 	return p, width, nil
 }
 
@@ -181,9 +182,8 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 		p.Legend.Add(r.Scheme.Label(), ref)
 	}
 	p.Legend.Top = false
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(10)
-	p.Legend.YOffs = vg.Points(30)
+	p.Legend.Left = false
+	p.Legend.YOffs = vg.Points(8)
 	return p, 16 * vg.Centimeter, nil
 }
 

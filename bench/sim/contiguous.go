@@ -83,7 +83,7 @@ func (c *contiguous) usage(head *seq) Usage {
 	return u
 }
 
-func (c *contiguous) check() error {
+func (c *contiguous) check(bool) error {
 	if err := c.arena.checkInvariants(); err != nil {
 		return err
 	}

@@ -137,12 +137,14 @@ func WriteCSV(w io.Writer, results []*Result) error {
 }
 
 // WriteTable writes an aligned table, one row per result: the shares of KV memory as
-// percentages of capacity, then the batch and throughput figures.
+// percentages of capacity, then the batch and throughput figures, then the length of the
+// saturated phase in steps (a short phase, from too few requests for the memory, is
+// mostly ramp-up and says little).
 func WriteTable(w io.Writer, results []*Result) error {
-	const head = "%-22s %7s %8s %8s %8s %6s %8s %8s %10s %8s %8s\n"
-	const row = "%-22s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s\n"
+	const head = "%-22s %7s %8s %8s %8s %6s %8s %8s %10s %8s %8s %9s\n"
+	const row = "%-22s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s %9d\n"
 	if _, err := fmt.Fprintf(w, head, "scheme", "tokens", "reserved", "internal", "external", "free",
-		"mean run", "peak run", "done/kstep", "preempt", "hit rate"); err != nil {
+		"mean run", "peak run", "done/kstep", "preempt", "hit rate", "sat steps"); err != nil {
 		return err
 	}
 	for _, r := range results {
@@ -152,7 +154,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 		}
 		s := r.Shares
 		if _, err := fmt.Fprintf(w, row, r.Scheme.Label(), 100*s.Tokens, 100*s.Reserved, 100*s.Internal, 100*s.External, 100*s.Free,
-			r.MeanRunning, r.PeakRunning, r.CompletedPerKStep, r.Preemptions, hit); err != nil {
+			r.MeanRunning, r.PeakRunning, r.CompletedPerKStep, r.Preemptions, hit, r.SaturatedSteps); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func tinyResults(t *testing.T) []*Result {
+	t.Helper()
+	res, err := Compare(tinyRequests(), tinyConfig(10, 8), []Scheme{
+		{Kind: OrcaMax}, {Kind: OrcaPow2}, {Kind: OrcaOracle},
+		{Kind: Paged, BlockSize: 1}, {Kind: Paged, BlockSize: 2}, {Kind: Paged, BlockSize: 2, PrefixSharing: true},
+	})
+	require.NoError(t, err)
+	return res
+}
+
+func TestJSONReportFields(t *testing.T) {
+	res := tinyResults(t)
+	rep := &Report{Seed: 42, Version: "test", Flags: map[string]string{"block-size": "16"}, Phase: PhaseNote}
+	for _, r := range res {
+		rep.Schemes = append(rep.Schemes, RowOf(r))
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSON(&buf, rep))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	for _, k := range []string{"seed", "flags", "version", "schemes"} {
+		assert.Contains(t, got, k)
+	}
+	schemes := got["schemes"].([]any)
+	require.Len(t, schemes, len(res))
+	names := []string{}
+	for _, s := range schemes {
+		row := s.(map[string]any)
+		for _, k := range []string{"name", "block_size", "prefix_sharing", "eviction", "token_utilization", "reserved_fraction",
+			"internal_fragmentation", "external_fragmentation", "mean_running", "peak_running", "completed_per_kstep",
+			"preemptions", "prefix_hit_rate"} {
+			assert.Contains(t, row, k)
+		}
+		sum := 0.0
+		for _, k := range []string{"token_utilization", "reserved_fraction", "internal_fragmentation", "external_fragmentation", "free_fraction"} {
+			v := row[k].(float64)
+			assert.True(t, v >= 0 && v <= 1, "%s = %v", k, v)
+			sum += v
+		}
+		assert.InDelta(t, 1, sum, 1e-9)
+		names = append(names, row["name"].(string))
+	}
+	assert.Equal(t, []string{"orca-max", "orca-pow2", "orca-oracle", "paged", "paged", "paged"}, names)
+	assert.Equal(t, 0.0, schemes[0].(map[string]any)["block_size"])
+	assert.Equal(t, "", schemes[0].(map[string]any)["eviction"])
+	assert.Equal(t, "none", schemes[3].(map[string]any)["eviction"])
+	assert.Equal(t, "lru", schemes[5].(map[string]any)["eviction"])
+	assert.Equal(t, true, schemes[5].(map[string]any)["prefix_sharing"])
+}
+
+func TestCSVAndTable(t *testing.T) {
+	res := tinyResults(t)
+	var buf bytes.Buffer
+	require.NoError(t, WriteCSV(&buf, res))
+	recs, err := csv.NewReader(&buf).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 1+len(res))
+	assert.Equal(t, csvHeader, recs[0])
+	assert.Equal(t, "orca-oracle", recs[3][0])
+	assert.Equal(t, "0.550000", recs[3][7], "token_utilization of the hand-computed orca-oracle run")
+
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, res))
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	require.Len(t, lines, 1+len(res))
+	for _, l := range lines {
+		assert.Equal(t, len(lines[0]), len(l), "aligned: %q", l)
+	}
+	assert.Contains(t, lines[3], "orca-oracle")
+	assert.Contains(t, lines[3], " 55.0%")
+}
+
+func TestWriteCharts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	files, err := WriteCharts(dir, "tiny", tinyResults(t))
+	require.NoError(t, err)
+	require.Len(t, files, 4)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		switch filepath.Ext(f) {
+		case ".png":
+			assert.True(t, bytes.HasPrefix(data, []byte("\x89PNG")), f)
+		case ".svg":
+			assert.Contains(t, string(data[:min(len(data), 400)]), "<svg", f)
+		}
+	}
+	files, err = WriteCharts(dir, "contiguous only", tinyResults(t)[:3])
+	require.NoError(t, err)
+	assert.Len(t, files, 2, "no block-size chart without paged runs")
+}
