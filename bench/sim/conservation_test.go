@@ -42,7 +42,7 @@ func TestConservationEveryStep(t *testing.T) {
 	}
 	for _, w := range Workloads {
 		tr := w.Generate(n, 7)
-		WithPoissonArrivals(tr, 400, 7) // some idle gaps, some queueing
+		WithPoissonArrivals(tr, 400, 7)    // some idle gaps, some queueing
 		maxLen := min(w.MaxModelLen, 4096) // a small pool keeps the deep checks quick
 		if invariant.Enabled {
 			maxLen = min(maxLen, 2048)

@@ -161,8 +161,8 @@ func TestFormats(t *testing.T) {
 
 func TestPrepareAppliesMaxModelLen(t *testing.T) {
 	tr := &Trace{Requests: []Request{
-		{Input: 10, Output: 5, Group: -1},           // fits exactly: 15
-		{Input: 15, Output: 1, Group: -1},           // prompt leaves no room: rejected
+		{Input: 10, Output: 5, Group: -1},            // fits exactly: 15
+		{Input: 15, Output: 1, Group: -1},            // prompt leaves no room: rejected
 		{Input: 14, Output: 9, Group: 0, Shared: 20}, // output capped to 1, shared cut to 15
 		{Input: 3, Output: 2, Group: -1},
 	}}
