@@ -36,6 +36,12 @@ type Manager struct {
 	infoIDs []SeqID
 	victims []int
 	holders []int32 // per block, sequences holding it, while Preempt plans
+	// Release plans (plan.go), per block: sequence holders, pinned children, and the
+	// plan generation that stamped them.
+	planHolders []int32
+	planKids    []int32
+	planStamp   []uint32
+	planGen     uint32
 
 	st          Stats
 	reclaimBase uint64 // pool's Reclaimed counter when the Manager was built

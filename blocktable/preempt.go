@@ -7,19 +7,14 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
-// freeable is how many blocks releasing s would make available: blocks it alone holds,
-// and cached blocks that only it and the index hold (they become evictable).
+// freeable is how many blocks preempting s alone would make available, sharing taken into
+// account: uncached blocks it alone holds, and cached blocks its release would unpin (that
+// only it holds and that lie above no block held by another sequence, and the ancestors
+// they leave unpinned). Freeable figures of different sequences never overlap, so victims
+// whose Freeable add up to a need free at least that much together.
 func (m *Manager) freeable(s *sequence) int {
-	n := 0
-	for _, id := range s.t.ids[s.t.nulls:] {
-		switch rc := m.pool.RefCount(id); {
-		case rc == 1:
-			n++
-		case rc == 2 && m.index != nil && m.index.IsCached(id):
-			n++
-		}
-	}
-	return n
+	m.planBegin()
+	return m.planRelease(s)
 }
 
 // countHolders sets, for every block of the candidates in m.infoIDs, how many sequences
@@ -103,10 +98,10 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	// Map iteration order is random: sort candidates by ID so that policies see one order.
 	sortInfos(m.infos, m.infoIDs)
 	m.victims = m.preempt.Victims(m.victims[:0], m.infos, req.Need)
-	// Keep the shortest prefix of the policy's order that really frees enough. Its
-	// Freeable figures count only blocks a sequence holds alone, so two forks sharing
-	// their blocks look worthless one by one; the policy then returns every candidate, in
-	// its order, and the prefix stops as soon as the shared blocks come free.
+	// Keep the shortest prefix of the policy's order that really frees enough. Freeable
+	// counts what a sequence frees alone, so two forks sharing their blocks look worthless
+	// one by one; the policy then returns every candidate, in its order, and the prefix
+	// stops as soon as the shared blocks come free.
 	m.countHolders()
 	gain, k := 0, 0
 	for ; k < len(m.victims) && gain < req.Need; k++ {
