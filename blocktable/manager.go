@@ -35,7 +35,6 @@ type Manager struct {
 	infos   []evict.SeqInfo
 	infoIDs []SeqID
 	victims []int
-	holders []int32 // per block, sequences holding it, while Preempt plans
 	// Release plans (plan.go), per block: sequence holders, pinned children, and the
 	// plan generation that stamped them.
 	planHolders []int32

@@ -17,37 +17,6 @@ func (m *Manager) freeable(s *sequence) int {
 	return m.planRelease(s)
 }
 
-// countHolders sets, for every block of the candidates in m.infoIDs, how many sequences
-// hold it: its refcount less the index's reference.
-func (m *Manager) countHolders() {
-	if len(m.holders) < m.pool.NumBlocks() {
-		m.holders = make([]int32, m.pool.NumBlocks())
-	}
-	for _, id := range m.infoIDs {
-		s := m.seqs[id]
-		for _, b := range s.t.ids[s.t.nulls:] {
-			n := int32(m.pool.RefCount(b))
-			if m.index != nil && m.index.IsCached(b) {
-				n--
-			}
-			m.holders[b] = n
-		}
-	}
-}
-
-// simulateRelease drops s from the holder counts of countHolders and returns how many of
-// its blocks lost their last sequence holder.
-func (m *Manager) simulateRelease(s *sequence) int {
-	g := 0
-	for _, b := range s.t.ids[s.t.nulls:] {
-		m.holders[b]--
-		if m.holders[b] == 0 {
-			g++
-		}
-	}
-	return g
-}
-
 func (m *Manager) info(s *sequence) evict.SeqInfo {
 	return evict.SeqInfo{
 		ID:       uint64(s.id),
@@ -65,8 +34,10 @@ func (m *Manager) info(s *sequence) evict.SeqInfo {
 // reclaimable) than now, preempts them in req.Mode, and appends one Preempted per victim
 // to dst. When even all candidates together cannot free enough, or the policy's choice
 // cannot, or swap mode lacks host blocks for the victims, it preempts none and returns an
-// *OutOfBlocksError. Freed blocks count when their last sequence leaves them: a cached
-// block becomes evictable (it is counted as available), an uncached one free.
+// *OutOfBlocksError. The count is exact: what releasing the victims makes free (uncached
+// blocks left with no holder) or reclaimable (cached blocks left with no holder and nothing
+// held below them, and the ancestors they unpin, as prefix.Index.Reclaimable counts), so
+// after a successful Preempt at least req.Need more blocks are Available.
 func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
 	if req.Need < 0 || req.Mode > Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
@@ -87,10 +58,10 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	}
 	// What preempting every candidate would free, blocks shared among candidates (forks,
 	// common prefix hits) included: if even that is short, preempt nobody.
-	m.countHolders()
+	m.planBegin()
 	all := 0
 	for _, id := range m.infoIDs {
-		all += m.simulateRelease(m.seqs[id])
+		all += m.planRelease(m.seqs[id])
 	}
 	if all < req.Need {
 		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: all}
@@ -102,10 +73,10 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	// counts what a sequence frees alone, so two forks sharing their blocks look worthless
 	// one by one; the policy then returns every candidate, in its order, and the prefix
 	// stops as soon as the shared blocks come free.
-	m.countHolders()
+	m.planBegin()
 	gain, k := 0, 0
 	for ; k < len(m.victims) && gain < req.Need; k++ {
-		gain += m.simulateRelease(m.seqs[m.infoIDs[m.victims[k]]])
+		gain += m.planRelease(m.seqs[m.infoIDs[m.victims[k]]])
 	}
 	if gain < req.Need {
 		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: gain}

@@ -33,6 +33,33 @@ func dupStack(t *testing.T) *stack {
 	return s
 }
 
+// Preempting 1 releases a0's last holder, but a0 stays pinned under b1: nothing becomes
+// available, so a Preempt that needs one block must refuse rather than report success.
+func TestManagerPreemptCountsPinnedParentAsHeld(t *testing.T) {
+	s := dupStack(t)
+	before := s.pool.Available()
+	out, err := s.m.Preempt(PreemptRequest{Need: 1, Protect: []SeqID{2}}, nil)
+	require.ErrorIs(t, err, ErrOutOfBlocks, "preempted %v", out)
+	require.Empty(t, out)
+	require.True(t, s.m.Contains(1))
+	require.Equal(t, before, s.pool.Available())
+	s.done(t)
+}
+
+// Once 1 has finished, a0 is held by nobody but pinned by b1: preempting 2 frees b0,
+// makes b1 reclaimable and with it a0, three blocks in all.
+func TestManagerPreemptCountsUnpinnedAncestors(t *testing.T) {
+	s := dupStack(t)
+	require.NoError(t, s.m.Finish(1))
+	before := s.pool.Available()
+	out, err := s.m.Preempt(PreemptRequest{Need: 3}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	require.Equal(t, 3, out[0].Freed)
+	require.Equal(t, before+3, s.pool.Available())
+	s.done(t)
+}
+
 // Freeable is what preempting a sequence alone would really make available: 1 frees
 // nothing (its a0 stays pinned under 2's b1); 2 frees b0 and b1, and a0 too once 1 is gone.
 func TestManagerFreeableCountsPins(t *testing.T) {
