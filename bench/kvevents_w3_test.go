@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -181,15 +183,18 @@ func (c *countingObserver) BlockRemoved(e *prefix.BlockRemoved) { c.events++; c.
 func (c *countingObserver) AllBlocksCleared()                   { c.events++; c.next.AllBlocksCleared() }
 
 // BenchmarkW3KVEventsOverhead measures what publishing adds to W3 as a ratio, robust to
-// this shared machine's load: each iteration runs the trace without events and then with
-// a Publisher (flushed per request), back to back, and the reported figures are medians
-// over iterations of the per-pair increase in the CPU time of the scheduler's own thread
-// (sched-overhead-%: what the allocator's goroutine pays, including its slowdown by the
-// other goroutines sharing the machine's two vCPUs) and of the whole process
-// (process-overhead-%: the sender's encoding, ZeroMQ, and the subscriber if any). With
-// "drained", a plain ZeroMQ subscriber in the same process reads every batch over
-// loopback TCP; with "no-subscriber", the PUB socket has no peer, so the figures leave the
-// network and the reader out. Run it with -benchtime Nx for N pairs.
+// this shared machine's load: each iteration runs the trace without events and with a
+// Publisher (flushed per request), back to back, in alternating order, and the reported
+// figures are medians over iterations of the per-pair increase in the CPU time of the
+// scheduler's own thread (sched-overhead-%: what the allocator's goroutine pays, including
+// its slowdown by the other goroutines sharing the machine's two vCPUs), of the whole
+// process (process-overhead-%: the sender's encoding, ZeroMQ, and the subscriber if any),
+// and of wall time (wall-overhead-%, the queue's drain at Close included). With "drained",
+// a plain ZeroMQ subscriber in the same process reads every batch over loopback TCP; with
+// "no-subscriber", the PUB socket has no peer, so the figures leave the network and the
+// reader out. Run it with -benchtime Nx for N pairs. The two runs carry the profiler
+// label run=plain or run=published, so that with -cpuprofile the scheduler goroutine's
+// extra work can be read function by function (go tool pprof -tagfocus run=published).
 func BenchmarkW3KVEventsOverhead(b *testing.B) {
 	tr := NewW3Trace()
 	for _, h := range []struct {
@@ -205,7 +210,8 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 				name = h.name + "/no-subscriber"
 			}
 			b.Run(name, func(b *testing.B) {
-				var sched, proc []float64
+				var sched, proc, wall []float64
+				pairs := 0
 				for b.Loop() {
 					b.StopTimer()
 					plain := w3KVManager(b, h.opts()...)
@@ -219,26 +225,57 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 						require.NoError(b, err)
 					}
 					published := w3KVManager(b, append(h.opts(), prefix.WithObserver(pub))...)
-					var err error
-					p0 := cpuTime()
-					t0 := kvOnThread(func() { _, err = runW3Steps(plain, tr, func() {}, func() {}) })
-					p0 = cpuTime() - p0
-					require.NoError(b, err)
-					p1 := cpuTime()
-					t1 := kvOnThread(func() { _, err = runW3Steps(published, tr, func() {}, func() { pub.Flush() }) })
-					require.NoError(b, err)
-					require.NoError(b, pub.Close())
-					p1 = cpuTime() - p1
+					runPlain := func() (thread, proc, wall time.Duration) {
+						var err error
+						p0, w0 := cpuTime(), time.Now()
+						kvLabelled("plain", func() {
+							thread = kvOnThread(func() { _, err = runW3Steps(plain, tr, func() {}, func() {}) })
+						})
+						proc, wall = cpuTime()-p0, time.Since(w0)
+						require.NoError(b, err)
+						return
+					}
+					runPublished := func() (thread, proc, wall time.Duration) {
+						var err error
+						p0, w0 := cpuTime(), time.Now()
+						kvLabelled("published", func() {
+							thread = kvOnThread(func() { _, err = runW3Steps(published, tr, func() {}, func() { pub.Flush() }) })
+						})
+						require.NoError(b, err)
+						require.NoError(b, pub.Close()) // the queue's drain included
+						proc, wall = cpuTime()-p0, time.Since(w0)
+						return
+					}
+					// Alternate which run goes first, so that neither always inherits the
+					// other's garbage, heap growth or caches.
+					var t0, p0, w0, t1, p1, w1 time.Duration
+					if pairs%2 == 0 {
+						t0, p0, w0 = runPlain()
+						t1, p1, w1 = runPublished()
+					} else {
+						t1, p1, w1 = runPublished()
+						t0, p0, w0 = runPlain()
+					}
+					pairs++
 					drain()
 					sched = append(sched, 100*(t1.Seconds()/t0.Seconds()-1))
 					proc = append(proc, 100*(p1.Seconds()/p0.Seconds()-1))
+					wall = append(wall, 100*(w1.Seconds()/w0.Seconds()-1))
 					b.StartTimer()
 				}
 				b.ReportMetric(kvMedian(sched), "sched-overhead-%")
 				b.ReportMetric(kvMedian(proc), "process-overhead-%")
+				b.ReportMetric(kvMedian(wall), "wall-overhead-%")
 			})
 		}
 	}
+}
+
+// kvLabelled runs f with the profiler label run=name, so that a CPU profile
+// (-cpuprofile) shows the scheduler goroutine's own samples of each run apart:
+// go tool pprof -tagfocus run=published -top.
+func kvLabelled(name string, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("run", name), func(context.Context) { f() })
 }
 
 func kvMedian(xs []float64) float64 {
