@@ -162,6 +162,7 @@ func (m *Manager) running(op string, id SeqID) (*sequence, error) {
 type admitPlan struct {
 	res    AdmitResult
 	hits   []blocks.ID
+	prompt prefix.Prompt // what was matched, for RecordLookup once admitted
 	cur    prefix.Cursor
 	need   int // blocks to allocate
 	tokens int // prompt tokens that get slots now
@@ -176,8 +177,10 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrInvalidArgument}
 	}
 	if m.caching() {
-		prompt := prefix.Prompt{Namespace: req.Namespace, Tokens: req.Prompt, MM: req.MM}
-		m.hits, p.cur = m.index.Match(m.hits[:0], &prompt, !m.cfg.FullPromptHit)
+		// Peek: CanAdmit and refused admissions must not count as lookups in the index's
+		// hit-rate statistics; Admit records the lookup once it succeeds.
+		p.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: req.Prompt, MM: req.MM}
+		m.hits, p.cur = m.index.Peek(m.hits[:0], &p.prompt, !m.cfg.FullPromptHit)
 		p.hits = m.hits
 	}
 	hitTokens := len(p.hits) * m.bs
@@ -242,6 +245,9 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	} else if m.caching() {
 		s.cur = m.index.Cursor(req.Namespace)
 	}
+	if m.caching() {
+		m.index.RecordLookup(&p.prompt, p.cur)
+	}
 	if _, err := s.t.Append(p.tokens-s.t.tokens, req.Lookahead); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: admission counted %d blocks but allocation failed: %v", p.need, err))
 	}
@@ -300,7 +306,7 @@ func (m *Manager) commitFull(s *sequence) int {
 // (a cached block it holds keeps its whole path cached), so they can be committed again.
 func (m *Manager) rematch(s *sequence, upto int) {
 	p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:upto*m.bs], MM: s.prompt.MM}
-	m.hits, s.cur = m.index.Match(m.hits[:0], &p, false)
+	m.hits, s.cur = m.index.Peek(m.hits[:0], &p, false) // a re-match, not a new lookup
 	if len(m.hits) == 0 {
 		s.cur = m.index.Cursor(s.prompt.Namespace)
 	}

@@ -9,11 +9,32 @@ import "github.com/kvpage/kvpage/blocks"
 // it is the zero Cursor when p's namespace has never been committed to, which Commit takes
 // as the namespace's root.
 //
+// Match counts the lookup in Stats (Lookups, LookedUpTokens, HitTokens). A caller that
+// may match one request several times (a dry run before admission, a retry after running
+// out of memory) uses Peek and counts once with RecordLookup.
+//
 // Match costs one hash and one table probe per matched block, compares every matched
 // block's tokens (and extra keys) with the prompt's, and allocates nothing when dst has room.
 func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cursor) {
+	dst, c := x.Peek(dst, p, leaveOne)
+	x.RecordLookup(p, c)
+	return dst, c
+}
+
+// RecordLookup counts in Stats one lookup of p that matched up to c, as Match does: one
+// lookup, len(p.Tokens) looked-up tokens and c.Blocks() full blocks of hit tokens. Call it
+// with a Cursor that Peek returned for p, before moving it with Commit.
+func (x *Index) RecordLookup(p *Prompt, c Cursor) {
 	x.stats.lookups++
-	x.stats.lookedUp += uint64(len(p.Tokens))
+	if p != nil {
+		x.stats.lookedUp += uint64(len(p.Tokens))
+	}
+	x.stats.hitTokens += uint64(max(c.blocks, 0)) * uint64(x.bs)
+}
+
+// Peek is Match without counting anything in Stats: the same blocks and Cursor, for dry
+// runs and re-matches that must not inflate the hit rate.
+func (x *Index) Peek(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cursor) {
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		return dst, Cursor{}
 	}
@@ -35,7 +56,6 @@ func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, C
 		} else {
 			dst, cur, matched = x.matchText(dst, p.Tokens, r, ri, full)
 		}
-		x.stats.hitTokens += uint64(matched * x.bs)
 		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 	}
 	mmLo := 0
@@ -51,7 +71,6 @@ func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, C
 		cur, key = c, k
 		matched++
 	}
-	x.stats.hitTokens += uint64(matched * x.bs)
 	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 }
 
