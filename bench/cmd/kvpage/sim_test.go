@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/bench/sim"
+)
+
+// smallSim is a quick run: 100 ShareGPT-like requests on a 10,000-token budget (the
+// tests run under -race too, where the library re-checks its invariants as it goes).
+func smallSim(dir string, extra ...string) []string {
+	return append([]string{"sim", "--num-prompts", "100", "--kv-budget-tokens", "10k", "--block-size-sweep", "8",
+		"--out-dir", filepath.Join(dir, "charts"), "--no-progress"}, extra...)
+}
+
+func TestSimIsTheDefaultCommand(t *testing.T) {
+	assert.Equal(t, "sim", defaultCommand)
+	dir := t.TempDir()
+	// Flags without a subcommand go to sim.
+	code, out, errOut := runKV(smallSim(dir)[1:]...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "kvpage sim: 100 requests from sharegpt (seed 42)")
+	assert.Contains(t, out, "KV budget: 10,000 tokens (--kv-budget-tokens)")
+	assert.Contains(t, out, sim.PhaseNote)
+	assert.Contains(t, out, "charts: "+filepath.Join(dir, "charts", "shares.png"))
+	for _, f := range []string{"shares.png", "shares.svg", "blocksize.png", "blocksize.svg"} {
+		assert.FileExists(t, filepath.Join(dir, "charts", f))
+	}
+}
+
+func TestSimJSONAndCSV(t *testing.T) {
+	dir := t.TempDir()
+	js, cs := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.csv")
+	code, out, errOut := runKV(smallSim(dir, "--eviction", "lru,fifo", "--json", js, "--csv", cs, "--seed", "7", "--no-charts")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "JSON: "+js)
+
+	data, err := os.ReadFile(js)
+	require.NoError(t, err)
+	var rep sim.Report
+	require.NoError(t, json.Unmarshal(data, &rep))
+	assert.Equal(t, uint64(7), rep.Seed)
+	assert.NotEmpty(t, rep.Version)
+	assert.Equal(t, "7", rep.Flags["seed"])
+	assert.Equal(t, "16", rep.Flags["block-size"], "defaults are recorded too")
+	assert.Equal(t, 10000, rep.CapacityTokens)
+	assert.Equal(t, sim.PhaseNote, rep.Phase)
+	var labels []string
+	for _, s := range rep.Schemes {
+		labels = append(labels, s.Label)
+	}
+	// Contiguous schemes; paged without sharing at 8 and 16; with sharing at 16 for each
+	// eviction policy.
+	assert.Equal(t, []string{"orca-max", "orca-pow2", "orca-oracle", "paged/8", "paged/16", "paged/16+lru", "paged/16+fifo"}, labels)
+	assert.Equal(t, "fifo", rep.Schemes[6].Eviction)
+
+	f, err := os.Open(cs)
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 1+len(rep.Schemes))
+	assert.Equal(t, "token_utilization", recs[0][7])
+}
+
+func TestSimBudgetFromModelAndGPU(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runKV("sim", "--num-prompts", "200", "--schemes", "orca-max", "--no-charts", "--out-dir", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "KV budget: 448,308 tokens = 58,760,722,841 KV bytes / 131072 bytes per token: llama-3-8b")
+	assert.Contains(t, out, "on h100-80gb")
+
+	code, out, errOut = runKV("sim", "--num-prompts", "200", "--schemes", "orca-max", "--no-charts", "--kv-cache-dtype", "fp8")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "896,617 tokens", "fp8 halves the bytes per token")
+}
+
+func TestSimReadsTraces(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "azure.csv")
+	rows := []string{"TIMESTAMP,ContextTokens,GeneratedTokens"}
+	for i := range 100 {
+		rows = append(rows, fmt.Sprintf("2023-11-16 18:%02d:%02d.5,%d,%d", 15+i/60, i%60, 100+i, 20+i%50))
+	}
+	require.NoError(t, os.WriteFile(good, []byte(strings.Join(rows, "\n")+"\n"), 0o644))
+	code, out, errOut := runKV("sim", "--trace", good, "--kv-budget-tokens", "5000", "--no-charts", "--block-size-sweep", "")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "100 requests from "+good)
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("{\"input_len\": 3, \"output_len\": 4}\n{\"input_len\": 3, \"output_len\": -4}\n"), 0o644))
+	code, _, errOut = runKV("sim", "--trace", bad, "--kv-budget-tokens", "20000", "--no-charts")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "bad.jsonl: trace line 2: output_len: -4 is outside [1,")
+
+	share := filepath.Join(dir, "sharegpt.json")
+	require.NoError(t, os.WriteFile(share, []byte(`[{"conversations": [{"value": "hello"}]}, {"conversations": [{"value": "a question"}, {"value": "an answer"}]}]`), 0o644))
+	code, out, errOut = runKV("sim", "--trace", share, "--kv-budget-tokens", "20000", "--no-charts", "--block-size-sweep", "")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 skipped: conversation with fewer than two turns", "a skip is never silent")
+}
+
+func TestSimBadFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--schemes", "orca-min"}, `unknown scheme "orca-min"`},
+		{[]string{"--eviction", "random"}, "--eviction"},
+		{[]string{"--preemption", "oldest"}, "--preemption"},
+		{[]string{"--prefix-sharing", "maybe"}, `"maybe" is not on or off`},
+		{[]string{"--block-size-sweep", "8,x"}, `"x" is not a positive block size`},
+		{[]string{"--num-prompts", "-1"}, "--num-prompts"},
+		{[]string{"--max-model-len", "32q"}, "invalid value"},
+		{[]string{"--max-num-seqs", "0"}, "max-num-seqs 0"},
+		{[]string{"--workload", "shargpt"}, `unknown workload "shargpt"`},
+		{[]string{"--kv-budget-tokens", "1000"}, "cannot hold one request"},
+		{[]string{"--model", "llama-9"}, "--model"},
+		{[]string{"--trace", "x.txt"}, "--trace-format"},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		code, out, errOut := runKV(append([]string{"sim", "--no-charts", "--num-prompts", "10"}, tt.args...)...)
+		assert.Equal(t, 2, code, "%v: %s", tt.args, errOut)
+		assert.Contains(t, errOut, tt.msg, tt.args)
+		assert.Empty(t, out, "nothing printed as if it were a result: %v", tt.args)
+	}
+}
+
+func TestSimHelpDocumentsEveryFlag(t *testing.T) {
+	code, _, errOut := runKV("sim", "--help")
+	assert.Equal(t, 2, code)
+	for _, w := range sim.Workloads {
+		assert.Contains(t, errOut, w.Doc)
+	}
+	for _, f := range []string{"block-size", "block-size-sweep", "max-model-len", "gpu-memory-utilization", "kv-cache-dtype",
+		"max-num-seqs", "max-num-batched-tokens", "seed", "eviction", "preemption", "prefix-sharing", "trace", "trace-format",
+		"step-duration", "request-rate", "json", "csv", "out-dir", "kv-budget-tokens", "model", "gpu", "watermark"} {
+		assert.Contains(t, errOut, "  -"+f+" ", f)
+	}
+}
