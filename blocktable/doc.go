@@ -35,6 +35,16 @@
 // evict.Preemption policy for victims and releases them (Recompute) or copies them to a
 // host pool (Swap, with SwapIn to bring them back). A sequence preempted in Recompute
 // mode is forgotten; admitted again, it re-hits its own blocks unless they were evicted.
+// Preempt's accounting is exact: a victim's release counts what the pool and the index
+// would really make available (a cached block stays pinned while a block below it is
+// held, as after a duplicate commit), so a successful Preempt frees at least what was
+// asked, and each candidate's evict.SeqInfo.Freeable is what preempting it alone frees.
+//
+// Known limitation: SwapIn restores every block of a swapped sequence as a private,
+// uncached copy from the host, even where the index still caches the same blocks (its
+// committed prefix, or a prefix another request shares). It costs device blocks and copy
+// operations that a re-match on swap-in (acquire the cached prefix, copy only the rest)
+// would save.
 // Sliding-window sequences neither match nor commit.
 //
 // # Errors
