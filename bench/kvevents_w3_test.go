@@ -192,7 +192,8 @@ func (c *countingObserver) AllBlocksCleared()                   { c.events++; c.
 // and of wall time (wall-overhead-%, the queue's drain at Close included). With "drained",
 // a plain ZeroMQ subscriber in the same process reads every batch over loopback TCP; with
 // "no-subscriber", the PUB socket has no peer, so the figures leave the network and the
-// reader out. Run it with -benchtime Nx for N pairs. The two runs carry the profiler
+// reader out; "a-a" is the control, both runs without events, which shows what the method
+// reads when there is nothing to find. Run it with -benchtime Nx for N pairs. The two runs carry the profiler
 // label run=plain or run=published, so that with -cpuprofile the scheduler goroutine's
 // extra work can be read function by function (go tool pprof -tagfocus run=published).
 func BenchmarkW3KVEventsOverhead(b *testing.B) {
@@ -204,27 +205,31 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 		{"sha256cbor", func() []prefix.Option { return []prefix.Option{prefix.WithHasher(kvevents.NewSHA256CBOR("42"))} }},
 		{"default-hash", func() []prefix.Option { return nil }},
 	} {
-		for _, drained := range []bool{true, false} {
-			name := h.name + "/drained"
-			if !drained {
-				name = h.name + "/no-subscriber"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []string{"drained", "no-subscriber", "a-a"} {
+			b.Run(h.name+"/"+mode, func(b *testing.B) {
 				var sched, proc, wall []float64
 				pairs := 0
 				for b.Loop() {
 					b.StopTimer()
 					plain := w3KVManager(b, h.opts()...)
 					var pub *kvevents.Publisher
-					drain := func() {}
-					if drained {
+					drain, flush, closePub := func() {}, func() {}, func() error { return nil }
+					var published *blocktable.Manager
+					switch mode {
+					case "drained":
 						pub, drain = newDrainedPublisher(b)
-					} else {
+					case "no-subscriber":
 						var err error
 						pub, err = kvevents.NewPublisher("tcp://127.0.0.1:0")
 						require.NoError(b, err)
 					}
-					published := w3KVManager(b, append(h.opts(), prefix.WithObserver(pub))...)
+					if pub != nil {
+						published = w3KVManager(b, append(h.opts(), prefix.WithObserver(pub))...)
+						flush = func() { pub.Flush() }
+						closePub = pub.Close
+					} else {
+						published = w3KVManager(b, h.opts()...) // a-a: the control
+					}
 					runPlain := func() (thread, proc, wall time.Duration) {
 						var err error
 						p0, w0 := cpuTime(), time.Now()
@@ -239,10 +244,10 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 						var err error
 						p0, w0 := cpuTime(), time.Now()
 						kvLabelled("published", func() {
-							thread = kvOnThread(func() { _, err = runW3Steps(published, tr, func() {}, func() { pub.Flush() }) })
+							thread = kvOnThread(func() { _, err = runW3Steps(published, tr, func() {}, flush) })
 						})
 						require.NoError(b, err)
-						require.NoError(b, pub.Close()) // the queue's drain included
+						require.NoError(b, closePub()) // the queue's drain included
 						proc, wall = cpuTime()-p0, time.Since(w0)
 						return
 					}
