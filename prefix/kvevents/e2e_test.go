@@ -137,6 +137,9 @@ func TestEndToEndRoutingOverZeroMQ(t *testing.T) {
 	require.NoError(t, subA.Close())
 	third := seqTokens(9000, 9012)
 	missed := a.serve(t, &prefix.Prompt{Tokens: third})
+	// The sender publishes within a poll of the Flush: wait for it, so that the batch
+	// is really gone from the PUB socket's point of view before the new subscriber joins.
+	waitPublished(t, a.pub, missed+1)
 	subA2 := subscribe(t, fleet, a, kvevents.SubscribeFrom(resumeAt))
 	defer func() { require.NoError(t, subA2.Close()) }()
 	waitFor(t, subA2, missed)
