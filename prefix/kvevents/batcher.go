@@ -144,7 +144,7 @@ const headroom = 1 + 9 + 5
 
 // seal writes the batch's header into the headroom, right against the events, appends the
 // rank, and returns the whole payload, which stays in the Batcher's buffer: valid until
-// the Batcher is next used. This saves the Publisher a copy of every batch.
+// the Batcher is next used (the Publisher copies it out, see Publisher.publish).
 func (b *Batcher) seal(ts float64) []byte {
 	fields := batchFields
 	if b.cfg.omitDPRank {
@@ -161,18 +161,6 @@ func (b *Batcher) seal(ts float64) []byte {
 		_ = b.enc.EncodeInt(b.cfg.dpRank)
 	}
 	return b.events.b[start:]
-}
-
-// swap seals nothing: it hands the Batcher an empty buffer to encode into from now on and
-// returns the one it had (the Publisher's way to pass a sealed payload on without copying).
-func (b *Batcher) swap(buf []byte) []byte {
-	old := b.events.b
-	if cap(buf) < headroom {
-		buf = make([]byte, 0, 64<<10)
-	}
-	b.events.b = buf[:headroom]
-	b.n = 0
-	return old
 }
 
 func (b *Batcher) encodeHash(h []byte) {

@@ -70,6 +70,10 @@ func (r *recording) allBlocksCleared() {
 type replayer struct {
 	ids []blocks.ID // zeros: the encoder needs only the count
 	mm  [][]string
+	// The events handed to the observer. An event built in replay itself would escape
+	// through the interface call and be allocated for every event: 40 MB a W3 trace.
+	stored  prefix.BlockStored
+	removed prefix.BlockRemoved
 }
 
 func (p *replayer) replay(r *recording, o prefix.Observer) {
@@ -82,7 +86,8 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 		}
 		switch ev.kind {
 		case KindBlockStored:
-			e := prefix.BlockStored{HashSize: hs, Blocks: p.ids[:n], BlockSize: int(ev.blockSize), Namespace: ev.ns}
+			e := &p.stored
+			*e = prefix.BlockStored{HashSize: hs, Blocks: p.ids[:n], BlockSize: int(ev.blockSize), Namespace: ev.ns}
 			if ev.parent {
 				e.Parent = r.hashes[h : h+hs]
 				h += hs
@@ -101,9 +106,10 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 				}
 				e.MM = p.mm
 			}
-			o.BlockStored(&e)
+			o.BlockStored(e)
 		case KindBlockRemoved:
-			o.BlockRemoved(&prefix.BlockRemoved{Hashes: r.hashes[h : h+n*hs], HashSize: hs, Blocks: p.ids[:n]})
+			p.removed = prefix.BlockRemoved{Hashes: r.hashes[h : h+n*hs], HashSize: hs, Blocks: p.ids[:n]}
+			o.BlockRemoved(&p.removed)
 			h += n * hs
 		case KindAllBlocksCleared:
 			o.AllBlocksCleared()
