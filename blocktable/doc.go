@@ -40,12 +40,10 @@
 // held, as after a duplicate commit), so a successful Preempt frees at least what was
 // asked, and each candidate's evict.SeqInfo.Freeable is what preempting it alone frees.
 //
-// Known limitation: SwapIn restores every block of a swapped sequence as a private,
-// uncached copy from the host, even where the index still caches the same blocks (its
-// committed prefix, or a prefix another request shares). It costs device blocks and copy
-// operations that a re-match on swap-in (acquire the cached prefix, copy only the rest)
-// would save.
-// Sliding-window sequences neither match nor commit.
+// SwapIn takes again, from the index, the blocks of the sequence's committed prefix that
+// are still cached (no copy, no new block) and restores only the rest from the host, as
+// private copies; if part of its committed path was evicted meanwhile, the next commit
+// caches those copies again. Sliding-window sequences neither match nor commit.
 //
 // # Errors
 //

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // freeable is how many blocks preempting s alone would make available, sharing taken into
@@ -179,12 +180,13 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 	return p, nil
 }
 
-// SwapIn brings a swapped sequence back: it allocates device blocks for its table and
-// appends the reverse copy plan, {Src: host block, Dst: device block} in table order, to
-// dst; the host blocks are released once the plan is returned (the server executes it
-// before the host blocks are reused). All or nothing. The restored blocks are the
-// sequence's own, uncached copies of what its committed blocks held; blocks that fill
-// later are committed under the same path as before.
+// SwapIn brings a swapped sequence back: it takes again the blocks of its committed prefix
+// that the index still caches (no copy needed), allocates device blocks for the rest of its
+// table and appends the reverse copy plan for those, {Src: host block, Dst: device block}
+// in table order, to dst; all the host blocks are released once the plan is returned (the
+// server executes it before the host blocks are reused). All or nothing. The restored
+// blocks past the cached prefix are the sequence's own, uncached copies; if part of its
+// committed path was evicted meanwhile, the next commit caches them again.
 func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	s, err := m.lookup("swap in", seq)
 	if err != nil {
@@ -194,25 +196,52 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 		return dst, &SeqError{Op: "swap in", Seq: seq, Err: ErrNotRunning}
 	}
 	live := s.t.ids[s.t.nulls:]
-	if avail := m.pool.Available(); avail < len(live) {
-		return dst, &OutOfBlocksError{Op: "swap in", Seq: seq, Needed: len(live), Available: avail}
+	// The committed prefix as the index has it now: a sequence that caches has no null
+	// entries, so live is its whole table and the hit is a prefix of it.
+	m.hits = m.hits[:0]
+	var cur prefix.Cursor
+	rematch := m.caching() && s.t.nulls == 0 && s.committed() > 0
+	if rematch {
+		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:s.committed()*m.bs], MM: s.prompt.MM}
+		m.hits, cur = m.index.Peek(m.hits, &p, false)
+		if len(m.hits) == 0 {
+			cur = m.index.Cursor(s.prompt.Namespace)
+		}
 	}
-	dev, err := m.pool.Allocate(m.hits[:0], len(live))
+	k := len(m.hits)
+	need, avail := len(live)-k, m.pool.Available()
+	if k > 0 && need > avail-k {
+		avail -= m.index.ReclaimableOf(m.hits) // hit blocks taken off the evictable set
+	}
+	if need > avail {
+		return dst, &OutOfBlocksError{Op: "swap in", Seq: seq, Needed: need, Available: avail}
+	}
+	if k > 0 {
+		if err := m.index.Acquire(m.hits); err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: acquiring the cached prefix of seq %d: %v", seq, err))
+		}
+		copy(live, m.hits)
+	}
+	dev, err := m.pool.Allocate(m.hits[:0], need)
 	if err != nil {
-		panic(fmt.Sprintf("kvpage: broken invariant: %d blocks available but allocation failed: %v", len(live), err))
+		panic(fmt.Sprintf("kvpage: broken invariant: %d blocks available but allocation failed: %v", need, err))
 	}
 	m.hits = dev
 	for i, id := range dev {
-		dst = append(dst, CopyOp{Src: s.host[i], Dst: id})
+		dst = append(dst, CopyOp{Src: s.host[k+i], Dst: id})
 	}
-	copy(live, dev)
+	copy(live[k:], dev)
 	if err := m.cfg.HostPool.Release(s.host...); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: releasing host blocks of seq %d: %v", seq, err))
 	}
 	s.host = s.host[:0]
 	s.state = Running
-	// The cursor stays: the blocks on its path hold the same KV as the restored ones. If
-	// the path was evicted meanwhile, the index finds it again or the next commit repairs it.
+	if rematch {
+		// The cursor moves to the end of the path found now: the same path, or, if part of
+		// it was evicted while the sequence was swapped out, the end of what is still
+		// cached, so that the next commit caches the restored copies past it.
+		s.cur = cur
+	}
 	m.st.SwapIns++
 	m.check()
 	return dst, nil
