@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
@@ -24,7 +23,8 @@ type paged struct {
 	sharing   bool
 	capacity  int // tokens
 
-	running  []*seq // admitted and not yet finished or preempted, in admission order
+	running  []*seq // in admission order; a finished or preempted request leaves a nil hole
+	live     int    // how many entries of running are not nil
 	arrivals uint64 // admissions so far: the arrival order preemption policies see
 	internal int64  // sum of the running requests' last-block tails
 	tokens   int64  // sum of the running requests' token states (shared ones counted per holder)
@@ -103,7 +103,9 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	s.stored, s.prompt = n, n
 	p.arrivals++
 	s.arrival = p.arrivals
+	s.slot = len(p.running)
 	p.running = append(p.running, s)
+	p.live++
 	p.tokens += int64(n)
 	p.internal += p.tail(n)
 	return n - res.HitTokens, res.HitTokens, true, nil
@@ -132,9 +134,9 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 		for _, v := range victims[first:] {
 			p.tokens -= int64(v.stored)
 			p.internal -= p.tail(v.stored)
+			p.drop(v)
 			v.preempted = true
 		}
-		p.running = slices.DeleteFunc(p.running, func(r *seq) bool { return r.preempted })
 		if s.preempted {
 			return victims, nil
 		}
@@ -159,6 +161,7 @@ func (p *paged) preempt(victims []*seq) ([]*seq, error) {
 		}
 		return victims, nil
 	}
+	p.compact()
 	p.infos = p.infos[:0]
 	for _, r := range p.running {
 		held := ceilDiv(r.stored, p.blockSize)
@@ -185,10 +188,31 @@ func (p *paged) finish(s *seq) error {
 	}
 	p.tokens -= int64(s.stored)
 	p.internal -= p.tail(s.stored)
-	if i := slices.Index(p.running, s); i >= 0 {
-		p.running = slices.Delete(p.running, i, i+1)
-	}
+	p.drop(s)
 	return nil
+}
+
+// drop takes s out of the running requests in O(1), leaving a hole that the next
+// compaction closes: before preemption reads the list, or once holes outnumber requests.
+func (p *paged) drop(s *seq) {
+	p.running[s.slot] = nil
+	p.live--
+	if len(p.running) > 64 && p.live < len(p.running)/2 {
+		p.compact()
+	}
+}
+
+func (p *paged) compact() {
+	n := 0
+	for _, r := range p.running {
+		if r != nil {
+			r.slot = n
+			p.running[n] = r
+			n++
+		}
+	}
+	clear(p.running[n:])
+	p.running = p.running[:n]
 }
 
 // usage reads the pool, O(1): blocks held by running requests are those in use less the
@@ -215,8 +239,17 @@ func (p *paged) check(deep bool) error {
 	if u := p.usage(nil); u.Tokens+u.Internal != int64(st.InUse)*int64(p.blockSize) || u.Cached != int64(st.Evictable)*int64(p.blockSize) {
 		return fmt.Errorf("the pool says %d slots held and %d cached, the Manager %d blocks in use and %d evictable", u.Tokens+u.Internal, u.Cached, st.InUse, st.Evictable)
 	}
-	if st.Running != len(p.running) {
-		return fmt.Errorf("the Manager runs %d sequences, the simulator %d", st.Running, len(p.running))
+	live := 0
+	for i, r := range p.running {
+		if r != nil {
+			live++
+			if r.slot != i {
+				return fmt.Errorf("request %d sits at %d of the running list but thinks it is at %d", r.req.ID, i, r.slot)
+			}
+		}
+	}
+	if st.Running != p.live || live != p.live {
+		return fmt.Errorf("the Manager runs %d sequences, the simulator %d (%d counted)", st.Running, p.live, live)
 	}
 	// Without sharing every block has one holder, so the requests' own counts must
 	// account for every block in use exactly.

@@ -20,6 +20,7 @@ type seq struct {
 	// paged schemes
 	prompt  int    // prompt length at the last admission (generated tokens included)
 	arrival uint64 // order of the last admission
+	slot    int    // index in the paged allocator's running list
 }
 
 // allocator is what a scheme does to memory; the scheduler decides when.
