@@ -308,7 +308,7 @@ func (sc *scheduler) record(step, weight int) {
 		err := u.Check(sc.cfg.Capacity)
 		if err == nil && (sc.checkEveryStep || invariant.Sample(sc.records)) {
 			// The deep check walks every block: every step at first, then one in 64.
-			err = sc.a.check(sc.records < 256 || sc.records%64 == 0)
+			err = sc.a.check(sc.records < 64 || sc.records%64 == 0)
 		}
 		if err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant at step %d: %v", step, err))

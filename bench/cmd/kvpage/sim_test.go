@@ -15,10 +15,10 @@ import (
 	"github.com/kvpage/kvpage/bench/sim"
 )
 
-// smallSim is a quick run: 100 ShareGPT-like requests on a 10,000-token budget (the
-// tests run under -race too, where the library re-checks its invariants as it goes).
+// smallSim is a quick run: 60 ShareGPT-like requests on a 6,000-token budget (the tests
+// run under -race too, where the library re-checks its invariants as it goes).
 func smallSim(dir string, extra ...string) []string {
-	return append([]string{"sim", "--num-prompts", "100", "--kv-budget-tokens", "10k", "--block-size-sweep", "8",
+	return append([]string{"sim", "--num-prompts", "60", "--kv-budget-tokens", "6k", "--block-size-sweep", "8",
 		"--out-dir", filepath.Join(dir, "charts"), "--no-progress"}, extra...)
 }
 
@@ -28,8 +28,8 @@ func TestSimIsTheDefaultCommand(t *testing.T) {
 	// Flags without a subcommand go to sim.
 	code, out, errOut := runKV(smallSim(dir)[1:]...)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "kvpage sim: 100 requests from sharegpt (seed 42)")
-	assert.Contains(t, out, "KV budget: 10,000 tokens (--kv-budget-tokens)")
+	assert.Contains(t, out, "kvpage sim: 60 requests from sharegpt (seed 42)")
+	assert.Contains(t, out, "KV budget: 6,000 tokens (--kv-budget-tokens)")
 	assert.Contains(t, out, sim.PhaseNote)
 	assert.Contains(t, out, "charts: "+filepath.Join(dir, "charts", "shares.png"))
 	for _, f := range []string{"shares.png", "shares.svg", "blocksize.png", "blocksize.svg"} {
@@ -52,7 +52,7 @@ func TestSimJSONAndCSV(t *testing.T) {
 	assert.NotEmpty(t, rep.Version)
 	assert.Equal(t, "7", rep.Flags["seed"])
 	assert.Equal(t, "16", rep.Flags["block-size"], "defaults are recorded too")
-	assert.Equal(t, 10000, rep.CapacityTokens)
+	assert.Equal(t, 6000, rep.CapacityTokens)
 	assert.Equal(t, sim.PhaseNote, rep.Phase)
 	var labels []string
 	for _, s := range rep.Schemes {
