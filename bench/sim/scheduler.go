@@ -11,9 +11,9 @@ import (
 // seq is one request's state in a simulation.
 type seq struct {
 	req       *Request
-	generated int // output tokens generated so far
-	stored    int // token states held (0 while waiting)
-	preempted bool
+	generated int  // output tokens generated so far
+	stored    int  // token states held (0 while waiting)
+	preempted bool // preempted and not yet readmitted
 
 	// contiguous schemes
 	offset, reservation int
@@ -30,7 +30,8 @@ type allocator interface {
 	// leaves to compute, fits budget. It returns the tokens computed and the prefix hit.
 	admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	// grow gives s a slot for one more token (the last one it generated). When memory runs
-	// out it preempts running requests, possibly s itself, and appends them to victims.
+	// out it preempts running requests, possibly s itself, marks them preempted and
+	// appends them to victims.
 	grow(s *seq, victims []*seq) ([]*seq, error)
 	// finish releases a finished request's memory.
 	finish(s *seq) error
