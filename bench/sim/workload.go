@@ -44,32 +44,14 @@ var Workloads = []Workload{
 		Doc: "ShareGPT-like chat: input ~ LN(mean 161.31, sigma 1.0), output ~ LN(mean 337.99, sigma 1.0); " +
 			"no shared prefixes. Per request: input (2 draws), then output (2 draws).",
 		MaxModelLen: 2048,
-		gen: func(n int, seed uint64) *Trace {
-			r := bench.NewSplitMix64(seed)
-			t := newTrace(n)
-			for i := range n {
-				in := lognormal(r, shareGPTInputMean, shareGPTSigma)
-				out := lognormal(r, shareGPTOutputMean, shareGPTSigma)
-				t.Requests = append(t.Requests, Request{ID: i, Input: in, Output: out, Group: -1})
-			}
-			return t
-		},
+		gen:         independentLengths(shareGPTInputMean, shareGPTOutputMean, shareGPTSigma),
 	},
 	{
 		Name: "alpaca",
 		Doc: "Alpaca-like instructions: input ~ LN(mean 19.31, sigma 0.5), output ~ LN(mean 58.45, sigma 0.5); " +
 			"no shared prefixes. Per request: input (2 draws), then output (2 draws).",
 		MaxModelLen: 2048,
-		gen: func(n int, seed uint64) *Trace {
-			r := bench.NewSplitMix64(seed)
-			t := newTrace(n)
-			for i := range n {
-				in := lognormal(r, alpacaInputMean, alpacaSigma)
-				out := lognormal(r, alpacaOutputMean, alpacaSigma)
-				t.Requests = append(t.Requests, Request{ID: i, Input: in, Output: out, Group: -1})
-			}
-			return t
-		},
+		gen:         independentLengths(alpacaInputMean, alpacaOutputMean, alpacaSigma),
 	},
 	{
 		Name: "longchat",
@@ -109,6 +91,21 @@ func LookupWorkload(name string) (Workload, error) {
 }
 
 func newTrace(n int) *Trace { return &Trace{Requests: make([]Request, 0, n)} }
+
+// independentLengths generates requests without shared prefixes whose input and output
+// lengths are drawn, in that order, from lognormals with the given means and sigma.
+func independentLengths(inMean, outMean, sigma float64) func(n int, seed uint64) *Trace {
+	return func(n int, seed uint64) *Trace {
+		r := bench.NewSplitMix64(seed)
+		t := newTrace(n)
+		for i := range n {
+			in := lognormal(r, inMean, sigma)
+			out := lognormal(r, outMean, sigma)
+			t.Requests = append(t.Requests, Request{ID: i, Input: in, Output: out, Group: -1})
+		}
+		return t
+	}
+}
 
 // lognormal draws a length from a lognormal distribution with the given mean and sigma
 // (mu = ln(mean) - sigma^2/2), rounded to the nearest integer, at least 1. It takes two
