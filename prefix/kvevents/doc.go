@@ -40,7 +40,10 @@
 //
 // A Publisher's observer side only copies each event into reused buffers (a memmove of its
 // hashes and tokens, a few nanoseconds per block, no allocation in steady state) and hands
-// sealed batches to a bounded queue without waiting; its sender goroutine encodes them.
+// sealed batches to a bounded queue without waiting; its sender goroutine encodes them. The
+// sender polls the queue every millisecond while batches keep coming, so that Flush does
+// not wake it (a system call on the allocator's thread) for every batch: a batch may leave
+// up to about a millisecond after its Flush.
 // When the queue is full the batch is dropped and counted, and its sequence number is spent
 // anyway, so subscribers see a gap rather than silently diverging. A consumer that missed a dropped BlockRemoved believes a
 // server holds blocks it no longer has; that costs a routing miss, never correctness,
