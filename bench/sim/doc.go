@@ -12,11 +12,37 @@
 // shared blocks from private ones. A request holds at most KVLen = Input + Output - 1
 // token states: the last output token is returned, never fed back.
 //
-// Requests come from a built-in Workload (Workloads documents each distribution exactly;
-// all draw from bench.SplitMix64 with a seed) or from a trace file (ParseTrace: CSV with
-// a header, the Azure LLM inference trace, JSONL, ShareGPT JSON). Prepare fits a trace to
-// a max-model-len as vLLM does: a prompt with no room for one output token is rejected,
-// a longer output is capped; both are counted.
+// Requests come from a built-in Workload or from a trace file (ParseTrace: CSV with a
+// header, the Azure LLM inference trace, JSONL, ShareGPT JSON). Prepare fits a trace to a
+// max-model-len as vLLM does: a prompt with no room for one output token is rejected, a
+// longer output is capped; both are counted.
+//
+// # Built-in workloads
+//
+// Every draw comes from one bench.SplitMix64 seeded with the seed, in the order stated.
+// LN(m, s) is a lognormal with mean m and sigma s (mu = ln m - s^2/2), drawn by
+// Box-Muller from two Unit() draws (u1 = 1 - Unit(), u2 = Unit(),
+// z = sqrt(-2 ln u1) cos(2 pi u2)), rounded to the nearest integer, at least 1. The means
+// of ShareGPT and Alpaca are the PagedAttention paper's; the lognormal shapes and sigmas
+// are this simulator's assumption.
+//
+//   - sharegpt: per request, input ~ LN(161.31, 1.0), then output ~ LN(337.99, 1.0); no
+//     shared prefixes; max-model-len 2048.
+//   - alpaca: per request, input ~ LN(19.31, 0.5), then output ~ LN(58.45, 0.5); no shared
+//     prefixes; max-model-len 2048.
+//   - longchat: conversations of T = 2 + Next()%5 turns; per conversation T, then per turn
+//     the user message (turn 1: a document ~ LN(3000, 0.5); later turns ~ LN(100, 1.0)) and
+//     the reply ~ LN(300, 1.0). Turn k's prompt is every earlier message and reply plus its
+//     own message; the whole turn is the conversation's shared stream. Requests are ordered
+//     by turn, then conversation; conversations are generated until there are n requests
+//     (the last one cut short); max-model-len 16384.
+//   - sysprompt: first 16 system prompts of 200 + Next()%601 tokens; then per request a
+//     bench.Zipf(16, 1.1) choice, a user message ~ LN(161.31, 1.0) and an output
+//     ~ LN(337.99, 1.0); input = system prompt + message, the system prompt shared by its
+//     group; max-model-len 2048.
+//
+// Arrivals are all at time 0 unless WithPoissonArrivals draws exponential gaps from a
+// second generator seeded with seed+1.
 //
 // # Scheduler
 //
@@ -48,6 +74,11 @@
 // blocktable.Manager over a blocks.Pool of Capacity/BlockSize blocks (one of them the null
 // block), optionally with a prefix.Index (PrefixSharing) whose eviction policy and the
 // Manager's preemption policy come from package evict by name.
+//
+// A new scheme is a Kind plus an implementation of the allocator interface
+// (scheduler.go: admit, grow, finish, usage, check); the scheduler and every output stay
+// as they are. A new eviction or preemption policy belongs in package evict: once its
+// registry knows the name, --eviction and --preemption accept it.
 //
 // # Measurements
 //
