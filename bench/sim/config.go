@@ -42,7 +42,8 @@ type Config struct {
 	// Seed fixes the synthetic token ids (see Token).
 	Seed uint64
 	// OnStep, when set, receives every step's record (idle stretches as one record with a
-	// Weight). It runs on the goroutine that simulates the scheme.
+	// Weight). It runs on the goroutine that simulates the scheme: Compare calls it from
+	// several goroutines at once.
 	OnStep func(StepRecord)
 	// Progress, when set, is called with the number of requests completed since its last
 	// call, every 1,024 completions and at the end. Compare calls it from several
