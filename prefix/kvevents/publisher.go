@@ -39,8 +39,9 @@ type Publisher struct {
 	free  freeList
 	queue chan *recording
 
-	batcher  *Batcher // the sender's
-	replayer replayer // the sender's
+	batcher  *Batcher  // the sender's
+	replayer replayer  // the sender's
+	high     highWater // the sender's
 
 	pub, router zmq4.Socket
 	cancel      context.CancelFunc
@@ -257,7 +258,9 @@ func (p *Publisher) publish(r *recording) {
 	}
 	p.replayer.replay(r, p.batcher)
 	seq, ts := r.seq, r.ts
+	p.high.observe(r)
 	r.reset()
+	r.reserve(p.high)
 	p.free.put(r)
 	// The PUB socket sends asynchronously and the replay buffer keeps the payload, so it
 	// must never be written again: it is a copy of exactly the batch's size (make and copy

@@ -36,6 +36,32 @@ func (r *recording) reset() {
 	r.mm, r.mmLen = r.mm[:0], r.mmLen[:0]
 }
 
+// highWater is the largest batch the sender has seen, arena by arena.
+type highWater struct{ events, hashes, tokens int }
+
+// observe raises the marks to r's sizes; call it before reset.
+func (w *highWater) observe(r *recording) {
+	w.events = max(w.events, len(r.events))
+	w.hashes = max(w.hashes, len(r.hashes))
+	w.tokens = max(w.tokens, len(r.tokens))
+}
+
+// reserve grows r's arenas, on the sender's goroutine, to the largest batch seen so far
+// plus a quarter, so that the index's goroutine, which fills them, does not grow them
+// itself: an allocation there makes it pay garbage-collection assists. Without it each of
+// the recordings a polling sender keeps in flight grew in turn on the index's goroutine.
+func (r *recording) reserve(w highWater) {
+	if cap(r.events) < w.events {
+		r.events = make([]recordedEvent, 0, w.events+w.events/4)
+	}
+	if cap(r.hashes) < w.hashes {
+		r.hashes = make([]byte, 0, w.hashes+w.hashes/4)
+	}
+	if cap(r.tokens) < w.tokens {
+		r.tokens = make([]int32, 0, w.tokens+w.tokens/4)
+	}
+}
+
 // Strings are immutable, so keeping the namespace's and the multimodal keys' strings is
 // safe; the slices that hold them are the index's and are copied.
 
