@@ -16,23 +16,7 @@ func BenchmarkW1AllocFree(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]blocks.ID, 0, W1Batch)
-	b.ReportAllocs()
-	cpu := cpuTime()
-	for b.Loop() {
-		ids, err = pool.Allocate(ids[:0], W1Batch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := pool.Release(ids...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportPerBlock(b, W1Batch)
-	reportCPUPerBlock(b, cpu, W1Batch)
-	if pool.NumFree() != W1PoolBlocks {
-		b.Fatalf("W1 leaked blocks: %d of %d free", pool.NumFree(), W1PoolBlocks)
-	}
+	churn(b, pool)
 }
 
 // reportPerBlock reports the mean cost of one block when every iteration handled perOp blocks.
