@@ -178,7 +178,7 @@ func (d *Decoder) extraKeys(e *Event) error {
 		}
 		keys := make([]any, k)
 		for j := range keys {
-			if keys[j], err = d.d.DecodeInterface(); err != nil {
+			if keys[j], err = d.anyValue(); err != nil {
 				return err
 			}
 		}
