@@ -195,6 +195,9 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 			x.evRemove(at) // no longer a leaf
 		}
 		pn.children++
+		if nd.flags&flagMM == 0 && x.hint[at] == 0 {
+			x.hint[at] = n // a new child takes the hint only from nobody: see Index.hint
+		}
 		x.pin(n) // the caller holds it
 		at = n
 	}

@@ -25,10 +25,18 @@
 // per block on a long unshared path, but the unit of sharing, eviction, reference counting
 // and events is the block: with runs, evicting a leaf block splits a node, a hit in the
 // middle of a run splits it, and every per-block fact (refcount, last access, hash) needs a
-// side array anyway. With one node per block, every operation is O(blocks touched), node
-// metadata is indexed directly by block ID, and a lookup costs one hash, one probe and one
-// 16-token comparison per block (about 17 ns of CPU on the shared 2-core test machine, 4.3
-// us for W2's 256 blocks; see bench/README.md).
+// side array anyway. With one node per block, every operation is O(blocks touched) and node
+// metadata is indexed directly by block ID.
+//
+// What runs would save, a probe per block along a path, one node per block gets back with a
+// hint: each node names one child to try first, the last child a request acquired (else the
+// first committed). Along a path that requests share, the next block is that child, so
+// Match confirms it with one 16-token comparison and no hash or table probe: about 7 ns a
+// block, 1.8 us for W2's 256 blocks (see bench/README.md). Only where the prompt leaves the
+// hinted child for another does Match hash the block and probe the table; a node whose only
+// child is the hint answers a miss without either. The hint costs 4 bytes a node and is
+// only ever a shortcut: a child is accepted on its tokens, and multimodal children (whose
+// extra keys a token comparison would skip) are never hints.
 //
 // Namespaces (LoRA adapter, cache salt) are separate subtrees under their own roots, not a
 // filter after matching. Multimodal extra keys are stored for the blocks that carry any and
@@ -89,7 +97,8 @@
 // request holds it; parent and child links agree and every cached block is found under its
 // parent in the child table with its own tokens; keys are the chained hashes of the tokens;
 // a block is pinned exactly when a request holds it or a child is pinned; the evictable set
-// is exactly the unpinned leaves; cached = inserts - evictions - dropped. CheckInvariants
+// is exactly the unpinned leaves; a node's hint is one of its cached text-only children or
+// none; cached = inserts - evictions - dropped. CheckInvariants
 // verifies all of them; under the kvinvariants build tag (and -race) every mutation
 // re-checks them, sampled with invariant.Sample.
 //
@@ -103,6 +112,6 @@
 //
 // Match, Acquire, Release, Commit and Reclaim are O(blocks touched) (Reclaim adds
 // O(log evictable) per victim) and allocate nothing in steady state. Memory is fixed at New:
-// per pool block, 40 bytes of node, 4 bytes per token, 8 bytes of LRU heap and position,
-// and 4 to 8 bytes of child table.
+// per pool block, 40 bytes of node, 4 bytes of hint, 4 bytes per token, 8 bytes of LRU heap
+// and position, and 5.3 bytes of child table.
 package prefix

@@ -125,6 +125,9 @@ func (x *Index) unlink(n int32, nd *node) int32 {
 	nd.parent = 0
 	x.poisonFreed(n)
 	x.cached--
+	if x.hint[p] == n {
+		x.hint[p] = 0 // the next commit or acquire under p sets it again
+	}
 	pn := &x.nodes[p]
 	pn.children--
 	if pn.children == 0 && pn.flags&(flagCached|flagPinned) == flagCached {
@@ -153,6 +156,7 @@ func (x *Index) Reset() error {
 		x.nodes[r].children = 0
 	}
 	x.table.clear()
+	clear(x.hint)
 	clear(x.mm)
 	x.evReset()
 	x.cached = 0

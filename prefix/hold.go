@@ -28,6 +28,9 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 		}
 		nd.lastAccess = t
 		nd.hits++
+		if nd.flags&flagMM == 0 {
+			x.hint[nd.parent] = n // reused now: the child the next request likely wants
+		}
 	}
 	x.mutated()
 	return nil

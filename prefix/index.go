@@ -21,6 +21,11 @@ type Index struct {
 	tokens []int32 // bs tokens per block, indexed by block ID
 	table  childTable
 	mm     map[int32][]string // multimodal extra keys of the blocks that have any
+	// hint is, per node, the child Match tries first (0 = none): a text-only child, the
+	// last one a request acquired, else the first one committed. Along a path that
+	// requests share, the next block is almost always this child, so Match confirms it
+	// by comparing tokens and skips the hash and the table probe. See match.go.
+	hint []int32
 
 	// Namespaces.
 	roots    map[Namespace]int32
@@ -111,6 +116,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		clock:  cfg.clock,
 		obs:    cfg.observer,
 		nodes:  make([]node, nb+1, nb+2),
+		hint:   make([]int32, nb+1, nb+2),
 		tokens: make([]int32, nb*blockSize),
 		mm:     make(map[int32][]string),
 		roots:  make(map[Namespace]int32),
@@ -221,6 +227,7 @@ func (x *Index) ensureRoot(ns Namespace) int32 {
 	}
 	r := int32(len(x.nodes))
 	x.nodes = append(x.nodes, node{key: fastRoot & x.cfg.keyMask, flags: flagRoot})
+	x.hint = append(x.hint, 0)
 	ri := rootInfo{ns: ns, hasLo: ns.LoRA != "", hasSa: ns.Salt != ""}
 	if ri.hasLo {
 		ri.lora = hashString(ns.LoRA)
@@ -243,6 +250,7 @@ func (x *Index) dropRoot(ns Namespace) {
 		panic("kvpage: broken invariant: dropping a namespace root that is in use")
 	}
 	x.nodes = x.nodes[:r]
+	x.hint = x.hint[:r]
 	x.rootInfo = x.rootInfo[:len(x.rootInfo)-1]
 	delete(x.roots, ns)
 	if ns == (Namespace{}) {

@@ -113,7 +113,30 @@ func (x *Index) CheckInvariants() error {
 	if len(x.mm) > cached {
 		return fmt.Errorf("%d multimodal entries for %d cached blocks", len(x.mm), cached)
 	}
+	if err := x.checkHints(); err != nil {
+		return err
+	}
 	return x.checkLRU()
+}
+
+// checkHints verifies every node's hint: none for a node that is not in the tree or has no
+// text-only child, else one of its own cached children without multimodal keys.
+func (x *Index) checkHints() error {
+	if len(x.hint) != len(x.nodes) {
+		return fmt.Errorf("%d hints for %d nodes", len(x.hint), len(x.nodes))
+	}
+	for n, c := range x.hint {
+		if c == 0 {
+			continue
+		}
+		if x.nodes[n].flags&(flagCached|flagRoot) == 0 {
+			return fmt.Errorf("node %d is not in the tree but hints at child %d", n, c)
+		}
+		if !x.isBlock(c) || x.nodes[c].flags&flagCached == 0 || x.nodes[c].parent != int32(n) || x.nodes[c].flags&flagMM != 0 {
+			return fmt.Errorf("node %d hints at %d, which is not one of its cached text-only children", n, c)
+		}
+	}
+	return nil
 }
 
 // rootsOfAll returns the namespace root above every cached node (0 where there is none),

@@ -74,91 +74,71 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cu
 	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 }
 
-// matchText is Match's loop for prompts without multimodal inputs: the common case, kept
-// tight (one hash, one probe and one memory comparison per block).
+// matchText is Match's loop for prompts without multimodal inputs: the common case. Each
+// block first tries the node's hint child (see Index.hint) with one token comparison and
+// no hash; only where the hint is missing or wrong and the node has other children does it
+// hash the block and probe the child table (nextByKey).
 func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
-	bs, mask := x.bs, x.cfg.keyMask
-	nodes, slots, tmask := x.nodes, x.table.slots, x.table.mask
-	cur, key := r, nodes[r].key
+	bs, hint, arena := x.bs, x.hint, x.tokens
+	cur := r
 	for b := 0; b < full; b++ {
 		toks := tokens[b*bs : (b+1)*bs : (b+1)*bs]
-		k := hashTokens(key, toks)
-		if ri.hasLo {
-			k = mixExtra(k, tagLoRA, ri.lora)
-		}
-		if b == 0 && ri.hasSa {
-			k = mixExtra(k, tagSalt, ri.salt)
-		}
-		k &= mask
-		c := int32(0)
-		for i := (k ^ k>>29) & tmask; ; i = (i + 1) & tmask {
-			n := slots[i]
-			if n == 0 {
-				break
-			}
-			nd := &nodes[n]
-			if nd.key == k && nd.parent == cur && nd.flags&flagMM == 0 && sameTokens(x.blockTokens(n), toks) {
-				c = n
-				break
+		c := hint[cur]
+		if c != 0 {
+			off := int(c-1) * bs
+			if sameTokens(arena[off:off+bs:off+bs], toks) {
+				dst = append(dst, blockOf(c))
+				cur = c
+				continue
 			}
 		}
-		if c == 0 {
+		if c = x.nextByKey(cur, c, toks, ri, b == 0); c == 0 {
 			return dst, cur, b
 		}
 		dst = append(dst, blockOf(c))
-		cur, key = c, k
+		cur = c
 	}
 	return dst, cur, full
 }
 
-// matchText16 is matchText for blocks of 16 tokens, with the hash (content16, chain) and the token
-// comparison (same16) written out in the loop: no call per block.
+// matchText16 is matchText for blocks of 16 tokens, with the token comparison (same16)
+// written out in the loop: along a shared path a block costs one load of the hint, eight
+// 64-bit compares and the append.
 func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
-	mask := x.cfg.keyMask
-	nodes, slots, tmask, arena := x.nodes, x.table.slots, x.table.mask, x.tokens
-	cur, key := r, nodes[r].key
+	hint, arena := x.hint, x.tokens
+	cur := r
 	for b := 0; b < full; b++ {
 		t := (*[16]int32)(tokens[b*16 : b*16+16])
-		// content16(t), inlined: independent of the previous block, so it overlaps with it.
-		ha := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^fastP0)
-		hb := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^fastP1)
-		ha = mum(pair(t[8], t[9])^fastP2, pair(t[10], t[11])^ha)
-		hb = mum(pair(t[12], t[13])^fastP3, pair(t[14], t[15])^hb)
-		k := mum(mum(ha^fastP4, hb^fastP0)^fastP1, key^fastP3) // chain(key, content)
-		if ri.hasLo {
-			k = mixExtra(k, tagLoRA, ri.lora)
-		}
-		if b == 0 && ri.hasSa {
-			k = mixExtra(k, tagSalt, ri.salt)
-		}
-		k &= mask
-		c := int32(0)
-		for i := (k ^ k>>29) & tmask; ; i = (i + 1) & tmask {
-			n := slots[i]
-			if n == 0 {
-				break
-			}
-			nd := &nodes[n]
-			if nd.key != k || nd.parent != cur || nd.flags&flagMM != 0 {
-				continue
-			}
-			// same16(arena block, t), inlined.
-			o := (*[16]int32)(arena[int(n-1)*16 : int(n-1)*16+16])
+		c := hint[cur]
+		if c != 0 {
+			o := (*[16]int32)(arena[int(c-1)*16 : int(c-1)*16+16])
 			if (pair(o[0], o[1])^pair(t[0], t[1]))|(pair(o[2], o[3])^pair(t[2], t[3]))|
 				(pair(o[4], o[5])^pair(t[4], t[5]))|(pair(o[6], o[7])^pair(t[6], t[7]))|
 				(pair(o[8], o[9])^pair(t[8], t[9]))|(pair(o[10], o[11])^pair(t[10], t[11]))|
 				(pair(o[12], o[13])^pair(t[12], t[13]))|(pair(o[14], o[15])^pair(t[14], t[15])) == 0 {
-				c = n
-				break
+				dst = append(dst, blockOf(c))
+				cur = c
+				continue
 			}
 		}
-		if c == 0 {
+		if c = x.nextByKey(cur, c, t[:], ri, b == 0); c == 0 {
 			return dst, cur, b
 		}
 		dst = append(dst, blockOf(c))
-		cur, key = c, k
+		cur = c
 	}
 	return dst, cur, full
+}
+
+// nextByKey finds the text-only child of cur holding toks through the child table, after
+// the hint child tried (0 if cur has no hint) did not hold them. A node whose only child
+// is the hint has nothing else to offer, so the common miss costs no hash either.
+func (x *Index) nextByKey(cur, tried int32, toks []int32, ri *rootInfo, first bool) int32 {
+	kids := x.nodes[cur].children
+	if kids == 0 || (kids == 1 && tried != 0) {
+		return 0
+	}
+	return x.findChild(cur, x.childKey(x.nodes[cur].key, toks, ri, first, nil), toks, nil)
 }
 
 // childKey is the chained fast64 hash of one block: Fast64.Block with the namespace's
