@@ -165,7 +165,7 @@ func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, 
 // findChild returns the child of parent whose key, tokens and extra keys are these, or 0.
 func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []string) int32 {
 	t := &x.table
-	for i := t.home(key); ; i = (i + 1) & t.mask {
+	for i := t.home(key); ; i = t.step(i) {
 		n := t.slots[i]
 		if n == 0 {
 			return 0

@@ -1,33 +1,47 @@
 package prefix
 
+import "math/bits"
+
 // childTable is the one table of parent-to-child links for the whole tree: an open-addressing
 // hash table of node indices, probed linearly from the child's chained key. A child is found
 // by (parent, key) and then confirmed on its tokens and extra keys, so colliding keys only
 // cost probes, never a false hit. It is sized once, for every block of the pool at a load of
-// at most 3/4, so it never grows: 4 bytes a slot, 5.3 to 10.7 bytes a block.
+// at most 3/4, so it never grows. The size need not be a power of two (a key's home slot is
+// the high half of key x size), so the table costs 5.3 bytes per pool block, not up to twice
+// that.
 type childTable struct {
 	slots []int32 // node index, 0 = empty
-	mask  uint64
+	size  uint64  // len(slots)
 }
 
 func (t *childTable) init(capacity int) {
-	n := 8
-	for n*3 < capacity*4 {
-		n <<= 1
-	}
+	n := max(8, (capacity*4+2)/3)
 	t.slots = make([]int32, n)
-	t.mask = uint64(n - 1)
+	t.size = uint64(n)
 }
 
-// home is the first slot probed for key (matchText inlines the same expression).
-func (t *childTable) home(key uint64) uint64 { return (key ^ key>>29) & t.mask }
+// home is the first slot probed for key: key scaled to [0, size) by its high bits, which a
+// hashed key spreads evenly (Lemire's multiply-shift range reduction: one multiply, no
+// division).
+func (t *childTable) home(key uint64) uint64 {
+	hi, _ := bits.Mul64(key, t.size)
+	return hi
+}
+
+// step is the slot probed after slot i.
+func (t *childTable) step(i uint64) uint64 {
+	if i++; i == t.size {
+		return 0
+	}
+	return i
+}
 
 // insert adds node n, whose key is key. The table never fills: cached blocks are at most the
 // pool's capacity.
 func (t *childTable) insert(n int32, key uint64) {
 	i := t.home(key)
 	for t.slots[i] != 0 {
-		i = (i + 1) & t.mask
+		i = t.step(i)
 	}
 	t.slots[i] = n
 }
@@ -40,11 +54,11 @@ func (t *childTable) remove(n int32, key uint64, nodes []node) {
 		if t.slots[i] == 0 {
 			panic("kvpage: broken invariant: cached block missing from the child table")
 		}
-		i = (i + 1) & t.mask
+		i = t.step(i)
 	}
 	j := i
 	for {
-		j = (j + 1) & t.mask
+		j = t.step(j)
 		m := t.slots[j]
 		if m == 0 {
 			break
