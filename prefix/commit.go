@@ -83,8 +83,10 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 
 // resolve returns the node a cursor stands on: 0 for the zero cursor (the root of p's
 // namespace, not created yet), detached, or a node still in the tree. A cursor whose node
-// was evicted is found again by walking p from the root; if that path is gone too, the
-// cursor is detached.
+// left the tree (an evicted block, or a namespace root freed and maybe reused by another
+// namespace since; either bumps the node's generation) is found again by walking p from
+// its namespace's current root; if that path is gone too, the cursor is detached, except
+// that a cursor at a freed root resolves like the zero cursor (the root is recreated).
 func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 	switch n := cur.node; {
 	case n == 0:
@@ -96,13 +98,20 @@ func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 		return detached, nil
 	case n < 0 || int(n) >= len(x.nodes):
 		return 0, ErrInvalidCursor
-	case cur.root != x.rootOf(p.Namespace):
-		return 0, ErrInvalidCursor // a cursor of another namespace
 	case x.nodes[n].gen == cur.gen && x.nodes[n].flags&(flagCached|flagRoot) != 0:
+		// A live node of the generation the cursor saw lies under the very root the cursor
+		// was placed under (a root is freed only when childless, and freeing bumps its
+		// generation), so cur.root names the cursor's namespace.
+		if cur.root != x.rootOf(p.Namespace) {
+			return 0, ErrInvalidCursor // a cursor of another namespace
+		}
 		return n, nil
 	}
 	r := x.rootOf(p.Namespace)
 	if r == 0 {
+		if cur.blocks == 0 {
+			return 0, nil // a cursor at a freed root: Commit recreates it
+		}
 		return detached, nil
 	}
 	ri := x.root(r)

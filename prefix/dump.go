@@ -6,15 +6,16 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kvpage/kvpage/blocks"
 )
 
 // WriteState writes the index's whole state to w as deterministic, line-oriented text:
-// each namespace's tree, depth first with children in block order, one line per cached
-// block (its tokens, pool refcount, pinned or evictable, last access, hits, multimodal
-// keys), the evictable blocks in LRU order (oldest last access first, ties by ID), and the
-// counters. Two indexes that will behave identically write identical text, so tests use it
+// each live namespace's tree (namespaces by LoRA, then salt), depth first with children in
+// block order, one line per cached block (its tokens, pool refcount, pinned or evictable,
+// last access, hits, multimodal keys), the evictable blocks in LRU order (oldest last
+// access first, ties by ID), and the counters. Two indexes that will behave identically write identical text, so tests use it
 // for golden files and as a deep snapshot. It allocates and costs O(blocks log blocks): it
 // is for tests and debugging, never for a hot path.
 //
@@ -31,7 +32,7 @@ func (x *Index) WriteState(w io.Writer) error {
 		policy = x.policy.Name()
 	}
 	fmt.Fprintf(&b, "index blocksize=%d cached=%d pinned=%d reclaimable=%d namespaces=%d policy=%s clock=%d\n",
-		x.bs, x.cached, x.pinned, x.Reclaimable(), len(x.rootInfo), policy, x.clock.Now())
+		x.bs, x.cached, x.pinned, x.Reclaimable(), x.numRoots(), policy, x.clock.Now())
 	children := make(map[int32][]int32)
 	var evictable []blocks.ID
 	for n := int32(1); int(n) <= x.nb; n++ {
@@ -44,10 +45,23 @@ func (x *Index) WriteState(w io.Writer) error {
 			evictable = append(evictable, blockOf(n))
 		}
 	}
-	for r := x.nb + 1; r < len(x.nodes); r++ {
-		ri := x.rootInfo[r-x.nb-1]
-		fmt.Fprintf(&b, "  ns lora=%q salt=%q\n", ri.ns.LoRA, ri.ns.Salt)
-		x.dumpTree(&b, children, int32(r), 2)
+	// Live namespaces by name, not by root slot: slots are reused in an order that does
+	// not change how the index behaves.
+	roots := make([]int32, 0, x.numRoots())
+	for _, r := range x.roots {
+		roots = append(roots, r)
+	}
+	slices.SortFunc(roots, func(a, c int32) int {
+		na, nc := x.root(a).ns, x.root(c).ns
+		if na.LoRA != nc.LoRA {
+			return strings.Compare(na.LoRA, nc.LoRA)
+		}
+		return strings.Compare(na.Salt, nc.Salt)
+	})
+	for _, r := range roots {
+		ns := x.root(r).ns
+		fmt.Fprintf(&b, "  ns lora=%q salt=%q\n", ns.LoRA, ns.Salt)
+		x.dumpTree(&b, children, r, 2)
 	}
 	slices.SortFunc(evictable, func(a, c blocks.ID) int {
 		if x.lruLess(a, c) {

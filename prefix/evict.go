@@ -130,14 +130,20 @@ func (x *Index) unlink(n int32, nd *node) int32 {
 	}
 	pn := &x.nodes[p]
 	pn.children--
-	if pn.children == 0 && pn.flags&(flagCached|flagPinned) == flagCached {
-		return p
+	if pn.children == 0 {
+		if pn.flags&(flagCached|flagPinned) == flagCached {
+			return p
+		}
+		if pn.flags&flagRoot != 0 {
+			x.freeRoot(p) // the namespace has nothing cached left: see ensureRoot
+		}
 	}
 	return 0
 }
 
 // Reset drops every cached block; it fails with ErrBlocksHeld while any request holds one,
-// as vLLM's reset_prefix_cache does, and then changes nothing. Namespaces stay known.
+// as vLLM's reset_prefix_cache does, and then changes nothing. Every namespace root is
+// freed with its blocks: cursors at them are stale (see Cursor) and Commit recreates them.
 func (x *Index) Reset() error {
 	if x.pinned > 0 {
 		return &HeldError{Held: x.pinned}
@@ -152,8 +158,11 @@ func (x *Index) Reset() error {
 		*nd = node{gen: nd.gen + 1}
 		x.poisonFreed(n)
 	}
-	for r := x.nb + 1; r < len(x.nodes); r++ {
-		x.nodes[r].children = 0
+	for r := int32(len(x.nodes) - 1); int(r) > x.nb; r-- { // downwards: the lowest slot is reused first
+		if x.nodes[r].flags&flagRoot != 0 {
+			x.nodes[r].children = 0
+			x.freeRoot(r)
+		}
 	}
 	x.table.clear()
 	clear(x.hint)

@@ -27,10 +27,14 @@ type Index struct {
 	// by comparing tokens and skips the hash and the table probe. See match.go.
 	hint []int32
 
-	// Namespaces.
-	roots    map[Namespace]int32
-	rootInfo []rootInfo // indexed by node - nb - 1
-	defRoot  int32      // root of the zero Namespace, 0 until created
+	// Namespaces. A root lives while its namespace has cached blocks (see freeRoot), so
+	// root slots nb+1.. are reused: freeRoots lists the free ones, and there are never
+	// more slots than the peak number of live namespaces (plus one idle root).
+	roots     map[Namespace]int32
+	rootInfo  []rootInfo // indexed by node - nb - 1; zero for a free slot
+	defRoot   int32      // root of the zero Namespace, 0 while it has none
+	freeRoots []int32    // free root slots, reused last freed first
+	idleRoot  int32      // the root Cursor created last, maybe still childless, or 0
 
 	// Eviction order: the built-in dense LRU, or a policy of package evict.
 	policy evict.Policy[blocks.ID]
@@ -219,15 +223,26 @@ func (x *Index) rootOf(ns Namespace) int32 {
 	return x.roots[ns]
 }
 
-// ensureRoot returns the root of ns, creating it on first use. Roots live as long as the
-// index: a namespace costs one node and one map entry.
+// ensureRoot returns the root of ns, creating it on first use in a free root slot if
+// there is one. A root costs one node, one hint, one rootInfo and one map entry, and is
+// freed again when its namespace has nothing cached (freeRoot).
 func (x *Index) ensureRoot(ns Namespace) int32 {
 	if r := x.rootOf(ns); r != 0 {
 		return r
 	}
-	r := int32(len(x.nodes))
-	x.nodes = append(x.nodes, node{key: fastRoot & x.cfg.keyMask, flags: flagRoot})
-	x.hint = append(x.hint, 0)
+	nd := node{key: fastRoot & x.cfg.keyMask, flags: flagRoot}
+	var r int32
+	if k := len(x.freeRoots); k > 0 {
+		r = x.freeRoots[k-1]
+		x.freeRoots = x.freeRoots[:k-1]
+		nd.gen = x.nodes[r].gen // bumped when freed: cursors of the last tenant are stale
+		x.nodes[r] = nd
+	} else {
+		r = int32(len(x.nodes))
+		x.nodes = append(x.nodes, nd)
+		x.hint = append(x.hint, 0)
+		x.rootInfo = append(x.rootInfo, rootInfo{})
+	}
 	ri := rootInfo{ns: ns, hasLo: ns.LoRA != "", hasSa: ns.Salt != ""}
 	if ri.hasLo {
 		ri.lora = hashString(ns.LoRA)
@@ -235,7 +250,7 @@ func (x *Index) ensureRoot(ns Namespace) int32 {
 	if ri.hasSa {
 		ri.salt = hashString(ns.Salt)
 	}
-	x.rootInfo = append(x.rootInfo, ri)
+	*x.root(r) = ri
 	x.roots[ns] = r
 	if ns == (Namespace{}) {
 		x.defRoot = r
@@ -243,29 +258,67 @@ func (x *Index) ensureRoot(ns Namespace) int32 {
 	return r
 }
 
-// dropRoot removes the root of ns, which was created by the current call and has no child.
+// dropRoot undoes ensureRoot for the root of ns, which the current call created and gave
+// no child: the slot goes back to the free list with its generation unchanged (no cursor
+// has seen this incarnation), so a failed Commit leaves the free list as it was.
 func (x *Index) dropRoot(ns Namespace) {
 	r := x.roots[ns]
-	if int(r) != len(x.nodes)-1 || x.nodes[r].children != 0 {
+	if r == 0 || x.nodes[r].children != 0 {
 		panic("kvpage: broken invariant: dropping a namespace root that is in use")
 	}
-	x.nodes = x.nodes[:r]
-	x.hint = x.hint[:r]
-	x.rootInfo = x.rootInfo[:len(x.rootInfo)-1]
-	delete(x.roots, ns)
-	if ns == (Namespace{}) {
+	x.releaseRoot(r, x.nodes[r].gen)
+}
+
+// freeRoot frees root r, which has no child: its namespace has nothing cached. The root's
+// generation is bumped, so a cursor at r (from Cursor, Match or Peek) is stale from now on
+// and Commit walks its prompt from the namespace's current root instead, creating it again
+// if need be (see resolve): a cursor never commits under whoever reuses the slot.
+func (x *Index) freeRoot(r int32) {
+	if x.nodes[r].flags&flagRoot == 0 || x.nodes[r].children != 0 {
+		panic("kvpage: broken invariant: freeing a namespace root that is in use")
+	}
+	x.releaseRoot(r, x.nodes[r].gen+1)
+}
+
+// releaseRoot puts root slot r on the free list with generation gen, dropping its map
+// entry and its namespace's strings.
+func (x *Index) releaseRoot(r int32, gen uint32) {
+	ri := x.root(r)
+	delete(x.roots, ri.ns)
+	if ri.ns == (Namespace{}) {
 		x.defRoot = 0
 	}
+	*ri = rootInfo{}
+	x.nodes[r] = node{gen: gen}
+	x.hint[r] = 0
+	if x.idleRoot == r {
+		x.idleRoot = 0
+	}
+	x.freeRoots = append(x.freeRoots, r)
 }
+
+// numRoots is the number of live namespace roots.
+func (x *Index) numRoots() int { return len(x.roots) }
 
 // root returns the namespace information of root node r.
 func (x *Index) root(r int32) *rootInfo { return &x.rootInfo[int(r)-x.nb-1] }
 
-// Cursor returns a cursor at the root of ns, for a sequence with no hit.
+// Cursor returns a cursor at the root of ns, for a sequence with no hit. A root that
+// Cursor creates has no child until the sequence commits; it stays until Reset, until
+// its namespace's last block is evicted after a commit, or until Cursor next creates a
+// root for another namespace while it is still childless. A cursor at a freed root is
+// stale and Commit recreates the root, so an early free only costs that.
 func (x *Index) Cursor(ns Namespace) Cursor {
 	if x.cfg.requireNS && ns == (Namespace{}) {
 		return Cursor{}
 	}
-	r := x.ensureRoot(ns)
+	r := x.rootOf(ns)
+	if r == 0 {
+		if i := x.idleRoot; i != 0 && x.nodes[i].children == 0 {
+			x.freeRoot(i) // never committed under: at most one childless root at a time
+		}
+		r = x.ensureRoot(ns)
+		x.idleRoot = r
+	}
 	return Cursor{node: r, gen: x.nodes[r].gen, root: r}
 }

@@ -87,13 +87,8 @@ func (x *Index) CheckInvariants() error {
 			return fmt.Errorf("block %d: evictable=%v but eviction candidate=%v", id, evictable, !evictable)
 		}
 	}
-	for r := x.nb + 1; r < len(x.nodes); r++ {
-		if x.nodes[r].children != children[r] {
-			return fmt.Errorf("namespace root %d counts %d children but has %d", r, x.nodes[r].children, children[r])
-		}
-		if x.roots[x.rootInfo[r-x.nb-1].ns] != int32(r) {
-			return fmt.Errorf("namespace root %d is not its namespace's root", r)
-		}
+	if err := x.checkRoots(children); err != nil {
+		return err
 	}
 	if cached != x.cached || pinned != x.pinned {
 		return fmt.Errorf("counted %d cached (%d pinned) but the index says %d (%d)", cached, pinned, x.cached, x.pinned)
@@ -118,6 +113,67 @@ func (x *Index) CheckInvariants() error {
 	}
 	return x.checkLRU()
 }
+
+// checkRoots verifies the namespace root slots against children, the children counted
+// per node: a live root counts its children and is its namespace's entry in the map; a
+// free slot is zero but for its generation, has no rootInfo, is on the free list exactly
+// once and in no map entry; live roots and free slots add up to the slots there are; the
+// only root that may be childless is the idle one Cursor created last.
+func (x *Index) checkRoots(children []int32) error {
+	slots := len(x.nodes) - x.nb - 1
+	if len(x.rootInfo) != slots {
+		return fmt.Errorf("%d rootInfo entries for %d root slots", len(x.rootInfo), slots)
+	}
+	free := make(map[int32]bool, len(x.freeRoots))
+	for _, r := range x.freeRoots {
+		if !x.isRootSlot(r) || free[r] {
+			return fmt.Errorf("free root list holds %d twice or out of range", r)
+		}
+		free[r] = true
+	}
+	live := 0
+	for r := int32(x.nb + 1); int(r) < len(x.nodes); r++ {
+		nd, ri := &x.nodes[r], x.root(r)
+		if nd.flags&flagRoot == 0 {
+			if !free[r] {
+				return fmt.Errorf("root slot %d is neither a root nor free", r)
+			}
+			if *nd != (node{gen: nd.gen}) || *ri != (rootInfo{}) || x.hint[r] != 0 || children[r] != 0 {
+				return fmt.Errorf("free root slot %d is not blank", r)
+			}
+			continue
+		}
+		live++
+		if free[r] {
+			return fmt.Errorf("namespace root %d is on the free list", r)
+		}
+		if nd.flags != flagRoot || nd.parent != 0 || nd.pinnedKids != 0 {
+			return fmt.Errorf("namespace root %d has flags %#x, parent %d, %d pinned children", r, nd.flags, nd.parent, nd.pinnedKids)
+		}
+		if nd.children != children[r] {
+			return fmt.Errorf("namespace root %d counts %d children but has %d", r, nd.children, children[r])
+		}
+		if nd.children == 0 && r != x.idleRoot {
+			return fmt.Errorf("namespace root %d has no child and nothing will free it", r)
+		}
+		if x.roots[ri.ns] != r {
+			return fmt.Errorf("namespace root %d is not its namespace's root", r)
+		}
+	}
+	if live != len(x.roots) || live+len(x.freeRoots) != slots {
+		return fmt.Errorf("%d live roots and %d free slots, but %d map entries and %d slots", live, len(x.freeRoots), len(x.roots), slots)
+	}
+	if x.defRoot != x.roots[Namespace{}] {
+		return fmt.Errorf("default root %d but the map says %d", x.defRoot, x.roots[Namespace{}])
+	}
+	if x.idleRoot != 0 && (!x.isRootSlot(x.idleRoot) || x.nodes[x.idleRoot].flags&flagRoot == 0) {
+		return fmt.Errorf("idle root %d is not a live root", x.idleRoot)
+	}
+	return nil
+}
+
+// isRootSlot reports whether n is a root slot index, live or free.
+func (x *Index) isRootSlot(n int32) bool { return int(n) > x.nb && int(n) < len(x.nodes) }
 
 // checkHints verifies every node's hint: none for a node that is not in the tree or has no
 // text-only child, else one of its own cached children without multimodal keys.

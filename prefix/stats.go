@@ -15,7 +15,8 @@ type Stats struct {
 	// Cached is the number of cached blocks; Evictable those that are unreferenced leaves
 	// (candidates now); Reclaimable those that repeated leaf eviction can free now.
 	Cached, Evictable, Reclaimable int
-	// Namespaces is the number of namespaces with a root.
+	// Namespaces is the number of namespaces with a root: those with cached blocks, and
+	// at most one more that Cursor created and nothing was committed under yet.
 	Namespaces int
 	// Inserts counts blocks newly cached; Duplicates blocks committed whose content was
 	// already cached under the same parent; Evictions blocks evicted (by Evict or for the
@@ -40,7 +41,7 @@ func (x *Index) Stats() Stats {
 		Cached:         x.cached,
 		Evictable:      x.evLen(),
 		Reclaimable:    x.Reclaimable(),
-		Namespaces:     len(x.rootInfo),
+		Namespaces:     x.numRoots(),
 		Inserts:        x.stats.inserts,
 		Duplicates:     x.stats.duplicates,
 		Evictions:      x.stats.evictions,
