@@ -39,10 +39,24 @@
 // extra keys a token comparison would skip) are never hints.
 //
 // Namespaces (LoRA adapter, cache salt) are separate subtrees under their own roots, not a
-// filter after matching. Multimodal extra keys are stored for the blocks that carry any and
-// take part in equality and in hashes. Equality is always decided on tokens and extra keys:
-// a hash picks a table slot and labels a block in events, and colliding hashes only cost
-// probes (tests force every key to collide).
+// filter after matching. A root lives only while its namespace has cached blocks, so a
+// server that gives every user a cache salt does not keep a root per user forever: Commit
+// creates a namespace's root, evicting its last block frees it, and Reset frees them all.
+// Freed root slots (a node, a hint, the namespace's strings and its map entry) go on a
+// free list that later namespaces reuse, so there are never more root slots than the peak
+// number of live namespaces. Cursor creates the root of a sequence with no hit before
+// anything is committed under it; such a root stays until Reset, until its namespace's
+// blocks are committed and later evicted, or until Cursor next creates a root while it is
+// still childless, which frees it: at most one root is ever childless. Freeing a root
+// bumps its generation, so a cursor at a freed root, or at one reused by another
+// namespace, is stale like a cursor at an evicted block: Commit walks the prompt from its
+// namespace's current root (creating it again for a cursor at the root) and never commits
+// under whoever holds the slot now.
+//
+// Multimodal extra keys are stored for the blocks that carry any and take part in equality
+// and in hashes. Equality is always decided on tokens and extra keys: a hash picks a table
+// slot and labels a block in events, and colliding hashes only cost probes (tests force
+// every key to collide).
 //
 // # Hashes and events
 //
@@ -83,6 +97,9 @@
 // before the caller's next Commit; the cursor notices (a generation per node), walks the
 // prompt from the root to find the path again, and if it is gone leaves the rest of the
 // sequence's blocks uncached (CommitResult.Orphaned). No table ever points at a freed block.
+// A live cursor used with another namespace's prompt fails with ErrInvalidCursor; a stale
+// one cannot be told apart from its namespace's own (its root may be gone) and is walked
+// under the prompt's namespace, which is where its blocks belong.
 //
 // # Errors
 //
@@ -98,7 +115,10 @@
 // parent in the child table with its own tokens; keys are the chained hashes of the tokens;
 // a block is pinned exactly when a request holds it or a child is pinned; the evictable set
 // is exactly the unpinned leaves; a node's hint is one of its cached text-only children or
-// none; cached = inserts - evictions - dropped. CheckInvariants
+// none; every live namespace root is its namespace's map entry and has a child (but the one
+// Cursor created last), every free root slot is blank, on the free list once and in no
+// map entry, and live roots plus free slots are all the slots; cached = inserts -
+// evictions - dropped. CheckInvariants
 // verifies all of them; under the kvinvariants build tag (and -race) every mutation
 // re-checks them, sampled with invariant.Sample.
 //
@@ -113,5 +133,6 @@
 // Match, Acquire, Release, Commit and Reclaim are O(blocks touched) (Reclaim adds
 // O(log evictable) per victim) and allocate nothing in steady state. Memory is fixed at New:
 // per pool block, 40 bytes of node, 4 bytes of hint, 4 bytes per token, 8 bytes of LRU heap
-// and position, and 5.3 bytes of child table.
+// and position, and 5.3 bytes of child table; per live namespace (at the peak), a root
+// slot of 44 bytes, its rootInfo and its map entry.
 package prefix
