@@ -96,10 +96,13 @@ type Prepared struct {
 
 // Prepare applies maxModelLen to a trace as vLLM would: a request whose prompt has no room
 // for one output token is rejected, and an output that would run past maxModelLen is
-// capped. Shared prefixes are cut to the new length. The trace is not modified.
+// capped. Shared prefixes are cut to the new length. A request that waits for a rejected
+// one (After) no longer waits. The trace is not modified.
 func Prepare(t *Trace, maxModelLen int) *Prepared {
 	p := &Prepared{Requests: make([]Request, 0, len(t.Requests))}
-	for _, r := range t.Requests {
+	newID := make([]int, len(t.Requests)) // trace index -> prepared ID, -1 if rejected
+	for i, r := range t.Requests {
+		newID[i] = -1
 		if r.Input+1 > maxModelLen {
 			p.Rejected++
 			continue
@@ -109,7 +112,15 @@ func Prepare(t *Trace, maxModelLen int) *Prepared {
 			p.Capped++
 		}
 		r.Shared = min(r.Shared, r.Input+r.Output)
+		r.BaseShared = min(r.BaseShared, r.Shared)
 		r.ID = len(p.Requests)
+		newID[i] = r.ID
+		if r.After > 0 {
+			r.After = 0
+			if j := i - t.Requests[i].After; j >= 0 && newID[j] >= 0 {
+				r.After = r.ID - newID[j]
+			}
+		}
 		p.Requests = append(p.Requests, r)
 	}
 	return p

@@ -8,7 +8,10 @@
 // A Request has a prompt (Input tokens), an output (Output tokens), an arrival time, and
 // optionally a prefix group: its first Shared tokens (prompt first, then output) are the
 // group's token stream, identical in every member (a system prompt, a conversation's
-// history). Token ids are synthetic (see Token): the prefix index only needs to tell
+// history). The group's stream may itself begin with a wider group's (Base, BaseShared: the
+// system prompt a conversation starts with). A request may follow an earlier one (After):
+// it arrives only once that one has finished, as a conversation's next turn waits for the
+// previous reply. Token ids are synthetic (see Token): the prefix index only needs to tell
 // shared blocks from private ones. A request holds at most KVLen = Input + Output - 1
 // token states: the last output token is returned, never fed back.
 //
@@ -49,7 +52,10 @@
 // One loop drives every scheme, step by step, as vLLM's continuous batching does:
 //
 //  1. Requests whose arrival time has come (floor(arrival / StepDuration) <= step) join
-//     the waiting queue.
+//     the waiting queue, in trace order. A request that follows another (After) arrives
+//     no earlier than the step after that one finishes, and no later request arrives
+//     before it: the trace's order is kept, so what ran between two turns of a
+//     conversation in the trace runs between them here too.
 //  2. Decode: every running request, oldest admission first, gets a slot for the token it
 //     generated last step. A paged request that cannot get a block makes the scheme
 //     preempt (recompute mode: the victim's KV is dropped and it waits, first in line,

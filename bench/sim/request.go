@@ -19,6 +19,16 @@ type Request struct {
 	// group's token stream, identical in every request of the group: a system prompt, or a
 	// conversation's history. 0 when Group is -1; at most Input+Output.
 	Shared int
+	// BaseShared, when positive, says that the first BaseShared of the Shared tokens are
+	// group Base's stream rather than Group's: a prefix wider than the group, such as the
+	// system prompt that many conversations (each its own group) begin with. 0 when
+	// unused (Base is then ignored); at most Shared.
+	Base, BaseShared int
+	// After, when positive, makes the request wait for an earlier one: it joins the
+	// waiting queue only once request ID-After has finished (and its own arrival time has
+	// come), as a conversation's next turn waits for the reply to the previous one. 0 for
+	// none; at most ID.
+	After int
 }
 
 // KVLen is the number of token states the request holds when it finishes: its prompt and
@@ -46,13 +56,22 @@ const groupTokenSpace = 128000
 // tell shared blocks from private ones:
 //   - the first r.Shared positions take the group's stream: a pseudo-random id in
 //     [0, 128000) that depends only on (seed, group, pos), the same in every member;
+//     the first r.BaseShared of them take group r.Base's stream instead;
 //   - every other position takes the id 128000 + r.ID, so no two requests ever share a
 //     private block, while a preempted request re-hits its own blocks when readmitted.
 func Token(seed uint64, r *Request, pos int) int32 {
+	if pos < r.BaseShared {
+		return groupToken(seed, r.Base, pos)
+	}
 	if pos < r.Shared {
-		return int32(mix(seed^uint64(r.Group+1)<<32^uint64(pos)) % groupTokenSpace)
+		return groupToken(seed, r.Group, pos)
 	}
 	return int32(groupTokenSpace + r.ID%(1<<31-groupTokenSpace))
+}
+
+// groupToken is position pos of group g's token stream.
+func groupToken(seed uint64, g, pos int) int32 {
+	return int32(mix(seed^uint64(g+1)<<32^uint64(pos)) % groupTokenSpace)
 }
 
 // mix is SplitMix64's finaliser: a bijective hash of a 64-bit word.

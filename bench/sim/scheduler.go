@@ -14,6 +14,7 @@ type seq struct {
 	generated int  // output tokens generated so far
 	stored    int  // token states held (0 while waiting)
 	preempted bool // preempted and not yet readmitted
+	finished  bool
 
 	// contiguous schemes
 	offset, reservation int
@@ -85,7 +86,8 @@ func simulate(reqs []Request, cfg Config, s Scheme, checkEveryStep bool) (*Resul
 	for i := range reqs {
 		r := &reqs[i]
 		if r.ID != i || r.Input < 1 || r.Output < 1 || r.Input+r.Output > cfg.MaxModelLen || r.Shared < 0 || r.Shared > r.Input+r.Output ||
-			(r.Group < 0 && r.Shared != 0) || r.Arrival < 0 || math.IsNaN(r.Arrival) || (i > 0 && r.Arrival < reqs[i-1].Arrival) {
+			(r.Group < 0 && r.Shared != 0) || r.BaseShared < 0 || r.BaseShared > r.Shared || (r.BaseShared > 0 && r.Base < 0) ||
+			r.After < 0 || r.After > i || r.Arrival < 0 || math.IsNaN(r.Arrival) || (i > 0 && r.Arrival < reqs[i-1].Arrival) {
 			return nil, fmt.Errorf("%w: request %d (%+v) is not a prepared request for max-model-len %d (see Prepare)", ErrInvalidConfig, i, *r, cfg.MaxModelLen)
 		}
 	}
@@ -144,6 +146,14 @@ func (sc *scheduler) arrivalStep(r *Request) int {
 	return int(math.Floor(r.Arrival / sc.cfg.StepDuration))
 }
 
+// followed reports whether request i may arrive as far as the request it follows is
+// concerned: that one has finished, or it follows none. Until then neither it nor any
+// later request arrives, so the trace's order is kept.
+func (sc *scheduler) followed(i int) bool {
+	a := sc.reqs[i].After
+	return a == 0 || sc.seqs[i-a].finished
+}
+
 func (sc *scheduler) waiting() int { return len(sc.pending) - sc.pendHead + len(sc.preempted) }
 
 // head is the first waiting request in FCFS order: preempted requests arrived before any
@@ -176,7 +186,7 @@ func (sc *scheduler) run() error {
 	sc.saturated = true
 	step := 0
 	for {
-		for sc.next < len(sc.reqs) && sc.arrivalStep(&sc.reqs[sc.next]) <= step {
+		for sc.next < len(sc.reqs) && sc.arrivalStep(&sc.reqs[sc.next]) <= step && sc.followed(sc.next) {
 			sc.pending = append(sc.pending, &sc.seqs[sc.next])
 			sc.next++
 		}
@@ -184,7 +194,9 @@ func (sc *scheduler) run() error {
 			if sc.next == len(sc.reqs) {
 				break
 			}
-			// Idle until the next arrival: one record stands for the whole stretch.
+			// Idle until the next arrival: one record stands for the whole stretch. (The
+			// request the next one follows arrived earlier and neither runs nor waits, so
+			// it has finished.)
 			to := sc.arrivalStep(&sc.reqs[sc.next])
 			sc.record(step, to-step)
 			step = to
@@ -289,6 +301,7 @@ func (sc *scheduler) generate() error {
 			return false
 		}
 		s.stored = 0
+		s.finished = true
 		if sc.saturated {
 			sc.completed++
 		}
