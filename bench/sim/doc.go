@@ -43,9 +43,31 @@
 //     bench.Zipf(16, 1.1) choice, a user message ~ LN(161.31, 1.0) and an output
 //     ~ LN(337.99, 1.0); input = system prompt + message, the system prompt shared by its
 //     group; max-model-len 2048.
+//   - conversation: the eviction benchmark's multi-turn chat trace (bench.NewConvTrace),
+//     draw for draw. First 8 system prompts of 1024 tokens, each taking 1024 Next() draws
+//     (the benchmark's token ids, unused here). A conversation opens by drawing its system
+//     prompt, a bench.Zipf(8, 1.1) choice, then its turns T = 2 + Next()%9. 48 open first;
+//     then per request: the open conversation at index Next()%48 (open conversations kept
+//     in opening order), its user message U = 16 + Next()%241 tokens (then U draws
+//     skipped), its reply R = 32 + Next()%481 tokens (then R draws skipped). A turn's prompt
+//     is the system prompt, every earlier message and reply of its conversation, and its
+//     message, so turn k's prompt begins with turn k-1's prompt and output. A conversation
+//     that has sent T turns closes and the next one opens at the end of the list;
+//     conversations open until there are n requests (the benchmark stops after 1,000, so
+//     with seed 42 its 5,923 requests and this workload's agree on the first 5,727). The
+//     system prompt is Base (shared by every conversation that drew it), the whole turn
+//     the conversation's group stream, and turn k follows turn k-1 (After): it arrives
+//     when turn k-1 has finished, and later requests wait for it. That keeps the trace's
+//     interleaving of 48 open conversations, as the benchmark replays it, instead of
+//     letting a turn run beside the turn whose reply it resends (impossible in a real chat)
+//     or jump the queue as soon as that reply exists (which would hand it the blocks just
+//     released and leave nothing for an eviction policy to decide). The price is that
+//     arrivals, not memory, often limit the batch: with enough memory only a few turns run
+//     at once. max-model-len 16384 (the longest turn is 1024 + 10 x 768 = 8,704).
 //
 // Arrivals are all at time 0 unless WithPoissonArrivals draws exponential gaps from a
-// second generator seeded with seed+1.
+// second generator seeded with seed+1; a request that follows another (After) arrives no
+// earlier than that one's finish either way.
 //
 // # Scheduler
 //

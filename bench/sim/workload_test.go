@@ -15,6 +15,9 @@ func TestWorkloadCheckValues(t *testing.T) {
 		"alpaca":    {ID: 0, Input: 26, Output: 41, Group: -1},
 		"longchat":  {ID: 0, Input: 2511, Output: 444, Group: 0, Shared: 2955},
 		"sysprompt": {ID: 0, Input: 989, Output: 895, Group: 0, Shared: 730},
+		// Conversation 29's first turn, on system prompt 5: the eviction benchmark's first
+		// request (bench.NewConvTrace) has these lengths too.
+		"conversation": {ID: 0, Input: 1155, Output: 103, Group: 8 + 29, Shared: 1258, Base: 5, BaseShared: 1024},
 	}
 	for _, w := range Workloads {
 		tr := w.Generate(5, 42)
@@ -116,4 +119,102 @@ func TestTokensSeparateRequestsAndShareGroups(t *testing.T) {
 	assert.NotEqual(t, Token(42, a, 5), Token(42, b, 5), "private positions differ between requests")
 	assert.Equal(t, Token(42, a, 5), Token(42, a, 11), "a request's private id is its own")
 	assert.Less(t, Token(42, a, 0), int32(groupTokenSpace))
+}
+
+// The conversation workload's shape: turns of one conversation grow by the previous reply
+// and a new message, follow each other, keep one system prompt, and at most 48
+// conversations are open at once.
+func TestConversationWorkload(t *testing.T) {
+	w, err := LookupWorkload("conversation")
+	require.NoError(t, err)
+	tr := w.Generate(1500, 42)
+	require.Len(t, tr.Requests, 1500)
+	last := map[int]Request{}
+	turns := map[int]int{}
+	open := map[int]bool{}
+	maxOpen := 0
+	for i, r := range tr.Requests {
+		require.Equal(t, i, r.ID)
+		require.GreaterOrEqual(t, r.Group, convSystemPrompts, "conversation groups follow the system prompts")
+		require.Less(t, r.Group, len(tr.Groups))
+		require.GreaterOrEqual(t, r.Base, 0)
+		require.Less(t, r.Base, convSystemPrompts)
+		require.Equal(t, convSystemTokens, r.BaseShared)
+		require.Equal(t, r.Input+r.Output, r.Shared, "the whole turn is the conversation's stream")
+		require.GreaterOrEqual(t, r.Output, convReplyMin)
+		require.LessOrEqual(t, r.Output, convReplyMax)
+		prev, ok := last[r.Group]
+		history := convSystemTokens
+		if ok {
+			history = prev.Input + prev.Output
+			require.Equal(t, i-prev.ID, r.After, "turn %d follows its conversation's previous turn", i)
+			require.Equal(t, prev.Base, r.Base, "one system prompt per conversation")
+		} else {
+			require.Zero(t, r.After, "a first turn follows nobody")
+		}
+		user := r.Input - history
+		require.GreaterOrEqual(t, user, convUserMin, "request %d", i)
+		require.LessOrEqual(t, user, convUserMax, "request %d", i)
+		last[r.Group] = r
+		turns[r.Group]++
+		require.LessOrEqual(t, turns[r.Group], convTurnsMax)
+		open[r.Group] = true
+		maxOpen = max(maxOpen, len(open))
+		if turns[r.Group] >= convTurnsMin && closes(tr, i) {
+			delete(open, r.Group)
+		}
+	}
+	assert.Equal(t, convOpen, maxOpen, "48 conversations open at once")
+	assert.Greater(t, len(last), 200, "conversations close and new ones open")
+}
+
+// closes reports whether request i is its conversation's last in tr.
+func closes(tr *Trace, i int) bool {
+	for _, r := range tr.Requests[i+1:] {
+		if r.Group == tr.Requests[i].Group {
+			return false
+		}
+	}
+	return true
+}
+
+// Turn k's prompt begins with turn k-1's prompt and output token for token, and every
+// conversation on one system prompt begins with the same 1024 tokens, which no other
+// system prompt's conversations share.
+func TestConversationTurnsResendTheHistory(t *testing.T) {
+	w, err := LookupWorkload("conversation")
+	require.NoError(t, err)
+	tr := w.Generate(400, 42)
+	const seed = 42
+	last := map[int]*Request{}
+	bySystem := map[int]*Request{}
+	followed := 0
+	for i := range tr.Requests {
+		r := &tr.Requests[i]
+		if prev, ok := last[r.Group]; ok {
+			for pos := range prev.Input + prev.Output {
+				require.Equal(t, Token(seed, prev, pos), Token(seed, r, pos), "request %d position %d", i, pos)
+			}
+			require.NotEqual(t, Token(seed, r, r.Input+r.Output-1), Token(seed, &Request{ID: r.ID + 1, Group: -1}, 0),
+				"the turn's own tokens are in its conversation's stream")
+			followed++
+		}
+		last[r.Group] = r
+		if other, ok := bySystem[r.Base]; ok && other.Group != r.Group {
+			for pos := range convSystemTokens {
+				require.Equal(t, Token(seed, other, pos), Token(seed, r, pos), "system prompt %d position %d", r.Base, pos)
+			}
+			assert.NotEqual(t, Token(seed, other, convSystemTokens), Token(seed, r, convSystemTokens),
+				"conversations part after the system prompt")
+		}
+		bySystem[r.Base] = r
+	}
+	require.Greater(t, followed, 100)
+	for s, r := range bySystem {
+		for s2, r2 := range bySystem {
+			if s != s2 {
+				assert.NotEqual(t, Token(seed, r, 0), Token(seed, r2, 0), "system prompts %d and %d differ", s, s2)
+			}
+		}
+	}
 }
