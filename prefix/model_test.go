@@ -3,6 +3,7 @@ package prefix
 import (
 	"encoding/binary"
 	"sort"
+	"strings"
 
 	"github.com/kvpage/kvpage/blocks"
 )
@@ -190,6 +191,17 @@ func (m *model) reset() {
 	m.entries = map[string]*mentry{}
 	m.byID = map[blocks.ID]string{}
 	m.holders = map[blocks.ID]int{}
+}
+
+// hasNamespace reports whether any cached block belongs to ns.
+func (m *model) hasNamespace(ns Namespace) bool {
+	prefix := ns.LoRA + "\x00" + ns.Salt + "\x00"
+	for k := range m.entries {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *model) cachedIDs() []blocks.ID {

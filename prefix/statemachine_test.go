@@ -123,6 +123,11 @@ func (mc *machine) Admit(t *rapid.T) {
 		t.Fatalf("match %v: got %v, model %v", r.p, r.ids, want)
 	}
 	r.committed = len(r.ids)
+	if len(r.ids) == 0 && rapid.Bool().Draw(t, "cursor") {
+		// As the manager does for a sequence with no hit: the namespace gets a root now,
+		// maybe freeing another's idle one, and maybe freed itself before r commits.
+		r.cur = mc.x.Cursor(r.p.Namespace)
+	}
 	if err := mc.x.Acquire(r.ids); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +258,18 @@ func (mc *machine) Check(t *rapid.T) {
 	}
 	if got, want := mc.x.Stats().Inserts-mc.x.Stats().Evictions-mc.x.Stats().Dropped, uint64(s.Cached); got != want {
 		t.Fatalf("inserts - evictions - dropped = %d, cached %d", got, want)
+	}
+	// A namespace has a root with children exactly while the model caches blocks of it,
+	// and roots freed come back as slots: never more than there are namespaces.
+	for _, ns := range machineNamespaces {
+		r := mc.x.rootOf(ns)
+		has := r != 0 && mc.x.nodes[r].children > 0
+		if want := mc.m.hasNamespace(ns); has != want {
+			t.Fatalf("namespace %+v: root %d with children %v, model caches blocks %v", ns, r, has, want)
+		}
+	}
+	if slots := len(mc.x.nodes) - mc.x.nb - 1; slots > len(machineNamespaces) {
+		t.Fatalf("%d root slots for %d namespaces", slots, len(machineNamespaces))
 	}
 	for _, id := range mc.m.cachedIDs() {
 		if want := 1 + mc.m.holders[id]; mc.pool.RefCount(id) < want {
