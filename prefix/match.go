@@ -6,8 +6,8 @@ import "github.com/kvpage/kvpage/blocks"
 // and returns dst. It takes no references and touches nothing. With leaveOne, the match is
 // capped so that at least one prompt token is left to compute (vLLM caps at len-1: the
 // model needs the last token's logits). The returned Cursor sits at the end of the match;
-// it is the zero Cursor when p's namespace has never been committed to, which Commit takes
-// as the namespace's root.
+// it is the zero Cursor when p's namespace has no root (nothing of it is cached), which
+// Commit takes as the namespace's root.
 //
 // Match counts the lookup in Stats (Lookups, LookedUpTokens, HitTokens). A caller that
 // may match one request several times (a dry run before admission, a retry after running
