@@ -69,7 +69,7 @@ Built-in workloads (--workload; LN(mean m, sigma s) is lognormal with mu = ln m 
 rounded, at least 1; draws come from bench.SplitMix64 seeded with --seed):
 `)
 	for _, w := range sim.Workloads {
-		fmt.Fprintf(&b, "  %-9s (max-model-len %d) %s\n", w.Name, w.MaxModelLen, w.Doc)
+		fmt.Fprintf(&b, "  %-12s (max-model-len %d) %s\n", w.Name, w.MaxModelLen, w.Doc)
 	}
 	b.WriteString(`
 Trace files (--trace): CSV with a header (arrival, input_len, output_len, prefix_group,
@@ -102,9 +102,22 @@ type simFlags struct {
 	noCharts, noProgress            bool
 }
 
+// evictionExample is a run whose hit rates differ by policy (TestSimEvictionPoliciesDiffer
+// checks a smaller one).
+const evictionExample = "--workload conversation --eviction lru,fifo,s3fifo --kv-budget-tokens 64k --schemes paged " +
+	"--prefix-sharing on --block-size-sweep ''"
+
+func workloadNames() string {
+	names := make([]string, len(sim.Workloads))
+	for i, w := range sim.Workloads {
+		names[i] = w.Name
+	}
+	return strings.Join(names, ", ")
+}
+
 func (f *simFlags) register(fs *flag.FlagSet) {
 	s := &f.sizing
-	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: sharegpt, alpaca, longchat, sysprompt (see above)")
+	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: "+workloadNames()+" (see above)")
 	fs.StringVar(&f.trace, "trace", "", "read requests from this trace file instead of --workload")
 	fs.StringVar(&f.traceFormat, "trace-format", "auto", "trace format: auto (from the extension: .csv, .jsonl, .json), csv, azure, jsonl, sharegpt")
 	fs.IntVar(&f.numPrompts, "num-prompts", 0, "number of requests (default: 10,000 for a workload, the whole trace for a file; a trace is cut to its first N)")
@@ -132,7 +145,11 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.blockSize, "block-size", blocks.DefaultBlockSize, "tokens per block of the paged scheme")
 	fs.StringVar(&f.blockSweep, "block-size-sweep", defaultBlockSweep, "more paged block sizes, run in the first --prefix-sharing mode, for the utilisation-vs-block-size chart (\"\" for none)")
 	fs.StringVar(&f.sharing, "prefix-sharing", "off,on", "paged runs without (off) and with (on) prefix sharing, comma-separated; the first mode also runs over --block-size-sweep")
-	fs.StringVar(&f.eviction, "eviction", "lru", "prefix-cache eviction policies to compare, comma-separated: "+strings.Join(evict.Names(), ", ")+"; each runs at --block-size with prefix sharing")
+	fs.StringVar(&f.eviction, "eviction", "lru", "prefix-cache eviction policies to compare, comma-separated: "+strings.Join(evict.Names(), ", ")+
+		"; each runs at --block-size with prefix sharing. A policy only picks which cached block goes when the KV budget "+
+		"forces an eviction, so policies differ only when the budget is too small to keep what later requests would hit: "+
+		"without shared prefixes (sharegpt, alpaca) or with a few hot system prompts (sysprompt) every policy reads "+
+		"(almost) the same hit rate. Multi-turn chat separates them, e.g. "+evictionExample)
 	fs.StringVar(&f.preemption, "preemption", "fcfs", "which running request to preempt when memory runs out: "+strings.Join(evict.PreemptionNames(), ", "))
 	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark)")
 
