@@ -193,7 +193,9 @@ func TestConversationTurnsResendTheHistory(t *testing.T) {
 		r := &tr.Requests[i]
 		if prev, ok := last[r.Group]; ok {
 			for pos := range prev.Input + prev.Output {
-				require.Equal(t, Token(seed, prev, pos), Token(seed, r, pos), "request %d position %d", i, pos)
+				if Token(seed, prev, pos) != Token(seed, r, pos) {
+					require.Failf(t, "turn does not resend its history", "request %d position %d", i, pos)
+				}
 			}
 			require.NotEqual(t, Token(seed, r, r.Input+r.Output-1), Token(seed, &Request{ID: r.ID + 1, Group: -1}, 0),
 				"the turn's own tokens are in its conversation's stream")
@@ -202,7 +204,9 @@ func TestConversationTurnsResendTheHistory(t *testing.T) {
 		last[r.Group] = r
 		if other, ok := bySystem[r.Base]; ok && other.Group != r.Group {
 			for pos := range convSystemTokens {
-				require.Equal(t, Token(seed, other, pos), Token(seed, r, pos), "system prompt %d position %d", r.Base, pos)
+				if Token(seed, other, pos) != Token(seed, r, pos) {
+					require.Failf(t, "system prompt not shared", "system prompt %d position %d", r.Base, pos)
+				}
 			}
 			assert.NotEqual(t, Token(seed, other, convSystemTokens), Token(seed, r, convSystemTokens),
 				"conversations part after the system prompt")
