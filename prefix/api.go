@@ -129,11 +129,13 @@ func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } 
 // Cursor remembers where in the tree a sequence's committed blocks end, so that committing
 // one more block as it fills costs O(1) instead of a walk from the root. Index.Cursor or
 // Index.Match positions one; Commit takes the zero Cursor as the root of the prompt's
-// namespace (a sequence with no hit in a namespace never committed to).
+// namespace (a sequence with no hit in a namespace that has nothing cached). A cursor whose
+// node has left the tree since (an evicted block, or a freed namespace root) is stale, and
+// Commit finds its place again by walking the prompt from the namespace's current root.
 type Cursor struct {
 	node   int32  // internal node index; 0 means not positioned, -1 detached
 	blocks int32  // how many blocks of the sequence lie on the path to node
-	gen    uint32 // node's generation when the cursor was placed: detects an evicted node
+	gen    uint32 // node's generation when the cursor was placed: detects a node that left the tree
 	root   int32  // root node of the cursor's namespace (0 when node is 0)
 }
 
