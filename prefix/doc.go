@@ -31,8 +31,8 @@
 // What runs would save, a probe per block along a path, one node per block gets back with a
 // hint: each node names one child to try first, the last child a request acquired (else the
 // first committed). Along a path that requests share, the next block is that child, so
-// Match confirms it with one 16-token comparison and no hash or table probe: about 7 ns a
-// block, 1.8 us for W2's 256 blocks (see bench/README.md). Only where the prompt leaves the
+// Match confirms it with one 16-token comparison and no hash or table probe: about 4.5 ns
+// a block, 1.2 us for W2's 256 blocks on the test machine (see bench/README.md). Only where the prompt leaves the
 // hinted child for another does Match hash the block and probe the table; a node whose only
 // child is the hint answers a miss without either. The hint costs 4 bytes a node and is
 // only ever a shortcut: a child is accepted on its tokens, and multimodal children (whose
