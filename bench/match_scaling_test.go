@@ -206,3 +206,38 @@ func TestRotationBuildsEachPrefix(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDependentLoad is the machine's memory latency, for reading MatchScaling's
+// rotating figures: one b.N iteration is one load whose address depends on the previous
+// load, over a random cycle through an array of the size given (lmbench's lat_mem_rd).
+// A 64 MB array, larger than the 100,000-prefix index, misses the caches and the TLB on
+// nearly every load; a 1 MB one mostly hits L2.
+func BenchmarkDependentLoad(b *testing.B) {
+	for _, mb := range []int{1, 64} {
+		b.Run(fmt.Sprintf("MB=%d", mb), func(b *testing.B) {
+			// One int32 per 64-byte line, so that every load is a different cache line.
+			const stride = 16
+			lines := mb << 20 / 64
+			next := make([]int32, lines*stride)
+			order := make([]int32, lines)
+			r := NewSplitMix64(Seed)
+			for i := range order {
+				order[i] = int32(i)
+			}
+			for i := len(order) - 1; i > 0; i-- { // Fisher-Yates: one cycle through all lines
+				j := int(r.Next() % uint64(i+1))
+				order[i], order[j] = order[j], order[i]
+			}
+			for i := range order {
+				next[int(order[i])*stride] = order[(i+1)%len(order)] * stride
+			}
+			p := int32(0)
+			for b.Loop() {
+				p = next[p]
+			}
+			if p < 0 {
+				b.Fatal("unreachable: keeps p alive")
+			}
+		})
+	}
+}
