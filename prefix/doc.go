@@ -133,6 +133,6 @@
 // Match, Acquire, Release, Commit and Reclaim are O(blocks touched) (Reclaim adds
 // O(log evictable) per victim) and allocate nothing in steady state. Memory is fixed at New:
 // per pool block, 40 bytes of node, 4 bytes of hint, 4 bytes per token, 8 bytes of LRU heap
-// and position, and 5.3 bytes of child table; per live namespace (at the peak), a root
+// and position, and 8 bytes of child table; per live namespace (at the peak), a root
 // slot of 44 bytes, its rootInfo and its map entry.
 package prefix
