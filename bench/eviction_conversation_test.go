@@ -7,23 +7,6 @@ package bench
 // conversations are open at once, is what separates eviction policies here; W3 (one-shot
 // requests on shared system prompts) separates them on popularity instead.
 
-// Parameters of the conversation trace.
-const (
-	// ConvSystemPrompts system prompts of ConvSystemTokens tokens are shared by all
-	// conversations; each conversation picks one with Zipf(ConvZipfS).
-	ConvSystemPrompts = 8
-	ConvSystemTokens  = 1024
-	ConvZipfS         = 1.1
-	// ConvConversations conversations in all, ConvOpen of them open at any time.
-	ConvConversations = 1000
-	ConvOpen          = 48
-	// Each conversation has ConvTurnsMin..ConvTurnsMax turns; each turn a user message of
-	// ConvUserMin..ConvUserMax tokens and a reply of ConvReplyMin..ConvReplyMax tokens.
-	ConvTurnsMin, ConvTurnsMax = 2, 10
-	ConvUserMin, ConvUserMax   = 16, 256
-	ConvReplyMin, ConvReplyMax = 32, 512
-)
-
 // ConvRequest is one turn of a conversation: its prompt (the whole history plus the new
 // user message) and the reply, appended token by token as decode output. The next turn's
 // prompt starts with Prompt followed by Output.

@@ -7,16 +7,15 @@ import (
 )
 
 // Parameters of the conversation workload: those of the eviction benchmark's conversation
-// trace (bench/eviction_conversation_test.go, ConvSystemPrompts and the rest), repeated here
-// because that generator lives in a test file, which this package cannot import.
+// trace (bench.ConvSystemPrompts and the rest, shared so that the two cannot drift apart).
 const (
-	convSystemPrompts          = 8
-	convSystemTokens           = 1024
-	convZipfS                  = 1.1
-	convOpen                   = 48
-	convTurnsMin, convTurnsMax = 2, 10
-	convUserMin, convUserMax   = 16, 256
-	convReplyMin, convReplyMax = 32, 512
+	convSystemPrompts          = bench.ConvSystemPrompts
+	convSystemTokens           = bench.ConvSystemTokens
+	convZipfS                  = bench.ConvZipfS
+	convOpen                   = bench.ConvOpen
+	convTurnsMin, convTurnsMax = bench.ConvTurnsMin, bench.ConvTurnsMax
+	convUserMin, convUserMax   = bench.ConvUserMin, bench.ConvUserMax
+	convReplyMin, convReplyMax = bench.ConvReplyMin, bench.ConvReplyMax
 	// convMaxModelLen holds the longest possible turn, 1024 + 10 x (256 + 512) = 8,704
 	// tokens, so that no turn is rejected or capped.
 	convMaxModelLen = 16384
