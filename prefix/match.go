@@ -13,8 +13,10 @@ import "github.com/kvpage/kvpage/blocks"
 // may match one request several times (a dry run before admission, a retry after running
 // out of memory) uses Peek and counts once with RecordLookup.
 //
-// Match costs one hash and one table probe per matched block, compares every matched
-// block's tokens (and extra keys) with the prompt's, and allocates nothing when dst has room.
+// Match compares every matched block's tokens (and extra keys) with the prompt's. Along the
+// path requests share it tries each node's hint child first and needs nothing else; where
+// the prompt leaves the hinted child, and for blocks with multimodal inputs, it also hashes
+// the block and probes the child table. It allocates nothing when dst has room.
 func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cursor) {
 	dst, c := x.Peek(dst, p, leaveOne)
 	x.RecordLookup(p, c)
