@@ -74,6 +74,8 @@ func TestHintFollowsReuse(t *testing.T) {
 			e := cacheFull(t, x, pool, prompt(3))
 			assert.NotEqual(t, d[2], e[2], "the text block is cached beside the image's")
 			assert.Equal(t, e[2], x.hintOf(a[1]), "the text child takes the free hint")
+			got, _ = x.Match(nil, &mm, false)
+			assert.Equal(t, d, got, "the image's block is found past a text hint with the same tokens")
 			got, _ = x.Match(nil, &Prompt{Tokens: prompt(4).Tokens}, false)
 			assert.Equal(t, a[:2], got, "past a wrong hint, the table has no such child either")
 			require.NoError(t, x.Reset())

@@ -50,7 +50,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cu
 	}
 	full := n / x.bs
 	ri := x.root(r)
-	cur, key := r, x.nodes[r].key
+	cur := r
 	matched := 0
 	if len(p.MM) == 0 {
 		if x.bs == 16 {
@@ -60,17 +60,24 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cu
 		}
 		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 	}
+	// With multimodal inputs: a block without any still tries the hint (hints are text-only
+	// children, so equal tokens under the same parent are the one right child); a block with
+	// some is hashed with its extra keys and looked up in the table.
 	mmLo := 0
 	for b := 0; b < full; b++ {
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
 		mm := x.blockMM(p, b, &mmLo)
-		k := x.childKey(key, toks, ri, b == 0, mm)
-		c := x.findChild(cur, k, toks, mm)
+		c := int32(0)
+		if h := x.hint[cur]; mm == nil && h != 0 && sameTokens(x.blockTokens(h), toks) {
+			c = h
+		} else {
+			c = x.findChild(cur, x.childKey(x.nodes[cur].key, toks, ri, b == 0, mm), toks, mm)
+		}
 		if c == 0 {
 			break
 		}
 		dst = append(dst, blockOf(c))
-		cur, key = c, k
+		cur = c
 		matched++
 	}
 	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
