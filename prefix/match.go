@@ -130,7 +130,7 @@ func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootIn
 				continue
 			}
 		}
-		if c = x.nextByKey(cur, c, t[:], ri, b == 0); c == 0 {
+		if c = x.nextByKey16(cur, c, t, ri, b == 0); c == 0 {
 			return dst, cur, b
 		}
 		dst = append(dst, blockOf(c))
@@ -148,6 +148,36 @@ func (x *Index) nextByKey(cur, tried int32, toks []int32, ri *rootInfo, first bo
 		return 0
 	}
 	return x.findChild(cur, x.childKey(x.nodes[cur].key, toks, ri, first, nil), toks, nil)
+}
+
+// nextByKey16 is nextByKey for blocks of 16 tokens, with the hash and the token comparison
+// written out so that a prompt whose hints are wrong (it leaves, at every node, the child
+// requests last reused) costs about what a lookup cost before hints existed.
+func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, first bool) int32 {
+	nodes, arena, tab := x.nodes, x.tokens, &x.table
+	pn := &nodes[cur]
+	if pn.children == 0 || (pn.children == 1 && tried != 0) {
+		return 0
+	}
+	k := chain(pn.key, content16(toks))
+	if ri.hasLo {
+		k = mixExtra(k, tagLoRA, ri.lora)
+	}
+	if first && ri.hasSa {
+		k = mixExtra(k, tagSalt, ri.salt)
+	}
+	k &= x.cfg.keyMask
+	for i := tab.home(k); ; i = tab.step(i) {
+		n := tab.slots[i]
+		if n == 0 {
+			return 0
+		}
+		nd := &nodes[n]
+		if nd.key == k && nd.parent == cur && nd.flags&flagMM == 0 &&
+			same16((*[16]int32)(arena[int(n-1)*16:int(n-1)*16+16]), toks) {
+			return n
+		}
+	}
 }
 
 // childKey is the chained fast64 hash of one block: Fast64.Block with the namespace's
