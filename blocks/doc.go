@@ -1,7 +1,6 @@
 // Package blocks is the physical layer of kvpage: a fixed-capacity pool of KV-cache blocks
-// identified by small integers, with reference counts, a FIFO free list, statistics,
-// invariant checks, and the KV sizing arithmetic that says how many blocks fit in memory.
-// It knows nothing of tokens.
+// identified by small integers, with reference counts, a FIFO free list, statistics and
+// invariant checks. It knows nothing of tokens.
 //
 // # Semantics
 //
@@ -57,17 +56,6 @@
 // the caller's slice has room, and W1 (allocate 256, free 256) costs a few nanoseconds per
 // block. bench/README.md has the figures and the commands that produced them.
 //
-// # Sizing
-//
-// The sizing functions say how many blocks fit and for whom, exactly: a ModelSpec (layer
-// groups of full or sliding-window attention, or MLA latents) gives the KV bits per token
-// in any DType, block-scaled fp4 included; a KVLayout spreads it over tensor-parallel GPUs
-// in blocks; NewPlan takes the weights and the runtime overhead out of the GPU's memory and
-// gives the blocks, the concurrency at a context and the longest context that fits, with
-// a plain explanation when it does not; PlanFleet counts the GPUs for a peak load.
-// ParseHFConfig reads a Hugging Face config.json, ModelPreset and GPUPreset hold published
-// models and devices, and ParseSize reads token counts as vLLM does. They are pure
-// functions of their arguments, safe for concurrent use, and their errors wrap ErrBadSize,
-// ErrUnknownModel, ErrUnknownGPU, ErrUnknownDType, ErrMissingField, ErrBadConfig or
-// ErrInvalidArgument; a plan that does not fit is a result, whose Err wraps ErrDoesNotFit.
+// KV sizing (bytes per token and block, model and GPU presets, planning) lives in the
+// sibling package blocks/sizing, which imports nothing of the pool.
 package blocks

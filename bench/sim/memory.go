@@ -3,14 +3,14 @@ package sim
 import (
 	"fmt"
 
-	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
 )
 
-// TokenBudget converts a sized deployment (blocks.NewPlan: a model on a GPU) into the
+// TokenBudget converts a sized deployment (sizing.NewPlan: a model on a GPU) into the
 // simulator's KV budget in tokens: the KV bytes per GPU divided by the bytes one token
 // takes on that GPU, all layers counted (sliding windows, which let a layer hold fewer
 // tokens, are not modelled by the simulator). It fails when the plan does not fit.
-func TokenBudget(p blocks.Plan) (int, error) {
+func TokenBudget(p sizing.Plan) (int, error) {
 	if err := p.Err(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

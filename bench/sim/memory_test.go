@@ -6,17 +6,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
 )
 
 // defaultPlan sizes the default comparison's memory: Llama 3 8B (bf16, 131,072 bytes per
 // token) on an 80 GB H100 at vLLM's defaults.
-func defaultPlan(t testing.TB, maxModelLen int) blocks.Plan {
-	m, err := blocks.ModelPreset("llama-3-8b")
+func defaultPlan(t testing.TB, maxModelLen int) sizing.Plan {
+	m, err := sizing.ModelPreset("llama-3-8b")
 	require.NoError(t, err)
-	g, err := blocks.GPUPreset("h100-80gb")
+	g, err := sizing.GPUPreset("h100-80gb")
 	require.NoError(t, err)
-	p, err := blocks.NewPlan(blocks.PlanConfig{Model: m, GPU: g, RuntimeOverhead: blocks.DefaultRuntimeOverhead, MaxModelLen: maxModelLen})
+	p, err := sizing.NewPlan(sizing.PlanConfig{Model: m, GPU: g, RuntimeOverhead: sizing.DefaultRuntimeOverhead, MaxModelLen: maxModelLen})
 	require.NoError(t, err)
 	return p
 }
@@ -28,16 +28,16 @@ func TestTokenBudget(t *testing.T) {
 	assert.Equal(t, p.KVBudget/131072, int64(n), "KV bytes / bytes per token")
 	assert.Equal(t, 448308, n, "the default comparison's budget (bench/README.md)")
 
-	tiny, err := blocks.GPUPreset("rtx-4090")
+	tiny, err := sizing.GPUPreset("rtx-4090")
 	require.NoError(t, err)
 	p.Config.GPU = tiny
-	m, err := blocks.ModelPreset("llama-3-70b")
+	m, err := sizing.ModelPreset("llama-3-70b")
 	require.NoError(t, err)
-	none, err := blocks.NewPlan(blocks.PlanConfig{Model: m, GPU: tiny, RuntimeOverhead: blocks.DefaultRuntimeOverhead, MaxModelLen: 2048})
+	none, err := sizing.NewPlan(sizing.PlanConfig{Model: m, GPU: tiny, RuntimeOverhead: sizing.DefaultRuntimeOverhead, MaxModelLen: 2048})
 	require.NoError(t, err)
 	_, err = TokenBudget(none)
 	assert.ErrorIs(t, err, ErrInvalidConfig, "a 70B model does not fit a 24 GB GPU")
-	assert.ErrorIs(t, err, blocks.ErrDoesNotFit)
+	assert.ErrorIs(t, err, sizing.ErrDoesNotFit)
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
 )
 
 func init() {
@@ -29,7 +29,7 @@ Exit status: 0 when the fleet fits, 1 when one replica cannot hold one average r
 var sensitivityContexts = []int64{4 << 10, 8 << 10, 32 << 10, 128 << 10}
 
 // sensitivityDTypes are the cache types of the dtype sensitivity table.
-var sensitivityDTypes = []blocks.DType{blocks.FP16, blocks.FP8E4M3}
+var sensitivityDTypes = []sizing.DType{sizing.FP16, sizing.FP8E4M3}
 
 func runFleet(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
@@ -50,8 +50,8 @@ func runFleet(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return report("fleet", err, stderr)
 	}
-	fc := blocks.FleetConfig{Plan: in.cfg, Concurrent: concurrent.n, AvgContext: avg.n}
-	fl, err := blocks.PlanFleet(fc)
+	fc := sizing.FleetConfig{Plan: in.cfg, Concurrent: concurrent.n, AvgContext: avg.n}
+	fl, err := sizing.PlanFleet(fc)
 	if err != nil {
 		return report("fleet", err, stderr)
 	}
@@ -93,8 +93,8 @@ func checkFleetFlags(f *sizingFlags, concurrent, avg *sizeValue) error {
 		return badFlag("--concurrent must be positive, got %d", concurrent.n)
 	case !avg.set:
 		return badFlag("--avg-context is required: average tokens per conversation")
-	case avg.n <= 0 || avg.n > blocks.MaxTokens:
-		return badFlag("--avg-context must be between 1 and %d tokens, got %d", blocks.MaxTokens, avg.n)
+	case avg.n <= 0 || avg.n > sizing.MaxTokens:
+		return badFlag("--avg-context must be between 1 and %d tokens, got %d", sizing.MaxTokens, avg.n)
 	case f.maxModelLen.auto:
 		return badFlag("--max-model-len auto has no meaning for a fleet: give a number or leave it out")
 	}
@@ -116,8 +116,8 @@ type fleetRow struct {
 	Fits               bool      `json:"fits"`
 }
 
-func fleetRowFor(c blocks.FleetConfig, label string) (fleetRow, error) {
-	f, err := blocks.PlanFleet(c)
+func fleetRowFor(c sizing.FleetConfig, label string) (fleetRow, error) {
+	f, err := sizing.PlanFleet(c)
 	if err != nil {
 		return fleetRow{}, err
 	}
@@ -151,7 +151,7 @@ type fleetJSON struct {
 	ByDType             []fleetRow `json:"sensitivity_kv_cache_dtype"`
 }
 
-func fleetToJSON(f blocks.Fleet, extra []string, byContext, byDType []fleetRow) fleetJSON {
+func fleetToJSON(f sizing.Fleet, extra []string, byContext, byDType []fleetRow) fleetJSON {
 	j := fleetJSON{
 		planJSON:   planToJSON(f.Replica, fleetAssumptions(f, extra)),
 		Concurrent: f.Concurrent, AvgContext: f.AvgContext, TensorParallelChose: f.ChosenTP,
@@ -170,7 +170,7 @@ func fleetToJSON(f blocks.Fleet, extra []string, byContext, byDType []fleetRow) 
 	return j
 }
 
-func fleetAssumptions(f blocks.Fleet, extra []string) []string {
+func fleetAssumptions(f sizing.Fleet, extra []string) []string {
 	a := append([]string{}, extra...)
 	if f.ChosenTP {
 		a = append(a, fmt.Sprintf("tensor parallel size %d chosen: the size (1, 2, 4, ..., 64) that needs the fewest GPUs", f.Replica.Config.TensorParallel))
@@ -178,7 +178,7 @@ func fleetAssumptions(f blocks.Fleet, extra []string) []string {
 	return append(a, "requests are sized at the average context: paged KV cache holds what each request has, not its maximum")
 }
 
-func writeFleetTable(w io.Writer, f blocks.Fleet, extra []string, byContext, byDType []fleetRow) error {
+func writeFleetTable(w io.Writer, f sizing.Fleet, extra []string, byContext, byDType []fleetRow) error {
 	c := f.Replica.Config
 	tp := int64(c.TensorParallel)
 	fmt.Fprintf(w, "kvpage fleet: %s conversations x %s tokens on average, %s on %s, KV cache %s\n\n",
@@ -219,7 +219,7 @@ func writeRows(w io.Writer, label string, rows []fleetRow) {
 		if r.GPUsNeeded != nil {
 			gpus = commas(*r.GPUsNeeded)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", r.Label, exactBytes(blocks.Bits(r.BytesPerToken)),
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", r.Label, exactBytes(sizing.Bits(r.BytesPerToken)),
 			human(float64(r.BytesPerRequest)), human(float64(r.CacheBytes)), r.TensorParallelSize, commas(r.PerReplica), gpus)
 	}
 	tw.Flush()

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
 )
 
 func init() {
@@ -45,12 +45,12 @@ type sizingFlags struct {
 }
 
 func (f *sizingFlags) register(fs *flag.FlagSet, defaultTP int) {
-	fs.StringVar(&f.model, "model", "", "model preset: "+strings.Join(blocks.ModelPresetNames(), ", "))
+	fs.StringVar(&f.model, "model", "", "model preset: "+strings.Join(sizing.ModelPresetNames(), ", "))
 	fs.StringVar(&f.model, "m", "", "alias of --model")
 	fs.StringVar(&f.config, "config", "", "a Hugging Face config.json to size instead of a preset (with --params or --weights-gib)")
 	fs.Var(&f.params, "params", "parameter count for --config, such as 8.03b, 70.6B or 70553706496")
 	fs.Float64Var(&f.weightsGiB, "weights-gib", 0, "size of all the weights in GiB, instead of parameters x bytes per weight")
-	fs.StringVar(&f.gpu, "gpu", "", "GPU preset: "+strings.Join(blocks.GPUPresetNames(), ", "))
+	fs.StringVar(&f.gpu, "gpu", "", "GPU preset: "+strings.Join(sizing.GPUPresetNames(), ", "))
 	fs.Int64Var(&f.gpuMemoryMiB, "gpu-memory-mib", 0, "GPU memory in MiB as nvidia-smi reports it, for a GPU without a preset")
 	tpHelp := "GPUs the model is split over"
 	if defaultTP == 0 {
@@ -61,10 +61,10 @@ func (f *sizingFlags) register(fs *flag.FlagSet, defaultTP int) {
 	f.maxModelLen.allowAuto = true
 	fs.Var(&f.maxModelLen, "max-model-len", "longest context of a request, such as 32k or 32K; auto = the longest that fits (default: the model's max_position_embeddings)")
 	fs.Var(&f.maxModelLen, "context", "alias of --max-model-len")
-	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(blocks.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4)")
-	fs.IntVar(&f.blockSize, "block-size", blocks.DefaultBlockSize, "tokens per block")
-	fs.Float64Var(&f.util, "gpu-memory-utilization", blocks.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
-	fs.Float64Var(&f.overheadGiB, "overhead-gib", float64(blocks.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache: CUDA context, activations, CUDA graphs")
+	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4)")
+	fs.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, "tokens per block")
+	fs.Float64Var(&f.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
+	fs.Float64Var(&f.overheadGiB, "overhead-gib", float64(sizing.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache: CUDA context, activations, CUDA graphs")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "cap on concurrent requests, as vLLM's --max-num-seqs (0: no cap)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of the table")
 }
@@ -99,7 +99,7 @@ func report(name string, err error, stderr io.Writer) error {
 
 // sizingInput is what the shared flags resolve to.
 type sizingInput struct {
-	cfg         blocks.PlanConfig
+	cfg         sizing.PlanConfig
 	autoLen     bool     // --max-model-len auto
 	assumptions []string // how defaults were taken, for the output
 }
@@ -117,10 +117,10 @@ func (f *sizingFlags) resolve(fs *flag.FlagSet) (sizingInput, error) {
 	if err != nil {
 		return in, err
 	}
-	d, err := blocks.ResolveCacheDType(f.kvCacheDType, m)
+	d, err := sizing.ResolveCacheDType(f.kvCacheDType, m)
 	if err != nil {
-		if errors.Is(err, blocks.ErrMissingField) {
-			return in, badFlag("--kv-cache-dtype auto: the config gives no torch_dtype; name the cache data type (%s)", strings.Join(blocks.DTypeNames(), ", "))
+		if errors.Is(err, sizing.ErrMissingField) {
+			return in, badFlag("--kv-cache-dtype auto: the config gives no torch_dtype; name the cache data type (%s)", strings.Join(sizing.DTypeNames(), ", "))
 		}
 		return in, badFlag("--kv-cache-dtype: %v", err)
 	}
@@ -137,10 +137,10 @@ func (f *sizingFlags) resolve(fs *flag.FlagSet) (sizingInput, error) {
 		return in, badFlag("--weights-gib must be a non-negative size in GiB, got %g", f.weightsGiB)
 	case f.maxNumSeqs < 0:
 		return in, badFlag("--max-num-seqs must not be negative, got %d", f.maxNumSeqs)
-	case f.maxModelLen.set && !f.maxModelLen.auto && (f.maxModelLen.n == 0 || f.maxModelLen.n > blocks.MaxTokens):
-		return in, badFlag("--max-model-len must be between 1 and %d tokens, got %d", blocks.MaxTokens, f.maxModelLen.n)
+	case f.maxModelLen.set && !f.maxModelLen.auto && (f.maxModelLen.n == 0 || f.maxModelLen.n > sizing.MaxTokens):
+		return in, badFlag("--max-model-len must be between 1 and %d tokens, got %d", sizing.MaxTokens, f.maxModelLen.n)
 	}
-	in.cfg = blocks.PlanConfig{
+	in.cfg = sizing.PlanConfig{
 		Model: m, GPU: g, TensorParallel: f.tp, CacheDType: d, BlockSize: f.blockSize,
 		GPUMemoryUtilization: f.util, RuntimeOverhead: int64(f.overheadGiB * (1 << 30)),
 		MaxNumSeqs: f.maxNumSeqs,
@@ -158,17 +158,17 @@ func (f *sizingFlags) resolve(fs *flag.FlagSet) (sizingInput, error) {
 	return in, nil
 }
 
-func (f *sizingFlags) resolveModel() (blocks.ModelSpec, error) {
+func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
 	switch {
 	case f.model != "" && f.config != "":
-		return blocks.ModelSpec{}, badFlag("give --model or --config, not both")
+		return sizing.ModelSpec{}, badFlag("give --model or --config, not both")
 	case f.model == "" && f.config == "":
-		return blocks.ModelSpec{}, badFlag("--model (one of %s) or --config is required", strings.Join(blocks.ModelPresetNames(), ", "))
+		return sizing.ModelSpec{}, badFlag("--model (one of %s) or --config is required", strings.Join(sizing.ModelPresetNames(), ", "))
 	}
-	var m blocks.ModelSpec
+	var m sizing.ModelSpec
 	if f.model != "" {
 		var err error
-		if m, err = blocks.ModelPreset(f.model); err != nil {
+		if m, err = sizing.ModelPreset(f.model); err != nil {
 			return m, badFlag("--model: %v", err)
 		}
 	} else {
@@ -176,7 +176,7 @@ func (f *sizingFlags) resolveModel() (blocks.ModelSpec, error) {
 		if err != nil {
 			return m, fmt.Errorf("--config: %w", err)
 		}
-		if m, err = blocks.ParseHFConfig(data); err != nil {
+		if m, err = sizing.ParseHFConfig(data); err != nil {
 			return m, fmt.Errorf("--config %s: %w", f.config, err)
 		}
 		m.Name = m.Name + " (" + f.config + ")"
@@ -193,17 +193,17 @@ func (f *sizingFlags) resolveModel() (blocks.ModelSpec, error) {
 	return m, nil
 }
 
-func (f *sizingFlags) resolveGPU() (blocks.GPU, error) {
+func (f *sizingFlags) resolveGPU() (sizing.GPU, error) {
 	if f.gpuMemoryMiB < 0 || f.gpuMemoryMiB > 1<<30 {
-		return blocks.GPU{}, badFlag("--gpu-memory-mib must be a positive size in MiB, got %d", f.gpuMemoryMiB)
+		return sizing.GPU{}, badFlag("--gpu-memory-mib must be a positive size in MiB, got %d", f.gpuMemoryMiB)
 	}
 	if f.gpu == "" {
 		if f.gpuMemoryMiB == 0 {
-			return blocks.GPU{}, badFlag("--gpu (one of %s) or --gpu-memory-mib is required", strings.Join(blocks.GPUPresetNames(), ", "))
+			return sizing.GPU{}, badFlag("--gpu (one of %s) or --gpu-memory-mib is required", strings.Join(sizing.GPUPresetNames(), ", "))
 		}
-		return blocks.GPU{Name: "custom GPU", MemoryMiB: f.gpuMemoryMiB, Source: "--gpu-memory-mib"}, nil
+		return sizing.GPU{Name: "custom GPU", MemoryMiB: f.gpuMemoryMiB, Source: "--gpu-memory-mib"}, nil
 	}
-	g, err := blocks.GPUPreset(f.gpu)
+	g, err := sizing.GPUPreset(f.gpu)
 	if err != nil {
 		return g, badFlag("--gpu: %v", err)
 	}
@@ -243,15 +243,15 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 
 // planWithLen plans, resolving --max-model-len auto as vLLM does (the longest context that
 // fits, capped at the model's own maximum) and noting where the length came from.
-func planWithLen(in *sizingInput) (blocks.Plan, error) {
+func planWithLen(in *sizingInput) (sizing.Plan, error) {
 	cfg := in.cfg
 	modelMax := cfg.Model.MaxModelLen
 	if in.autoLen {
 		if modelMax == 0 {
-			modelMax = blocks.MaxTokens
+			modelMax = sizing.MaxTokens
 		}
 		cfg.MaxModelLen = modelMax
-		p, err := blocks.NewPlan(cfg)
+		p, err := sizing.NewPlan(cfg)
 		if err != nil || p.MaxContext == 0 {
 			return p, err
 		}
@@ -260,12 +260,12 @@ func planWithLen(in *sizingInput) (blocks.Plan, error) {
 	} else if cfg.MaxModelLen == 0 && modelMax > 0 {
 		in.assumptions = append(in.assumptions, fmt.Sprintf("max-model-len %s: the model's max_position_embeddings, vLLM's default", commas(int64(modelMax))))
 	} else if cfg.MaxModelLen == 0 {
-		return blocks.Plan{}, badFlag("--max-model-len is required: the config gives no max_position_embeddings")
+		return sizing.Plan{}, badFlag("--max-model-len is required: the config gives no max_position_embeddings")
 	}
-	return blocks.NewPlan(cfg)
+	return sizing.NewPlan(cfg)
 }
 
-// sizeValue is a flag holding a token count parsed as vLLM parses it (blocks.ParseSize),
+// sizeValue is a flag holding a token count parsed as vLLM parses it (sizing.ParseSize),
 // and "auto" (or vLLM's -1) where allowAuto is set.
 type sizeValue struct {
 	n         int64
@@ -288,7 +288,7 @@ func (v *sizeValue) Set(s string) error {
 		v.n, v.set, v.auto = 0, true, true
 		return nil
 	}
-	n, err := blocks.ParseSize(s)
+	n, err := sizing.ParseSize(s)
 	if err != nil {
 		return err
 	}
@@ -377,7 +377,7 @@ func human(b float64) string {
 }
 
 // exactBytes writes a Bits value in bytes: "327,680 B", or "1.5 B" when fractional.
-func exactBytes(b blocks.Bits) string {
+func exactBytes(b sizing.Bits) string {
 	if n, ok := b.WholeBytes(); ok {
 		return commas(n) + " B"
 	}
@@ -385,13 +385,13 @@ func exactBytes(b blocks.Bits) string {
 }
 
 // jsonBytes marshals a Bits value as bytes: an integer when whole, a float otherwise.
-type jsonBytes blocks.Bits
+type jsonBytes sizing.Bits
 
 func (b jsonBytes) MarshalJSON() ([]byte, error) {
-	if n, ok := blocks.Bits(b).WholeBytes(); ok {
+	if n, ok := sizing.Bits(b).WholeBytes(); ok {
 		return []byte(strconv.FormatInt(n, 10)), nil
 	}
-	return []byte(strconv.FormatFloat(blocks.Bits(b).Bytes(), 'f', -1, 64)), nil
+	return []byte(strconv.FormatFloat(sizing.Bits(b).Bytes(), 'f', -1, 64)), nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -433,7 +433,7 @@ type planJSON struct {
 	Assumptions           []string  `json:"assumptions"`
 }
 
-func planToJSON(p blocks.Plan, extra []string) planJSON {
+func planToJSON(p sizing.Plan, extra []string) planJSON {
 	c := p.Config
 	j := planJSON{
 		Model: c.Model.Name, GPU: c.GPU.Name, GPUMemoryMiB: c.GPU.MemoryMiB,
@@ -458,7 +458,7 @@ func planToJSON(p blocks.Plan, extra []string) planJSON {
 	return j
 }
 
-func writePlanTable(w io.Writer, p blocks.Plan, extra []string) error {
+func writePlanTable(w io.Writer, p sizing.Plan, extra []string) error {
 	c := p.Config
 	n := int64(c.MaxModelLen)
 	fmt.Fprintf(w, "kvpage plan: %s on %d x %s, KV cache %s, max-model-len %s\n\n",
@@ -495,7 +495,7 @@ func writePlanTable(w io.Writer, p blocks.Plan, extra []string) error {
 	return writeAssumptions(w, assumptions(p, extra))
 }
 
-func hasMLA(m blocks.ModelSpec) bool {
+func hasMLA(m sizing.ModelSpec) bool {
 	for _, g := range m.Groups {
 		if g.MLA() {
 			return true
@@ -504,7 +504,7 @@ func hasMLA(m blocks.ModelSpec) bool {
 	return false
 }
 
-func hasWindows(m blocks.ModelSpec) bool {
+func hasWindows(m sizing.ModelSpec) bool {
 	for _, g := range m.Groups {
 		if g.Sliding() {
 			return true
@@ -513,7 +513,7 @@ func hasWindows(m blocks.ModelSpec) bool {
 	return false
 }
 
-func limitText(p blocks.Plan) string {
+func limitText(p sizing.Plan) string {
 	switch p.Limit {
 	case "weights":
 		return "limited by the weights: no memory left for KV cache"
@@ -536,7 +536,7 @@ func writeAssumptions(w io.Writer, a []string) error {
 
 // assumptions lists everything a result rests on: the model's layers and where they come
 // from, the weights, the GPU, the memory split, the cache type and block size.
-func assumptions(p blocks.Plan, extra []string) []string {
+func assumptions(p sizing.Plan, extra []string) []string {
 	c := p.Config
 	m := c.Model
 	var a []string
@@ -557,11 +557,11 @@ func assumptions(p blocks.Plan, extra []string) []string {
 	a = append(a, fmt.Sprintf("runtime overhead %s per GPU (--overhead-gib): CUDA context, activation peak, CUDA graphs; vLLM logs the real figure at start-up", human(float64(c.RuntimeOverhead))))
 	a = append(a, extra...)
 	switch c.CacheDType {
-	case blocks.NVFP4:
+	case sizing.NVFP4:
 		a = append(a, "nvfp4 cache: 4-bit values plus one fp8 scale per 16 values of each head (4.5 bits a value)")
-	case blocks.MXFP4:
+	case sizing.MXFP4:
 		a = append(a, "mxfp4 cache: 4-bit values plus one 8-bit scale per 32 values of each head (4.25 bits a value)")
-	case blocks.FP8E4M3, blocks.FP8E5M2, blocks.INT8:
+	case sizing.FP8E4M3, sizing.FP8E5M2, sizing.INT8:
 		a = append(a, c.CacheDType.String()+" cache: per-tensor scales, not counted per token")
 		if hasMLA(m) {
 			a = append(a, "MLA in fp8: one byte a latent value (576 a token a layer); vLLM's fp8_ds_mla layout for FlashMLA's sparse backend takes 656, with its scales and a bf16 RoPE part")
@@ -577,7 +577,7 @@ func assumptions(p blocks.Plan, extra []string) []string {
 	return a
 }
 
-func describeGroups(m blocks.ModelSpec) string {
+func describeGroups(m sizing.ModelSpec) string {
 	parts := make([]string, 0, len(m.Groups))
 	for _, g := range m.Groups {
 		kind := "full-attention"
@@ -597,7 +597,7 @@ func describeGroups(m blocks.ModelSpec) string {
 	return s
 }
 
-func describeTP(m blocks.ModelSpec, tp int) string {
+func describeTP(m sizing.ModelSpec, tp int) string {
 	if tp == 1 {
 		return "tensor parallel size 1: the whole KV cache on one GPU"
 	}
@@ -621,7 +621,7 @@ func describeTP(m blocks.ModelSpec, tp int) string {
 	return fmt.Sprintf("tensor parallel size %d: %s", tp, strings.Join(parts, "; "))
 }
 
-func describeWeights(p blocks.Plan) string {
+func describeWeights(p sizing.Plan) string {
 	c := p.Config
 	m := c.Model
 	per := fmt.Sprintf(", %s per GPU", human(float64(p.WeightsPerGPU)))
@@ -638,7 +638,7 @@ func describeWeights(p blocks.Plan) string {
 	return fmt.Sprintf("weights %s = %s parameters x %g bits (%s)%s", human(float64(p.WeightsTotal)), commas(m.Params), d.BitsPerValue(), d, per)
 }
 
-func mustWeights(m blocks.ModelSpec) int64 {
+func mustWeights(m sizing.ModelSpec) int64 {
 	w, _ := m.TotalWeightBytes()
 	return w
 }

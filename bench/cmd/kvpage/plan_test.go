@@ -179,7 +179,7 @@ func TestPlanUnboundedContext(t *testing.T) {
 }
 
 func TestPlanConfigFile(t *testing.T) {
-	cfg := filepath.Join("..", "..", "..", "blocks", "testdata", "configs", "deepseek-v3.json")
+	cfg := filepath.Join("..", "..", "..", "blocks", "sizing", "testdata", "configs", "deepseek-v3.json")
 	obj := planJSONOf(t, 0, "plan", "--config", cfg, "--params", "671.026b", "--gpu", "h200", "-tp", "8", "--context", "32K")
 	assert.Equal(t, "70272", num(t, obj, "bytes_per_token"))
 	assert.Equal(t, "70272", num(t, obj, "bytes_per_token_per_gpu"), "the MLA latent is replicated")
@@ -214,7 +214,7 @@ func TestPlanBadValues(t *testing.T) {
 		{"no model", []string{"plan", "--gpu", "h100"}, 2, []string{"--model", "llama-3.1-70b"}},
 		{"no GPU", []string{"plan", "--model", "llama-3.1-8b"}, 2, []string{"--gpu", "h100-80gb"}},
 		{"model and config", append(base, "--config", missing), 2, []string{"not both"}},
-		{"config without params", []string{"plan", "--config", filepath.Join("..", "..", "..", "blocks", "testdata", "configs", "mistral-7b-v0.1.json"), "--gpu", "h100"}, 2, []string{"--params"}},
+		{"config without params", []string{"plan", "--config", filepath.Join("..", "..", "..", "blocks", "sizing", "testdata", "configs", "mistral-7b-v0.1.json"), "--gpu", "h100"}, 2, []string{"--params"}},
 		{"config missing a field", []string{"plan", "--config", missing, "--params", "8b", "--gpu", "h100"}, 1, []string{"num_hidden_layers", "missing"}},
 		{"config not there", []string{"plan", "--config", missing + ".nope", "--params", "8b", "--gpu", "h100"}, 1, []string{"--config"}},
 		{"bad params", []string{"plan", "--config", missing, "--params", "8q", "--gpu", "h100"}, 2, []string{"-params"}},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kvpage/kvpage/bench/sim"
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
 	"github.com/kvpage/kvpage/evict"
 )
 
@@ -126,23 +127,23 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 42, "seed of the workload generator, the arrivals and the synthetic token ids")
 
 	fs.Var(&f.kvBudget, "kv-budget-tokens", "KV budget in tokens, such as 448k; overrides the model and GPU")
-	fs.StringVar(&s.model, "model", defaultSimModel, "model preset for the KV budget: "+strings.Join(blocks.ModelPresetNames(), ", "))
+	fs.StringVar(&s.model, "model", defaultSimModel, "model preset for the KV budget: "+strings.Join(sizing.ModelPresetNames(), ", "))
 	fs.StringVar(&s.config, "config", "", "a Hugging Face config.json instead of --model (with --params or --weights-gib)")
 	fs.Var(&s.params, "params", "parameter count for --config, such as 8.03b")
 	fs.Float64Var(&s.weightsGiB, "weights-gib", 0, "size of all the weights in GiB, instead of parameters x bytes per weight")
-	fs.StringVar(&s.gpu, "gpu", defaultSimGPU, "GPU preset: "+strings.Join(blocks.GPUPresetNames(), ", "))
+	fs.StringVar(&s.gpu, "gpu", defaultSimGPU, "GPU preset: "+strings.Join(sizing.GPUPresetNames(), ", "))
 	fs.Int64Var(&s.gpuMemoryMiB, "gpu-memory-mib", 0, "GPU memory in MiB as nvidia-smi reports it, instead of the preset's")
 	fs.IntVar(&s.tp, "tensor-parallel-size", 1, "GPUs the model is split over (the budget is one GPU's share)")
-	fs.StringVar(&s.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(blocks.DTypeNames(), ", "))
-	fs.Float64Var(&s.util, "gpu-memory-utilization", blocks.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
-	fs.Float64Var(&s.overheadGiB, "overhead-gib", float64(blocks.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache")
+	fs.StringVar(&s.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", "))
+	fs.Float64Var(&s.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
+	fs.Float64Var(&s.overheadGiB, "overhead-gib", float64(sizing.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache")
 
 	fs.Var(&f.maxModelLen, "max-model-len", "longest prompt + output of a request, and orca-max's reservation (default: the workload's, 2048 for ShareGPT-like as in the paper; 2048 for a trace)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "cap on running requests; the default lets memory, not this cap, bound the batch (vLLM's default on an 80 GB GPU is 1024)")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "cap on tokens computed per step, decodes and prefills together (default: max(8192, max-model-len + max-num-seqs))")
 
 	fs.StringVar(&f.schemes, "schemes", "orca-max,orca-pow2,orca-oracle,paged", "schemes to run, comma-separated")
-	fs.IntVar(&f.blockSize, "block-size", blocks.DefaultBlockSize, "tokens per block of the paged scheme")
+	fs.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, "tokens per block of the paged scheme")
 	fs.StringVar(&f.blockSweep, "block-size-sweep", defaultBlockSweep, "more paged block sizes, run in the first --prefix-sharing mode, for the utilisation-vs-block-size chart (\"\" for none)")
 	fs.StringVar(&f.sharing, "prefix-sharing", "off,on", "paged runs without (off) and with (on) prefix sharing, comma-separated; the first mode also runs over --block-size-sweep")
 	fs.StringVar(&f.eviction, "eviction", "lru", "prefix-cache eviction policies to compare, comma-separated: "+strings.Join(evict.Names(), ", ")+
@@ -327,14 +328,14 @@ func (f *simFlags) budget(maxLen int) (int, string, error) {
 	if s.config != "" && !s.set["model"] {
 		s.model = ""
 	}
-	s.blockSize = blocks.DefaultBlockSize
+	s.blockSize = sizing.DefaultBlockSize
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	in, err := s.resolve(fs)
 	if err != nil {
 		return 0, "", err
 	}
 	in.cfg.MaxModelLen = maxLen
-	p, err := blocks.NewPlan(in.cfg)
+	p, err := sizing.NewPlan(in.cfg)
 	if err != nil {
 		return 0, "", err
 	}
@@ -345,7 +346,7 @@ func (f *simFlags) budget(maxLen int) (int, string, error) {
 	bpt := p.BytesPerTokenPerGPU.Bytes()
 	memory := fmt.Sprintf("%s tokens = %s KV bytes / %s bytes per token: %s (%s KV cache) on %s, %.0f MiB x %.2f - %s weights - %s overhead",
 		commas(int64(tokens)), commas(p.KVBudget), strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name, p.Config.CacheDType,
-		p.Config.GPU.Name, float64(p.GPUMemory)/(1<<20), p.Config.GPUMemoryUtilization, blocks.GiB(p.WeightsPerGPU), blocks.GiB(p.Config.RuntimeOverhead))
+		p.Config.GPU.Name, float64(p.GPUMemory)/(1<<20), p.Config.GPUMemoryUtilization, sizing.GiB(p.WeightsPerGPU), sizing.GiB(p.Config.RuntimeOverhead))
 	if p.Config.TensorParallel > 1 {
 		memory += fmt.Sprintf(", one GPU of %d", p.Config.TensorParallel)
 	}

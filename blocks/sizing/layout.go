@@ -1,4 +1,4 @@
-package blocks
+package sizing
 
 // DefaultBlockSize is vLLM's default --block-size on CUDA: 16 tokens a block.
 const DefaultBlockSize = 16

@@ -1,4 +1,4 @@
-package blocks
+package sizing
 
 import (
 	"errors"
@@ -10,21 +10,24 @@ import (
 // input wraps one of these or ErrInvalidArgument, so callers test with errors.Is.
 var (
 	// ErrBadSize: a token count such as "32q", "-5" or "2.5K" that does not parse.
-	ErrBadSize = errors.New("blocks: bad size")
+	ErrBadSize = errors.New("sizing: bad size")
 	// ErrUnknownModel: a model name that is not a built-in preset.
-	ErrUnknownModel = errors.New("blocks: unknown model")
+	ErrUnknownModel = errors.New("sizing: unknown model")
 	// ErrUnknownGPU: a GPU name that is not a built-in preset.
-	ErrUnknownGPU = errors.New("blocks: unknown GPU")
+	ErrUnknownGPU = errors.New("sizing: unknown GPU")
 	// ErrUnknownDType: a cache or weight data type the sizing does not know.
-	ErrUnknownDType = errors.New("blocks: unknown data type")
+	ErrUnknownDType = errors.New("sizing: unknown data type")
 	// ErrMissingField: a model config that lacks a field the sizing needs.
-	ErrMissingField = errors.New("blocks: missing config field")
+	ErrMissingField = errors.New("sizing: missing config field")
 	// ErrBadConfig: a model config whose fields are present but unusable (wrong type,
 	// zero heads, a layer type the sizing cannot model).
-	ErrBadConfig = errors.New("blocks: bad model config")
+	ErrBadConfig = errors.New("sizing: bad model config")
 	// ErrDoesNotFit: a plan under which the server could not start or could not hold one
 	// request at its maximum model length.
-	ErrDoesNotFit = errors.New("blocks: does not fit")
+	ErrDoesNotFit = errors.New("sizing: does not fit")
+	// ErrInvalidArgument: a negative count, a fraction out of range or a size that
+	// overflows.
+	ErrInvalidArgument = errors.New("sizing: invalid argument")
 )
 
 // SizeError says which input failed to parse as a size and why. It wraps ErrBadSize.
@@ -34,7 +37,7 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("blocks: bad size %q: %s", e.Input, e.Reason)
+	return fmt.Sprintf("sizing: bad size %q: %s", e.Input, e.Reason)
 }
 
 // Unwrap returns ErrBadSize.
@@ -50,9 +53,9 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Reason == "" {
-		return fmt.Sprintf("blocks: model config: %v: %s", e.Err, e.Field)
+		return fmt.Sprintf("sizing: model config: %v: %s", e.Err, e.Field)
 	}
-	return fmt.Sprintf("blocks: model config: field %s: %s", e.Field, e.Reason)
+	return fmt.Sprintf("sizing: model config: field %s: %s", e.Field, e.Reason)
 }
 
 // Unwrap returns ErrMissingField or ErrBadConfig.
@@ -81,7 +84,7 @@ type UnknownNameError struct {
 }
 
 func (e *UnknownNameError) Error() string {
-	msg := fmt.Sprintf("blocks: unknown %s %q", e.Kind, e.Name)
+	msg := fmt.Sprintf("sizing: unknown %s %q", e.Kind, e.Name)
 	if len(e.Closest) > 0 {
 		what := "presets"
 		if e.Err == ErrUnknownDType {
