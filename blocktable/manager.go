@@ -35,10 +35,10 @@ type Manager struct {
 	infos   []evict.SeqInfo
 	infoIDs []SeqID
 	victims []int
-	// Release plans (plan.go), per block: sequence holders, pinned children, and the
-	// plan generation that stamped them.
+	// Release plans (plan.go): the index's, or without an index, per block, sequence
+	// holders and the plan generation that stamped them.
+	rplan       prefix.ReleasePlan
 	planHolders []int32
-	planKids    []int32
 	planStamp   []uint32
 	planGen     uint32
 
