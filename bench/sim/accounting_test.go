@@ -49,7 +49,7 @@ func usages(recs []StepRecord, saturatedOnly bool) []Usage {
 // order by first fit, a snapshot after admission, then one token per running request.
 func TestContiguousAccountingByHand(t *testing.T) {
 	tests := []struct {
-		kind   Kind
+		kind   string
 		steps  []Usage // saturated phase
 		total  int     // steps of the whole run
 		shares Shares
@@ -100,8 +100,8 @@ func TestContiguousAccountingByHand(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.kind.String(), func(t *testing.T) {
-			res, recs := runRecorded(t, tinyRequests(), tinyConfig(10, 8), Scheme{Kind: tt.kind})
+		t.Run(tt.kind, func(t *testing.T) {
+			res, recs := runRecorded(t, tinyRequests(), tinyConfig(10, 8), Scheme{Name: tt.kind})
 			assert.Equal(t, tt.steps, usages(recs, true))
 			assert.Equal(t, len(tt.steps), res.SaturatedSteps)
 			assert.Equal(t, tt.total, res.TotalSteps)
@@ -119,7 +119,7 @@ func TestContiguousAccountingByHand(t *testing.T) {
 func TestPagedAccountingByHand(t *testing.T) {
 	// Block size 2 over 10 tokens: 5 blocks, one of them the null block, so 8 usable
 	// token slots and 2 of external fragmentation throughout.
-	res, recs := runRecorded(t, tinyRequests(), tinyConfig(10, 8), Scheme{Kind: Paged, BlockSize: 2})
+	res, recs := runRecorded(t, tinyRequests(), tinyConfig(10, 8), Scheme{Name: Paged, BlockSize: 2})
 	assert.Equal(t, []Usage{
 		{Tokens: 5, Internal: 1, External: 2, Free: 2}, // R0 [2] in 1 block, R1 [3] in 2; R2 needs 2 blocks, 1 free
 		{Tokens: 7, Internal: 1, External: 2, Free: 0}, // R0 grows into a 4th block, R1 into its tail
@@ -145,7 +145,7 @@ func TestPagedPreemptionByHand(t *testing.T) {
 	}
 	cfg := tinyConfig(6, 5)
 	for _, sharing := range []bool{false, true} {
-		res, recs := runRecorded(t, reqs, cfg, Scheme{Kind: Paged, BlockSize: 1, PrefixSharing: sharing})
+		res, recs := runRecorded(t, reqs, cfg, Scheme{Name: Paged, BlockSize: 1, PrefixSharing: sharing})
 		sat := usages(recs, true)
 		// Step 1: request 0 takes the last free block; request 1 cannot grow, and the
 		// newest-first policy preempts request 1 itself. Step 3: request 0 has finished and
@@ -172,8 +172,18 @@ func TestPagedPreemptionByHand(t *testing.T) {
 	}
 }
 
+// newContiguousFor builds the allocator of the registered contiguous scheme name.
+func newContiguousFor(t *testing.T, cfg *Config, name string) *contiguous {
+	t.Helper()
+	d, ok := lookupScheme(name)
+	require.True(t, ok)
+	a, err := d.build(cfg, &Scheme{Name: name}, nil)
+	require.NoError(t, err)
+	return a.(*contiguous)
+}
+
 func TestPowerOfTwoReservationIsCappedAtMaxModelLen(t *testing.T) {
-	c := newContiguous(&Config{Capacity: 100, MaxModelLen: 12}, OrcaPow2)
+	c := newContiguousFor(t, &Config{Capacity: 100, MaxModelLen: 12}, OrcaPow2)
 	for _, tt := range []struct{ in, out, want int }{{1, 1, 1}, {1, 2, 2}, {2, 2, 4}, {3, 2, 4}, {4, 2, 8}, {8, 1, 8}, {5, 5, 12}} {
 		assert.Equal(t, tt.want, c.reservation(&Request{Input: tt.in, Output: tt.out}), "in %d out %d", tt.in, tt.out)
 	}

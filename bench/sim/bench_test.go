@@ -11,17 +11,17 @@ import (
 // iteration is the whole trace; req/s is requests simulated per second of wall time,
 // req/cpu-s per second of the process's CPU time.
 func BenchmarkPagedShareGPT100k(b *testing.B) {
-	benchmarkScheme(b, 100_000, Scheme{Kind: Paged, BlockSize: 16})
+	benchmarkScheme(b, 100_000, Scheme{Name: Paged, BlockSize: 16})
 }
 
 // BenchmarkPagedSharingShareGPT100k is the same with prefix sharing (LRU eviction).
 func BenchmarkPagedSharingShareGPT100k(b *testing.B) {
-	benchmarkScheme(b, 100_000, Scheme{Kind: Paged, BlockSize: 16, PrefixSharing: true})
+	benchmarkScheme(b, 100_000, Scheme{Name: Paged, BlockSize: 16, PrefixSharing: true})
 }
 
 // BenchmarkOrcaOracleShareGPT100k is the contiguous scheme with the first-fit arena.
 func BenchmarkOrcaOracleShareGPT100k(b *testing.B) {
-	benchmarkScheme(b, 100_000, Scheme{Kind: OrcaOracle})
+	benchmarkScheme(b, 100_000, Scheme{Name: OrcaOracle})
 }
 
 func benchmarkScheme(b *testing.B, n int, s Scheme) {

@@ -117,12 +117,12 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 	byLabel := map[string]*series{}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range results {
-		if r.Scheme.Kind != Paged {
+		if !r.Scheme.allocatesBlocks() {
 			continue
 		}
 		s := r.Scheme
 		s.BlockSize = 0
-		label := "paged"
+		label := s.Name
 		if s.PrefixSharing {
 			label += ", prefix sharing (" + s.EvictionName() + ")"
 		}
@@ -167,9 +167,9 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 		p.Add(line, pts)
 		p.Legend.Add(l.label, line, pts)
 	}
-	dashes := map[Kind][]vg.Length{OrcaMax: {vg.Points(2), vg.Points(2)}, OrcaPow2: {vg.Points(6), vg.Points(3)}, OrcaOracle: {vg.Points(10), vg.Points(3), vg.Points(2), vg.Points(3)}}
+	dashes := map[string][]vg.Length{OrcaMax: {vg.Points(2), vg.Points(2)}, OrcaPow2: {vg.Points(6), vg.Points(3)}, OrcaOracle: {vg.Points(10), vg.Points(3), vg.Points(2), vg.Points(3)}}
 	for _, r := range results {
-		if r.Scheme.Kind == Paged {
+		if r.Scheme.allocatesBlocks() {
 			continue
 		}
 		ref, err := plotter.NewLine(plotter.XYs{{X: lo, Y: 100 * r.Shares.Tokens}, {X: hi, Y: 100 * r.Shares.Tokens}})
@@ -177,7 +177,7 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 			return nil, 0, err
 		}
 		ref.Color = colorExternal
-		ref.Dashes = dashes[r.Scheme.Kind]
+		ref.Dashes = dashes[r.Scheme.Name]
 		p.Add(ref)
 		p.Legend.Add(r.Scheme.Label(), ref)
 	}

@@ -14,10 +14,10 @@ import (
 // prefix sharing, over a few block sizes.
 func allSchemes() []Scheme {
 	s := []Scheme{
-		{Kind: OrcaMax}, {Kind: OrcaPow2}, {Kind: OrcaOracle},
-		{Kind: Paged, BlockSize: 1}, {Kind: Paged, BlockSize: 16}, {Kind: Paged, BlockSize: 16, PrefixSharing: true},
-		{Kind: Paged, BlockSize: 16, PrefixSharing: true, Eviction: "lfu", Preemption: "progress"},
-		{Kind: Paged, BlockSize: 8, Watermark: 0.05, Preemption: "cost"},
+		{Name: OrcaMax}, {Name: OrcaPow2}, {Name: OrcaOracle},
+		{Name: Paged, BlockSize: 1}, {Name: Paged, BlockSize: 16}, {Name: Paged, BlockSize: 16, PrefixSharing: true},
+		{Name: Paged, BlockSize: 16, PrefixSharing: true, Eviction: "lfu", Preemption: "progress"},
+		{Name: Paged, BlockSize: 8, Watermark: 0.05, Preemption: "cost"},
 	}
 	if invariant.Enabled {
 		// Block size 1 makes every token a pool and manager mutation (and with sharing an
@@ -26,7 +26,7 @@ func allSchemes() []Scheme {
 		s[3].BlockSize = 4
 		return s
 	}
-	return append(s, Scheme{Kind: Paged, BlockSize: 1, PrefixSharing: true})
+	return append(s, Scheme{Name: Paged, BlockSize: 1, PrefixSharing: true})
 }
 
 // Every step of every scheme on every workload splits the budget exactly:

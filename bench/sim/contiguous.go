@@ -5,33 +5,47 @@ import (
 	"math/bits"
 )
 
+// The Orca schemes differ only in the size of the region they reserve for a request.
+func init() {
+	for _, s := range []struct {
+		name    string
+		reserve func(r *Request, maxModelLen int) int
+	}{
+		{OrcaMax, func(_ *Request, maxModelLen int) int { return maxModelLen }},
+		{OrcaPow2, func(r *Request, maxModelLen int) int { return min(1<<bits.Len(uint(r.KVLen()-1)), maxModelLen) }},
+		{OrcaOracle, func(r *Request, _ int) int { return r.KVLen() }},
+	} {
+		reserve := s.reserve
+		registerScheme(schemeDef{name: s.name, build: func(c *Config, _ *Scheme, seqs []seq) (allocator, error) {
+			return newContiguous(c, reserve, len(seqs)), nil
+		}})
+	}
+}
+
 // contiguous is the Orca schemes' allocator: at admission a request reserves one region of
 // the arena sized by the scheme, and keeps it until it finishes. The reservation always
 // covers the request's true length, so it never needs to grow or preempt.
 type contiguous struct {
-	kind        Kind
+	reserve     func(r *Request, maxModelLen int) int
 	maxModelLen int
 	arena       *arena
+	regions     []region // by request ID; valid while the request runs
 
 	// running sums, so that usage costs O(holes) rather than O(requests)
 	tokens, trueLen, reserved int64
 	held                      map[*seq]struct{} // the running requests, for check
 }
 
-func newContiguous(cfg *Config, kind Kind) *contiguous {
-	return &contiguous{kind: kind, maxModelLen: cfg.MaxModelLen, arena: newArena(cfg.Capacity), held: map[*seq]struct{}{}}
+// region is a running request's reservation in the arena.
+type region struct{ offset, size int }
+
+func newContiguous(cfg *Config, reserve func(*Request, int) int, requests int) *contiguous {
+	return &contiguous{reserve: reserve, maxModelLen: cfg.MaxModelLen, arena: newArena(cfg.Capacity),
+		regions: make([]region, requests), held: map[*seq]struct{}{}}
 }
 
 // reservation is the region the scheme reserves for r.
-func (c *contiguous) reservation(r *Request) int {
-	switch c.kind {
-	case OrcaMax:
-		return c.maxModelLen
-	case OrcaPow2:
-		return min(1<<bits.Len(uint(r.KVLen()-1)), c.maxModelLen)
-	}
-	return r.KVLen()
-}
+func (c *contiguous) reservation(r *Request) int { return c.reserve(r, c.maxModelLen) }
 
 func (c *contiguous) admit(s *seq, budget int) (prefill, hit int, ok bool, err error) {
 	prompt := s.req.Input + s.generated
@@ -43,7 +57,8 @@ func (c *contiguous) admit(s *seq, budget int) (prefill, hit int, ok bool, err e
 	if !ok {
 		return 0, 0, false, nil
 	}
-	s.offset, s.reservation, s.stored = off, n, prompt
+	c.regions[s.req.ID] = region{off, n}
+	s.stored = prompt
 	c.tokens += int64(prompt)
 	c.trueLen += int64(s.req.KVLen())
 	c.reserved += int64(n)
@@ -52,8 +67,8 @@ func (c *contiguous) admit(s *seq, budget int) (prefill, hit int, ok bool, err e
 }
 
 func (c *contiguous) grow(s *seq, victims []*seq) ([]*seq, error) {
-	if s.stored >= s.reservation {
-		return victims, fmt.Errorf("request %d outgrew its reservation of %d tokens: a bug in the simulator", s.req.ID, s.reservation)
+	if n := c.regions[s.req.ID].size; s.stored >= n {
+		return victims, fmt.Errorf("request %d outgrew its reservation of %d tokens: a bug in the simulator", s.req.ID, n)
 	}
 	s.stored++
 	c.tokens++
@@ -61,10 +76,12 @@ func (c *contiguous) grow(s *seq, victims []*seq) ([]*seq, error) {
 }
 
 func (c *contiguous) finish(s *seq) error {
-	c.arena.release(s.offset, s.reservation)
+	g := c.regions[s.req.ID]
+	c.arena.release(g.offset, g.size)
+	c.regions[s.req.ID] = region{}
 	c.tokens -= int64(s.stored)
 	c.trueLen -= int64(s.req.KVLen())
-	c.reserved -= int64(s.reservation)
+	c.reserved -= int64(g.size)
 	delete(c.held, s)
 	return nil
 }
@@ -94,7 +111,7 @@ func (c *contiguous) check(bool) error {
 		}
 		tokens += int64(s.stored)
 		trueLen += int64(s.req.KVLen())
-		reserved += int64(s.reservation)
+		reserved += int64(c.regions[s.req.ID].size)
 	}
 	if tokens != c.tokens || trueLen != c.trueLen || reserved != c.reserved {
 		return fmt.Errorf("running sums (%d, %d, %d) differ from the requests' (%d, %d, %d)", c.tokens, c.trueLen, c.reserved, tokens, trueLen, reserved)

@@ -103,9 +103,10 @@
 // block), optionally with a prefix.Index (PrefixSharing) whose eviction policy and the
 // Manager's preemption policy come from package evict by name.
 //
-// A new scheme is a Kind plus an implementation of the allocator interface
-// (scheduler.go: admit, grow, finish, usage, check); the scheduler and every output stay
-// as they are. A new eviction or preemption policy belongs in package evict: once its
+// A new scheme is one file: an implementation of the allocator interface (scheduler.go:
+// admit, grow, finish, usage, check) that keeps its own per-request state, registered by
+// name with registerScheme from init (scheme.go); Scheme.Name then selects it, --schemes
+// accepts it, and the scheduler and every output stay as they are. A new eviction or preemption policy belongs in package evict: once its
 // registry knows the name, --eviction and --preemption accept it.
 //
 // # Measurements

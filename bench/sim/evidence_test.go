@@ -24,7 +24,7 @@ func TestComparisonShape(t *testing.T) {
 	require.NoError(t, err)
 	p := Prepare(w.Generate(n, 42), DefaultMaxModelLen)
 	cfg := DefaultConfig(capacity)
-	res, err := Compare(p.Requests, cfg, []Scheme{{Kind: OrcaMax}, {Kind: OrcaPow2}, {Kind: OrcaOracle}, {Kind: Paged, BlockSize: 16}})
+	res, err := Compare(p.Requests, cfg, []Scheme{{Name: OrcaMax}, {Name: OrcaPow2}, {Name: OrcaOracle}, {Name: Paged, BlockSize: 16}})
 	require.NoError(t, err)
 	max, pow2, oracle, paged := res[0], res[1], res[2], res[3]
 	assert.Less(t, max.Shares.Tokens, pow2.Shares.Tokens)

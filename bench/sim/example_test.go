@@ -19,7 +19,7 @@ func ExampleCompare() {
 	cfg := sim.DefaultConfig(10)
 	cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = 8, 8, 16
 	results, err := sim.Compare(reqs, cfg, []sim.Scheme{
-		{Kind: sim.OrcaMax}, {Kind: sim.OrcaPow2}, {Kind: sim.OrcaOracle}, {Kind: sim.Paged, BlockSize: 2},
+		{Name: sim.OrcaMax}, {Name: sim.OrcaPow2}, {Name: sim.OrcaOracle}, {Name: sim.Paged, BlockSize: 2},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -52,7 +52,7 @@ func TestAfterWaitsForTheRequestFollowed(t *testing.T) {
 
 	// Without After, all three run at once.
 	reqs[1].After = 0
-	res, err := simulate(reqs, tinyConfig(64, 16), Scheme{Kind: OrcaOracle}, true)
+	res, err := simulate(reqs, tinyConfig(64, 16), Scheme{Name: OrcaOracle}, true)
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.PeakRunning)
 	assert.Equal(t, 5, res.TotalSteps)
@@ -65,7 +65,7 @@ func TestSimulateRejectsBadFollowAndBase(t *testing.T) {
 		"base beyond shared":             {ID: 0, Input: 2, Output: 2, Group: 0, Shared: 2, Base: 1, BaseShared: 3},
 		"base without a group":           {ID: 0, Input: 2, Output: 2, Group: 0, Shared: 2, Base: -1, BaseShared: 1},
 	} {
-		_, err := Simulate([]Request{r}, tinyConfig(32, 16), Scheme{Kind: OrcaOracle})
+		_, err := Simulate([]Request{r}, tinyConfig(32, 16), Scheme{Name: OrcaOracle})
 		assert.ErrorIs(t, err, ErrInvalidConfig, name)
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,31 +59,33 @@ func TestConfigValidate(t *testing.T) {
 	reqs := tinyRequests()
 	cfg := tinyConfig(10, 8)
 	for name, s := range map[string]Scheme{
-		"unknown kind":              {Kind: Kind(9)},
-		"block size on orca":        {Kind: OrcaMax, BlockSize: 16},
-		"zero block size":           {Kind: Paged},
-		"blocks too big for budget": {Kind: Paged, BlockSize: 4},
-		"watermark of 1":            {Kind: Paged, BlockSize: 1, Watermark: 1},
-		"unknown eviction":          {Kind: Paged, BlockSize: 1, PrefixSharing: true, Eviction: "random"},
-		"unknown preemption":        {Kind: Paged, BlockSize: 1, Preemption: "oldest"},
+		"unknown scheme":            {Name: "vllm"},
+		"no scheme":                 {},
+		"block size on orca":        {Name: OrcaMax, BlockSize: 16},
+		"zero block size":           {Name: Paged},
+		"blocks too big for budget": {Name: Paged, BlockSize: 4},
+		"watermark of 1":            {Name: Paged, BlockSize: 1, Watermark: 1},
+		"unknown eviction":          {Name: Paged, BlockSize: 1, PrefixSharing: true, Eviction: "random"},
+		"unknown preemption":        {Name: Paged, BlockSize: 1, Preemption: "oldest"},
 	} {
 		_, err := Simulate(reqs, cfg, s)
 		assert.ErrorIs(t, err, ErrInvalidConfig, name)
 	}
 	bad := tinyRequests()
 	bad[1].Output = 9 // prompt + output beyond max-model-len 8: not prepared
-	_, err := Simulate(bad, cfg, Scheme{Kind: OrcaMax})
+	_, err := Simulate(bad, cfg, Scheme{Name: OrcaMax})
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 }
 
-func TestParseKindAndLabels(t *testing.T) {
-	for _, k := range []Kind{OrcaMax, OrcaPow2, OrcaOracle, Paged} {
-		got, err := ParseKind(k.String())
+func TestParseSchemeNameAndLabels(t *testing.T) {
+	assert.Equal(t, []string{OrcaMax, OrcaPow2, OrcaOracle, Paged}, SchemeNames())
+	for _, k := range SchemeNames() {
+		got, err := ParseSchemeName(" " + strings.ToUpper(k))
 		require.NoError(t, err)
 		assert.Equal(t, k, got)
 	}
-	_, err := ParseKind("vllm")
+	_, err := ParseSchemeName("vllm")
 	assert.ErrorIs(t, err, ErrInvalidConfig)
-	assert.Equal(t, "paged/16+s3fifo preempt=cost wm=0.01", Scheme{Kind: Paged, BlockSize: 16, PrefixSharing: true, Eviction: "s3fifo", Preemption: "cost", Watermark: 0.01}.Label())
-	assert.Equal(t, "orca-pow2", Scheme{Kind: OrcaPow2}.Label())
+	assert.Equal(t, "paged/16+s3fifo preempt=cost wm=0.01", Scheme{Name: Paged, BlockSize: 16, PrefixSharing: true, Eviction: "s3fifo", Preemption: "cost", Watermark: 0.01}.Label())
+	assert.Equal(t, "orca-pow2", Scheme{Name: OrcaPow2}.Label())
 }

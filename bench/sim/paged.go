@@ -10,6 +10,12 @@ import (
 	"github.com/kvpage/kvpage/prefix"
 )
 
+func init() {
+	registerScheme(schemeDef{name: Paged, blocks: true, build: func(c *Config, s *Scheme, seqs []seq) (allocator, error) {
+		return newPaged(c, *s, seqs)
+	}})
+}
+
 // paged drives this library's blocktable.Manager: blocks on demand, prefix sharing through
 // the prefix index when enabled, and preemption in recompute mode, by the scheme's
 // preemption policy, when a running request cannot grow.
@@ -18,6 +24,7 @@ type paged struct {
 	pool      *blocks.Pool
 	policy    evict.Preemption
 	seqs      []seq
+	state     []pagedSeq // by request ID
 	seed      uint64
 	blockSize int
 	sharing   bool
@@ -34,6 +41,13 @@ type paged struct {
 	infos    []evict.SeqInfo
 	picked   []int
 	req      blocktable.Request
+}
+
+// pagedSeq is what the paged scheme keeps per request.
+type pagedSeq struct {
+	prompt  int    // prompt length at the last admission (generated tokens included)
+	arrival uint64 // order of the last admission
+	slot    int    // index in the running list
 }
 
 func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
@@ -60,7 +74,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &paged{m: m, pool: pool, policy: preempt, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
+	return &paged{m: m, pool: pool, policy: preempt, seqs: seqs, state: make([]pagedSeq, len(seqs)), seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
 }
 
 // tail is the number of empty slots in the last block of a sequence of n tokens.
@@ -100,10 +114,9 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	s.stored, s.prompt = n, n
+	s.stored = n
 	p.arrivals++
-	s.arrival = p.arrivals
-	s.slot = len(p.running)
+	p.state[s.req.ID] = pagedSeq{prompt: n, arrival: p.arrivals, slot: len(p.running)}
 	p.running = append(p.running, s)
 	p.live++
 	p.tokens += int64(n)
@@ -164,9 +177,9 @@ func (p *paged) preempt(victims []*seq) ([]*seq, error) {
 	p.compact()
 	p.infos = p.infos[:0]
 	for _, r := range p.running {
-		held := ceilDiv(r.stored, p.blockSize)
-		p.infos = append(p.infos, evict.SeqInfo{ID: uint64(r.req.ID), Arrival: r.arrival, Computed: r.stored,
-			Output: r.stored - r.prompt, Held: held, Freeable: held})
+		held, st := ceilDiv(r.stored, p.blockSize), &p.state[r.req.ID]
+		p.infos = append(p.infos, evict.SeqInfo{ID: uint64(r.req.ID), Arrival: st.arrival, Computed: r.stored,
+			Output: r.stored - st.prompt, Held: held, Freeable: held})
 	}
 	p.picked = p.policy.Victims(p.picked[:0], p.infos, 1)
 	if len(p.picked) == 0 {
@@ -195,7 +208,7 @@ func (p *paged) finish(s *seq) error {
 // drop takes s out of the running requests in O(1), leaving a hole that the next
 // compaction closes: before preemption reads the list, or once holes outnumber requests.
 func (p *paged) drop(s *seq) {
-	p.running[s.slot] = nil
+	p.running[p.state[s.req.ID].slot] = nil
 	p.live--
 	if len(p.running) > 64 && p.live < len(p.running)/2 {
 		p.compact()
@@ -206,7 +219,7 @@ func (p *paged) compact() {
 	n := 0
 	for _, r := range p.running {
 		if r != nil {
-			r.slot = n
+			p.state[r.req.ID].slot = n
 			p.running[n] = r
 			n++
 		}
@@ -243,8 +256,8 @@ func (p *paged) check(deep bool) error {
 	for i, r := range p.running {
 		if r != nil {
 			live++
-			if r.slot != i {
-				return fmt.Errorf("request %d sits at %d of the running list but thinks it is at %d", r.req.ID, i, r.slot)
+			if slot := p.state[r.req.ID].slot; slot != i {
+				return fmt.Errorf("request %d sits at %d of the running list but thinks it is at %d", r.req.ID, i, slot)
 			}
 		}
 	}

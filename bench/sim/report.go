@@ -12,7 +12,7 @@ import (
 // capacity (token_utilization, reserved_fraction, internal_fragmentation,
 // external_fragmentation) and free_fraction add up to 1.
 type Row struct {
-	// Name is exactly orca-max, orca-pow2, orca-oracle or paged.
+	// Name is the scheme's registered name: orca-max, orca-pow2, orca-oracle or paged.
 	Name          string `json:"name"`
 	Label         string `json:"label"`
 	BlockSize     int    `json:"block_size"`
@@ -49,7 +49,7 @@ type Row struct {
 func RowOf(r *Result) Row {
 	s := r.Scheme
 	row := Row{
-		Name: s.Kind.String(), Label: s.Label(), BlockSize: s.BlockSize, PrefixSharing: s.PrefixSharing,
+		Name: s.Name, Label: s.Label(), BlockSize: s.BlockSize, PrefixSharing: s.PrefixSharing,
 		Eviction: s.EvictionName(), Watermark: s.Watermark,
 		TokenUtilization: r.Shares.Tokens, ReservedFraction: r.Shares.Reserved,
 		InternalFragmentation: r.Shares.Internal, ExternalFragmentation: r.Shares.External,
@@ -59,7 +59,7 @@ func RowOf(r *Result) Row {
 		SaturatedSteps: r.SaturatedSteps, WaitingSteps: r.WaitingSteps, TotalSteps: r.TotalSteps,
 		Completed: r.Completed, TotalPreemptions: r.TotalPreemptions, Requests: r.Requests, CapacityTokens: r.Capacity,
 	}
-	if s.Kind == Paged {
+	if s.allocatesBlocks() {
 		row.Preemption = s.Preemption
 		if row.Preemption == "" {
 			row.Preemption = "fcfs"

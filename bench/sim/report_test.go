@@ -16,8 +16,8 @@ import (
 func tinyResults(t *testing.T) []*Result {
 	t.Helper()
 	res, err := Compare(tinyRequests(), tinyConfig(10, 8), []Scheme{
-		{Kind: OrcaMax}, {Kind: OrcaPow2}, {Kind: OrcaOracle},
-		{Kind: Paged, BlockSize: 1}, {Kind: Paged, BlockSize: 2}, {Kind: Paged, BlockSize: 2, PrefixSharing: true},
+		{Name: OrcaMax}, {Name: OrcaPow2}, {Name: OrcaOracle},
+		{Name: Paged, BlockSize: 1}, {Name: Paged, BlockSize: 2}, {Name: Paged, BlockSize: 2, PrefixSharing: true},
 	})
 	require.NoError(t, err)
 	return res

@@ -15,13 +15,7 @@ type seq struct {
 	stored    int  // token states held (0 while waiting)
 	preempted bool // preempted and not yet readmitted
 	finished  bool
-
-	// contiguous schemes
-	offset, reservation int
-	// paged schemes
-	prompt  int    // prompt length at the last admission (generated tokens included)
-	arrival uint64 // order of the last admission
-	slot    int    // index in the paged allocator's running list
+	// A scheme keeps its own per-request state, indexed by req.ID (see schemeDef).
 }
 
 // allocator is what a scheme does to memory; the scheduler decides when.
@@ -95,15 +89,10 @@ func simulate(reqs []Request, cfg Config, s Scheme, checkEveryStep bool) (*Resul
 	for i := range reqs {
 		seqs[i].req = &reqs[i]
 	}
-	var a allocator
-	if s.Kind == Paged {
-		p, err := newPaged(&cfg, s, seqs)
-		if err != nil {
-			return nil, err
-		}
-		a = p
-	} else {
-		a = newContiguous(&cfg, s.Kind)
+	d, _ := lookupScheme(s.Name) // validated above
+	a, err := d.build(&cfg, &s, seqs)
+	if err != nil {
+		return nil, err
 	}
 	sch := &scheduler{cfg: cfg, a: a, reqs: reqs, seqs: seqs, res: &Result{Scheme: s, Capacity: cfg.Capacity, Requests: len(reqs)}, checkEveryStep: checkEveryStep}
 	if err := sch.run(); err != nil {

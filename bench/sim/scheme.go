@@ -8,53 +8,79 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
-// Kind is an allocation scheme.
-type Kind int
-
-// The schemes. The three Orca schemes reserve one contiguous region per request, of a
-// size fixed at admission, in one arena managed by first fit; Paged allocates blocks on
-// demand through blocktable.Manager.
+// The built-in schemes' names. The three Orca schemes reserve one contiguous region per
+// request, of a size fixed at admission, in one arena managed by first fit (contiguous.go);
+// Paged allocates blocks on demand through blocktable.Manager (paged.go).
 const (
 	// OrcaMax reserves max-model-len tokens for every request.
-	OrcaMax Kind = iota + 1
+	OrcaMax = "orca-max"
 	// OrcaPow2 reserves the next power of two of the request's true length (its final
 	// number of token states), at most max-model-len.
-	OrcaPow2
+	OrcaPow2 = "orca-pow2"
 	// OrcaOracle reserves exactly the true length.
-	OrcaOracle
+	OrcaOracle = "orca-oracle"
 	// Paged allocates fixed-size blocks as tokens arrive.
-	Paged
+	Paged = "paged"
 )
 
-// String returns the scheme's name as the output spells it: orca-max, orca-pow2,
-// orca-oracle, paged.
-func (k Kind) String() string {
-	switch k {
-	case OrcaMax:
-		return "orca-max"
-	case OrcaPow2:
-		return "orca-pow2"
-	case OrcaOracle:
-		return "orca-oracle"
-	case Paged:
-		return "paged"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
+// schemeDef is one registered scheme: the allocator it builds for a run, and whether it
+// allocates in blocks (and so takes Scheme's block options). A new scheme is a file that
+// implements allocator and calls registerScheme from init; nothing else changes.
+type schemeDef struct {
+	name string
+	// blocks: the scheme allocates fixed-size blocks and takes BlockSize, PrefixSharing,
+	// Eviction, Watermark and Preemption; a scheme without blocks takes none of them.
+	blocks bool
+	// validate checks the scheme's options against the configuration (nil: none to check).
+	validate func(s *Scheme, c *Config) error
+	// build returns a fresh allocator for one run over seqs (the scheduler's requests,
+	// indexed by request ID).
+	build func(c *Config, s *Scheme, seqs []seq) (allocator, error)
 }
 
-// ParseKind returns the scheme called name.
-func ParseKind(name string) (Kind, error) {
-	for k := OrcaMax; k <= Paged; k++ {
-		if k.String() == strings.ToLower(strings.TrimSpace(name)) {
-			return k, nil
+// schemeRegistry holds the schemes in registration order.
+var schemeRegistry []schemeDef
+
+func registerScheme(d schemeDef) {
+	if _, ok := lookupScheme(d.name); ok {
+		panic("sim: scheme registered twice: " + d.name)
+	}
+	schemeRegistry = append(schemeRegistry, d)
+}
+
+func lookupScheme(name string) (*schemeDef, bool) {
+	for i := range schemeRegistry {
+		if schemeRegistry[i].name == name {
+			return &schemeRegistry[i], true
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown scheme %q (orca-max, orca-pow2, orca-oracle, paged)", ErrInvalidConfig, name)
+	return nil, false
+}
+
+// SchemeNames returns the registered schemes' names: orca-max, orca-pow2, orca-oracle,
+// paged.
+func SchemeNames() []string {
+	names := make([]string, len(schemeRegistry))
+	for i, d := range schemeRegistry {
+		names[i] = d.name
+	}
+	return names
+}
+
+// ParseSchemeName returns the registered scheme's name that name spells (case and
+// surrounding space ignored).
+func ParseSchemeName(name string) (string, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if _, ok := lookupScheme(n); ok {
+		return n, nil
+	}
+	return "", fmt.Errorf("%w: unknown scheme %q (%s)", ErrInvalidConfig, name, strings.Join(SchemeNames(), ", "))
 }
 
 // Scheme is one configuration to simulate.
 type Scheme struct {
-	Kind Kind
+	// Name is a registered scheme (SchemeNames): orca-max, orca-pow2, orca-oracle, paged.
+	Name string
 	// BlockSize is the tokens per block (Paged only; 0 for the contiguous schemes).
 	BlockSize int
 	// PrefixSharing turns on the prefix index (Paged only): requests share the cached
@@ -74,10 +100,10 @@ type Scheme struct {
 // Label is a short unique description for tables and charts: "orca-max", "paged/16",
 // "paged/16+lru".
 func (s Scheme) Label() string {
-	if s.Kind != Paged {
-		return s.Kind.String()
+	if !s.allocatesBlocks() {
+		return s.Name
 	}
-	l := fmt.Sprintf("paged/%d", s.BlockSize)
+	l := fmt.Sprintf("%s/%d", s.Name, s.BlockSize)
 	if s.PrefixSharing {
 		l += "+" + s.EvictionName()
 	}
@@ -95,7 +121,7 @@ func (s Scheme) Label() string {
 // policy's name.
 func (s Scheme) EvictionName() string {
 	switch {
-	case s.Kind != Paged:
+	case !s.allocatesBlocks():
 		return ""
 	case !s.PrefixSharing:
 		return "none"
@@ -105,16 +131,32 @@ func (s Scheme) EvictionName() string {
 	return s.Eviction
 }
 
+// allocatesBlocks reports whether s is a registered scheme that allocates in blocks.
+func (s Scheme) allocatesBlocks() bool {
+	d, ok := lookupScheme(s.Name)
+	return ok && d.blocks
+}
+
 func (s Scheme) validate(c *Config) error {
-	if s.Kind < OrcaMax || s.Kind > Paged {
-		return fmt.Errorf("%w: unknown scheme kind %d", ErrInvalidConfig, int(s.Kind))
+	d, ok := lookupScheme(s.Name)
+	if !ok {
+		return fmt.Errorf("%w: unknown scheme %q (%s)", ErrInvalidConfig, s.Name, strings.Join(SchemeNames(), ", "))
 	}
-	if s.Kind != Paged {
+	if !d.blocks {
 		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 || s.Preemption != "" {
-			return fmt.Errorf("%w: %v takes no block size, prefix sharing, eviction, preemption or watermark", ErrInvalidConfig, s.Kind)
+			return fmt.Errorf("%w: %s takes no block size, prefix sharing, eviction, preemption or watermark", ErrInvalidConfig, s.Name)
 		}
-		return nil
+	} else if err := s.validateBlocks(c); err != nil {
+		return err
 	}
+	if d.validate != nil {
+		return d.validate(&s, c)
+	}
+	return nil
+}
+
+// validateBlocks checks the block options of a scheme that allocates in blocks.
+func (s Scheme) validateBlocks(c *Config) error {
 	if s.BlockSize < 1 || s.BlockSize > c.Capacity {
 		return fmt.Errorf("%w: block size %d outside [1, KV budget %d]", ErrInvalidConfig, s.BlockSize, c.Capacity)
 	}

@@ -357,7 +357,7 @@ func (f *simFlags) budget(maxLen int) (int, string, error) {
 // --prefix-sharing mode (with the first eviction policy) at --block-size and over the
 // sweep, every other combination of sharing mode and eviction policy at --block-size.
 func (f *simFlags) schemeList() ([]sim.Scheme, error) {
-	kinds, err := splitList(f.schemes, func(s string) (sim.Kind, error) { return sim.ParseKind(s) })
+	kinds, err := splitList(f.schemes, sim.ParseSchemeName)
 	if err != nil {
 		return nil, badFlag("--schemes: %v", err)
 	}
@@ -402,11 +402,11 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 	var out []sim.Scheme
 	for _, k := range kinds {
 		if k != sim.Paged {
-			out = append(out, sim.Scheme{Kind: k})
+			out = append(out, sim.Scheme{Name: k})
 			continue
 		}
 		for i, share := range sharing {
-			base := sim.Scheme{Kind: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark}
+			base := sim.Scheme{Name: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark}
 			evictions := []string{""}
 			if share {
 				evictions = policies
