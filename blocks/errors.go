@@ -20,7 +20,16 @@ var (
 	ErrNullBlock = errors.New("blocks: the null block is reserved")
 	// ErrInvalidArgument: a negative count, a non-positive capacity or a bad size.
 	ErrInvalidArgument = errors.New("blocks: invalid argument")
+	// ErrRefCountOverflow: a block already has MaxRefCount holders; one more would wrap
+	// its count.
+	ErrRefCountOverflow = errors.New("blocks: reference count overflow")
+	// ErrReclaimerSet: the pool already has a Reclaimer (see Pool.SetReclaimer).
+	ErrReclaimerSet = errors.New("blocks: the pool already has a reclaimer")
 )
+
+// MaxRefCount is the most holders one block can have (refcounts are int32): Retain refuses
+// one more with ErrRefCountOverflow rather than wrap the count.
+const MaxRefCount = 1<<31 - 1
 
 // OutOfBlocksError says how many blocks an allocation asked for and how many could be had
 // (free plus reclaimable). It wraps ErrOutOfBlocks.

@@ -57,9 +57,18 @@ func New(numBlocks int, opts ...Option) (*Pool, error) {
 	return p, nil
 }
 
-// SetReclaimer plugs in (or, with nil, removes) the Reclaimer. The prefix index calls it
-// when it is built over the pool.
-func (p *Pool) SetReclaimer(r Reclaimer) { p.reclaimer = r }
+// SetReclaimer plugs in the Reclaimer, or with nil removes it. A pool has at most one: the
+// prefix index sets itself when it is built over the pool, and a second index (or any other
+// cache) over the same pool would silently take its place and strand the first one's
+// blocks, so setting a Reclaimer while one is set fails with ErrReclaimerSet and changes
+// nothing.
+func (p *Pool) SetReclaimer(r Reclaimer) error {
+	if r != nil && p.reclaimer != nil {
+		return ErrReclaimerSet
+	}
+	p.reclaimer = r
+	return nil
+}
 
 // NumBlocks is the number of physical blocks, the null block included.
 func (p *Pool) NumBlocks() int { return len(p.refs) }
@@ -159,22 +168,35 @@ func (p *Pool) reclaim(n int) error {
 }
 
 // Retain adds one holder to each of ids (a fork, a prefix hit, the cache taking a block);
-// an ID listed twice gains two holders. It is all or nothing: a free, null or unknown ID
-// fails the whole call with a *BlockError and changes nothing.
+// an ID listed twice gains two holders. It is all or nothing: a free, null or unknown ID,
+// or a block that already has MaxRefCount holders (ErrRefCountOverflow: the count would
+// wrap), fails the whole call with a *BlockError and changes nothing.
 func (p *Pool) Retain(ids ...ID) error {
-	for _, id := range ids {
-		if err := p.validate("retain", id); err != nil {
-			return err
+	refs := p.refs
+	for i, id := range ids {
+		// One pass: a failure undoes the holders added so far, as Release does.
+		if uint32(id) >= uint32(len(refs)) || refs[id] <= 0 || refs[id] == MaxRefCount || (p.hasNull && id == NullID) {
+			for _, done := range ids[:i] {
+				refs[done]--
+			}
+			return p.retainError(id)
 		}
-		if p.refs[id] == 0 {
-			return &BlockError{Op: "retain", ID: id, Err: ErrNotAllocated}
-		}
-	}
-	for _, id := range ids {
-		p.refs[id]++
+		refs[id]++
 	}
 	p.checkAfterMutation()
 	return nil
+}
+
+// retainError explains why id cannot be retained (with the holders of earlier IDs of the
+// call already undone).
+func (p *Pool) retainError(id ID) error {
+	if err := p.validate("retain", id); err != nil {
+		return err
+	}
+	if p.refs[id] == 0 {
+		return &BlockError{Op: "retain", ID: id, Err: ErrNotAllocated}
+	}
+	return &BlockError{Op: "retain", ID: id, Err: ErrRefCountOverflow}
 }
 
 // Release drops one holder from each of ids, in order; an ID listed twice loses two

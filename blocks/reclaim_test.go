@@ -107,7 +107,8 @@ func (g generousCache) Reclaim(n int) int { g.fakeCache.Reclaim(n + 1); return 1
 
 func TestReclaimedCountsBlocksThatCameBack(t *testing.T) {
 	p, c := cachedPool(t)
-	p.SetReclaimer(generousCache{c})
+	require.NoError(t, p.SetReclaimer(nil))
+	require.NoError(t, p.SetReclaimer(generousCache{c}))
 	got, err := p.Allocate(nil, 5)
 	require.NoError(t, err)
 	assert.Equal(t, []ID{7, 8, 1, 3, 2}, got)
@@ -119,16 +120,29 @@ func TestReclaimedCountsBlocksThatCameBack(t *testing.T) {
 func TestSetReclaimer(t *testing.T) {
 	p, c := cachedPool(t)
 	assert.Equal(t, 6, p.Available())
-	p.SetReclaimer(nil)
+	require.NoError(t, p.SetReclaimer(nil))
 	assert.Equal(t, 4, p.Available())
 	assert.Zero(t, p.Stats().Reclaimable)
 	_, err := p.Allocate(nil, 5)
 	require.ErrorIs(t, err, ErrOutOfBlocks)
 	assert.Empty(t, c.calls, "a removed reclaimer is not asked")
 
-	q := newPool(t, 4, WithReclaimer(fixedReclaimable(3)))
-	assert.Equal(t, 4+3, q.Available(), "WithReclaimer plugs it in at construction")
+	q := newPool(t, 4)
+	require.NoError(t, q.SetReclaimer(fixedReclaimable(3)))
+	assert.Equal(t, 4+3, q.Available())
 	assert.Equal(t, 3, q.Stats().Reclaimable)
+}
+
+// A pool has one Reclaimer: a second one (a second index over the pool) is refused and
+// the first stays.
+func TestSetReclaimerRefusesASecond(t *testing.T) {
+	q := newPool(t, 4)
+	require.NoError(t, q.SetReclaimer(fixedReclaimable(3)))
+	require.ErrorIs(t, q.SetReclaimer(fixedReclaimable(1)), ErrReclaimerSet)
+	assert.Equal(t, 3, q.Stats().Reclaimable, "the first reclaimer stays")
+	require.NoError(t, q.SetReclaimer(nil))
+	require.NoError(t, q.SetReclaimer(fixedReclaimable(1)), "once removed, another may be set")
+	assert.Equal(t, 1, q.Stats().Reclaimable)
 }
 
 // fixedReclaimable reports a fixed number of reclaimable blocks and never frees any.
