@@ -37,6 +37,9 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		if id < 0 || int(id) >= x.nb || x.pool.RefCount(id) < 1 || (x.IsCached(id) && x.pool.RefCount(id) < 2) {
 			return res, &BlockError{Op: "commit", ID: id, Err: ErrNotHeld}
 		}
+		if x.pool.RefCount(id) == blocks.MaxRefCount && !x.IsCached(id) {
+			return res, &BlockError{Op: "commit", ID: id, Err: blocks.ErrRefCountOverflow}
+		}
 	}
 	if len(ids) == 0 {
 		return res, nil

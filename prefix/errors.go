@@ -32,6 +32,27 @@ var (
 	ErrInvalidCursor = errors.New("prefix: invalid cursor")
 )
 
+// MaxBlockSize is the largest block size the index accepts: 2^16 tokens, far past any
+// attention kernel's (vLLM's largest is a few thousand, for Mamba state).
+const MaxBlockSize = 1 << 16
+
+// MaxArenaTokens bounds the index's token arena, a pool's blocks x block size tokens (4 bytes
+// each): 2^32 tokens is 16 GiB, beyond any device's KV cache in tokens.
+const MaxArenaTokens = 1 << 32
+
+// SizeError reports a size outside what the index accepts. It wraps ErrInvalidArgument.
+type SizeError struct {
+	What   string
+	N, Max int64
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("prefix: %s %d outside [1, %d]", e.What, e.N, e.Max)
+}
+
+// Unwrap returns ErrInvalidArgument.
+func (e *SizeError) Unwrap() error { return ErrInvalidArgument }
+
 // BlockError names the operation and the block behind a rejected call. It wraps one of the
 // sentinel errors (or, for a block the pool rejects, the pool's error).
 type BlockError struct {

@@ -99,13 +99,21 @@ type rootInfo struct {
 }
 
 // New builds an index over pool for blocks of blockSize tokens and plugs itself in as the
-// pool's Reclaimer.
+// pool's Reclaimer. It fails with ErrInvalidArgument for a nil pool or a pool that already
+// has a Reclaimer (another index), and with a *SizeError (ErrInvalidArgument) for a block
+// size outside [1, MaxBlockSize] or a token arena (the pool's blocks x blockSize) over
+// MaxArenaTokens, before allocating anything.
 func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidArgument)
 	}
-	if blockSize <= 0 {
-		return nil, fmt.Errorf("%w: block size %d", ErrInvalidArgument, blockSize)
+	if blockSize <= 0 || blockSize > MaxBlockSize {
+		return nil, &SizeError{What: "block size", N: int64(blockSize), Max: MaxBlockSize}
+	}
+	// The token arena holds every block's tokens: bound it before sizing anything by it.
+	// blockSize <= 2^16 and NumBlocks < 2^31, so the product cannot overflow an int64.
+	if arena := int64(pool.NumBlocks()) * int64(blockSize); arena > MaxArenaTokens {
+		return nil, &SizeError{What: "token arena (blocks x block size)", N: arena, Max: MaxArenaTokens}
 	}
 	cfg := config{blockSize: blockSize, keyMask: ^uint64(0)}
 	for _, o := range opts {
@@ -150,9 +158,17 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		x.hashes = make([]byte, nb*x.hashSize)
 	}
 	x.table.init(pool.Capacity())
-	pool.SetReclaimer(x)
+	if err := pool.SetReclaimer(x); err != nil {
+		return nil, fmt.Errorf("%w: %w (one index per pool)", ErrInvalidArgument, err)
+	}
 	return x, nil
 }
+
+// Pool is the pool the index caches blocks of.
+func (x *Index) Pool() *blocks.Pool { return x.pool }
+
+// Clock is the index's logical clock (the one passed WithClock, or its private counter).
+func (x *Index) Clock() evict.Clock { return x.clock }
 
 // WithNamespaceRequired makes the zero Namespace an error: Commit fails with
 // ErrEmptyNamespace and Match finds nothing. A multi-tenant server sets it so that a

@@ -404,7 +404,7 @@ var withoutInvalidInput = map[string]bool{
 	"Pool.Available": true, "Pool.Capacity": true, "Pool.CheckInvariants": true, "Pool.Faults": true,
 	"Pool.HasNullBlock": true, "Pool.NumBlocks": true, "Pool.NumFree": true, "Pool.RefCount": true,
 	"Pool.SetFaults": true, "Pool.SetReclaimer": true, "Pool.Stats": true, "Pool.WriteState": true,
-	"Index.BlockSize": true, "Index.CheckInvariants": true, "Index.Cursor": true, "Index.Hash": true,
+	"Index.BlockSize": true, "Index.CheckInvariants": true, "Index.Clock": true, "Index.Pool": true, "Index.Cursor": true, "Index.Hash": true,
 	"Index.Hasher": true, "Index.IsCached": true, "Index.Match": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.Reclaimable": true,
 	"Index.ReclaimableOf": true, "Index.Stats": true, "Index.WriteState": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
