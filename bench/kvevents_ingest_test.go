@@ -8,7 +8,9 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // BenchmarkKVEventsIngest is the router's side: decoding batches and applying them to a
@@ -20,7 +22,7 @@ import (
 func BenchmarkKVEventsIngest(b *testing.B) {
 	const servers = 8
 	tr := NewW3Trace()
-	h := kvevents.NewSHA256CBOR("42")
+	h := vllmhash.NewSHA256CBOR("42")
 	bt := kvevents.NewBatcher()
 	var payloads [][]byte
 	var events, blocksIn int
@@ -32,7 +34,7 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 	for i := range 256 {
 		rq := &tr.Requests[i]
 		p := &prefix.Prompt{Tokens: rq.Prompt}
-		hs := kvevents.PromptHashes(h, p, BlockSize)
+		hs := vllmhash.PromptHashes(h, p, BlockSize)
 		nb := len(hs)
 		e := &prefix.BlockStored{HashSize: 32, BlockSize: BlockSize, Tokens: rq.Prompt[:nb*BlockSize], Blocks: make([]blocks.ID, nb)}
 		for _, x := range hs {
@@ -48,7 +50,10 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 		}
 	}
 	seal()
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), BlockSize)
+	c, err := cluster.NewClusterIndex(vllmhash.NewSHA256CBOR("42"), BlockSize)
+	if err != nil {
+		b.Fatal(err)
+	}
 	names := make([]string, servers)
 	for i := range names {
 		names[i] = fmt.Sprintf("server-%d", i)
@@ -63,7 +68,9 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 			if err := d.Decode(pl, &batch); err != nil {
 				b.Fatal(err)
 			}
-			c.Apply(names[(done+i)%servers], &batch)
+			if err := c.Apply(names[(done+i)%servers], &batch); err != nil {
+				b.Fatal(err)
+			}
 		}
 		done++
 	}

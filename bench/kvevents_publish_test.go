@@ -11,13 +11,14 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
 )
 
 // newDrainedPublisher starts a Publisher on loopback with one plain ZeroMQ subscriber that
 // reads and discards everything, so that batches really cross a TCP socket. drain closes
 // the subscriber.
-func newDrainedPublisher(tb testing.TB, opts ...kvevents.Option) (*kvevents.Publisher, func()) {
-	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0", opts...)
+func newDrainedPublisher(tb testing.TB, opts ...zmq.Option) (*zmq.Publisher, func()) {
+	pub, err := zmq.NewPublisher("tcp://127.0.0.1:0", opts...)
 	require.NoError(tb, err)
 	sub, _ := kvDrainSub(tb, pub.Endpoint())
 	return pub, func() { sub.Close() }
@@ -88,7 +89,7 @@ func BenchmarkKVEventsObserve(b *testing.B) {
 // subscriber, so an upper bound of what publishing costs a server.
 func BenchmarkKVEventsPublish(b *testing.B) {
 	e := kvStoredEvent()
-	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0")
+	pub, err := zmq.NewPublisher("tcp://127.0.0.1:0")
 	require.NoError(b, err)
 	sub, got := kvDrainSub(b, pub.Endpoint())
 	b.Cleanup(func() { pub.Close() })

@@ -13,6 +13,8 @@ import (
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // w3KVManager builds W3's stack (8,192 blocks with the null block, the prefix index, the
@@ -71,7 +73,7 @@ func BenchmarkW3KVEvents(b *testing.B) {
 		opts func() []prefix.Option
 	}{
 		{"default-hash", func() []prefix.Option { return nil }},
-		{"sha256cbor", func() []prefix.Option { return []prefix.Option{prefix.WithHasher(kvevents.NewSHA256CBOR("42"))} }},
+		{"sha256cbor", func() []prefix.Option { return []prefix.Option{prefix.WithHasher(vllmhash.NewSHA256CBOR("42"))} }},
 	}
 	for _, h := range hashers {
 		b.Run(h.name+"/no-events", func(b *testing.B) {
@@ -108,7 +110,7 @@ func BenchmarkW3KVEvents(b *testing.B) {
 func benchW3Publisher(b *testing.B, tr *W3Trace, opts func() []prefix.Option, perStep bool) {
 	b.ReportAllocs()
 	var res w3Result
-	var st kvevents.PublisherStats
+	var st zmq.PublisherStats
 	var events uint64
 	var cpu, thread time.Duration
 	for b.Loop() {
@@ -202,7 +204,7 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 		name string
 		opts func() []prefix.Option
 	}{
-		{"sha256cbor", func() []prefix.Option { return []prefix.Option{prefix.WithHasher(kvevents.NewSHA256CBOR("42"))} }},
+		{"sha256cbor", func() []prefix.Option { return []prefix.Option{prefix.WithHasher(vllmhash.NewSHA256CBOR("42"))} }},
 		{"default-hash", func() []prefix.Option { return nil }},
 	} {
 		for _, mode := range []string{"drained", "no-subscriber", "a-a"} {
@@ -212,7 +214,7 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
 					plain := w3KVManager(b, h.opts()...)
-					var pub *kvevents.Publisher
+					var pub *zmq.Publisher
 					drain, flush, closePub := func() {}, func() {}, func() error { return nil }
 					var published *blocktable.Manager
 					switch mode {
@@ -220,7 +222,7 @@ func BenchmarkW3KVEventsOverhead(b *testing.B) {
 						pub, drain = newDrainedPublisher(b)
 					case "no-subscriber":
 						var err error
-						pub, err = kvevents.NewPublisher("tcp://127.0.0.1:0")
+						pub, err = zmq.NewPublisher("tcp://127.0.0.1:0")
 						require.NoError(b, err)
 					}
 					if pub != nil {

@@ -62,7 +62,7 @@
 //
 // Each cached block has a chained hash computed once at Commit: by default Fast64 (64-bit,
 // non-cryptographic), whose values are the table keys themselves, so the default costs no
-// extra memory; SHA256 or any Hasher (prefix/kvevents has vLLM's sha256_cbor) are stored
+// extra memory; SHA256 or any Hasher (prefix/vllmhash has vLLM's sha256_cbor) are stored
 // beside the tree. A Hasher sees the parent hash, the tokens and the Extra keys in vLLM's
 // order (LoRA name, multimodal hashes, cache salt on a namespace's first block only). An
 // Observer receives BlockStored (one event per Commit that stores, the new blocks as one

@@ -9,7 +9,7 @@ import (
 // the block's tokens (little-endian int32) and its extra keys, each key length-prefixed and
 // tagged so that no two different inputs share an encoding. Use it where hashes leave the
 // process and a collision must be out of reach; it is not vLLM's sha256_cbor scheme (that
-// one lives in prefix/kvevents).
+// one lives in prefix/vllmhash).
 //
 // A SHA256 value reuses an internal buffer: it is not safe for concurrent use, like the
 // index that drives it. The zero value is ready to use.

@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // Batcher turns the prefix index's events into vLLM KV events and collects them into a
@@ -165,7 +166,7 @@ func (b *Batcher) seal(ts float64) []byte {
 
 func (b *Batcher) encodeHash(h []byte) {
 	if b.cfg.intHashes {
-		_ = b.enc.EncodeUint(Uint64(h))
+		_ = b.enc.EncodeUint(vllmhash.Uint64(h))
 		return
 	}
 	if len(h) < 256 { // every hash: bin8 written directly, as EncodeBytes writes it

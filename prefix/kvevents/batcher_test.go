@@ -15,6 +15,7 @@ import (
 	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // Golden payloads, built without this package: Python's msgpack packing the lists that
@@ -195,7 +196,7 @@ func TestLLMDIndexerShapesDecodeOurBatches(t *testing.T) {
 	require.Equal(t, 4, stored.BlockSize)
 	require.Equal(t, "my-lora", *stored.LoraName)
 	// llm-d keys a hash by its last 8 bytes, big-endian: the 64-bit form.
-	require.Equal(t, kvevents.Uint64(unhex(t, extra0)), kvevents.Uint64(stored.BlockHashes[0].([]byte)))
+	require.Equal(t, vllmhash.Uint64(unhex(t, extra0)), vllmhash.Uint64(stored.BlockHashes[0].([]byte)))
 
 	var removed llmdBlockRemoved
 	require.NoError(t, msgpack.Unmarshal(batch.Events[2], &removed))

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kvpage/kvpage/prefix/kvevents"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/prefix/kvevents"
 )
 
 // An extra key whose header declares far more entries than the payload holds is refused

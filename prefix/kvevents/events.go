@@ -1,6 +1,10 @@
 package kvevents
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/prefix/vllmhash"
+)
 
 // EventKind says which event an Event is.
 type EventKind uint8
@@ -41,7 +45,7 @@ func (h ExternalHash) Uint64() uint64 {
 	if h.IsInt {
 		return h.Int
 	}
-	return Uint64(h.Bytes)
+	return vllmhash.Uint64(h.Bytes)
 }
 
 // Event is one decoded KV event. Which fields are meaningful depends on Kind.
@@ -82,4 +86,12 @@ type Batch struct {
 	hashes []ExternalHash
 	bytes  []byte
 	tokens []int32
+}
+
+// Applier consumes decoded batches, one server's in that server's order: what a
+// subscriber feeds. package cluster's Index (the router's cluster index, in memory or in
+// Redis) implements it. Apply must not keep b or its slices after it returns: the caller
+// reuses them for the next batch.
+type Applier interface {
+	Apply(server string, b *Batch) error
 }

@@ -2,7 +2,7 @@ package kvevents
 
 import "time"
 
-// Option configures a Batcher or a Publisher.
+// Option configures a Batcher or a Recorder (and, through it, a transport's publisher).
 type Option func(*config)
 
 type config struct {
@@ -14,13 +14,9 @@ type config struct {
 	omitExtraKeys bool
 	now           func() float64
 
-	// Publisher only.
-	topic          string
-	replayEndpoint string
+	// Recorder only.
 	queueBatches   int
-	replayBatches  int
 	maxBatchEvents int
-	sendHook       func() // tests: called by the sender before each batch
 }
 
 func defaultConfig() config {
@@ -28,7 +24,6 @@ func defaultConfig() config {
 		medium:         MediumGPU,
 		now:            wallClock,
 		queueBatches:   8192,
-		replayBatches:  10000, // vLLM's buffer_steps default
 		maxBatchEvents: 4096,
 	}
 }
@@ -68,21 +63,6 @@ func WithoutExtraKeys() Option { return func(c *config) { c.omitExtraKeys = true
 // WithTimestamps sets the source of batch timestamps, in seconds (default: the wall clock,
 // as vLLM). Tests inject a fixed or counting source.
 func WithTimestamps(now func() float64) Option { return func(c *config) { c.now = now } }
-
-// WithTopic sets the topic frame of every published message (default "", as vLLM; llm-d's
-// indexer expects "kv@<pod>@<model>").
-func WithTopic(topic string) Option { return func(c *config) { c.topic = topic } }
-
-// WithReplay binds a ROUTER socket at endpoint that answers replay requests from a buffer
-// of the last batches (default 10,000 batches, as vLLM's buffer_steps; see
-// WithReplayBuffer).
-func WithReplay(endpoint string) Option { return func(c *config) { c.replayEndpoint = endpoint } }
-
-// WithReplayBuffer sets how many of the last published batches the replay socket can
-// resend (at least 1).
-func WithReplayBuffer(batches int) Option {
-	return func(c *config) { c.replayBatches = max(batches, 1) }
-}
 
 // WithQueue sets how many sealed batches may wait for the sender (default 8,192, at least
 // 1; vLLM's queue holds 100,000). When all are waiting, a new batch is dropped and counted,

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/kvpage/kvpage/prefix"
-	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 func init() {
@@ -58,10 +58,10 @@ func runHash(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	p := &prefix.Prompt{Namespace: prefix.Namespace{LoRA: *lora, Salt: *salt}, Tokens: tokens}
-	hashes := kvevents.PromptHashes(kvevents.NewSHA256CBOR(*seed), p, *blockSize)
+	hashes := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR(*seed), p, *blockSize)
 	for _, h := range hashes {
 		if *int64Form {
-			fmt.Fprintln(stdout, kvevents.Uint64(h))
+			fmt.Fprintln(stdout, vllmhash.Uint64(h))
 		} else {
 			fmt.Fprintln(stdout, hex.EncodeToString(h))
 		}

@@ -1,4 +1,4 @@
-package kvevents
+package cluster
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // ClusterIndex learns from KV events which blocks each server of a fleet holds, and
@@ -36,6 +38,8 @@ import (
 // silently otherwise.
 //
 // A ClusterIndex is safe for concurrent use: one mutex guards it.
+var _ Index = (*ClusterIndex)(nil)
+
 type ClusterIndex struct {
 	mu      sync.Mutex
 	hasher  prefix.Hasher
@@ -77,24 +81,24 @@ type ServerStats struct {
 	RootMismatches uint64
 }
 
-// ServerHit is one server's answer to a lookup.
-type ServerHit struct {
-	Server string
-	// Blocks is the number of leading full blocks of the prompt the server holds.
-	Blocks int
-}
-
 // NewClusterIndex returns an empty index that hashes prompts with h (the servers' scheme:
 // for vLLM servers, NewSHA256CBOR with their PYTHONHASHSEED) in blocks of blockSize tokens.
-// h is used under the index's lock only.
-func NewClusterIndex(h prefix.Hasher, blockSize int) *ClusterIndex {
+// h is used under the index's lock only. A nil h or a block size below 1 is refused with an
+// error wrapping ErrInvalidArgument.
+func NewClusterIndex(h prefix.Hasher, blockSize int) (*ClusterIndex, error) {
+	if h == nil || h.Size() < 1 {
+		return nil, fmt.Errorf("%w: hasher %v", ErrInvalidArgument, h)
+	}
+	if blockSize < 1 {
+		return nil, fmt.Errorf("%w: block size %d", ErrInvalidArgument, blockSize)
+	}
 	return &ClusterIndex{
 		hasher: h,
 		bs:     blockSize,
 		byName: make(map[string]*clusterServer),
 		parent: make([]byte, h.Size()),
 		cur:    make([]byte, h.Size()),
-	}
+	}, nil
 }
 
 // BlockSize returns the block size of lookups.
@@ -119,8 +123,12 @@ func (c *ClusterIndex) server(name string) *clusterServer {
 	return s
 }
 
-// Apply applies one batch of a server's events, in order.
-func (c *ClusterIndex) Apply(server string, b *Batch) {
+// Apply applies one batch of a server's events, in order. A nil batch is refused with an
+// error wrapping ErrInvalidArgument.
+func (c *ClusterIndex) Apply(server string, b *kvevents.Batch) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil batch", ErrInvalidArgument)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.server(server)
@@ -132,6 +140,7 @@ func (c *ClusterIndex) Apply(server string, b *Batch) {
 	if invariant.Sample(c.applied) {
 		invariant.Check(c.checkInvariants)
 	}
+	return nil
 }
 
 // CheckInvariants verifies the index's bookkeeping: servers sorted by name and reachable
@@ -145,26 +154,26 @@ func (c *ClusterIndex) CheckInvariants() error {
 
 func (c *ClusterIndex) checkInvariants() error {
 	if len(c.servers) != len(c.byName) {
-		return fmt.Errorf("kvevents: %d servers listed, %d by name", len(c.servers), len(c.byName))
+		return fmt.Errorf("cluster: %d servers listed, %d by name", len(c.servers), len(c.byName))
 	}
 	for i, s := range c.servers {
 		if i > 0 && c.servers[i-1].name >= s.name {
-			return fmt.Errorf("kvevents: servers out of order at %q", s.name)
+			return fmt.Errorf("cluster: servers out of order at %q", s.name)
 		}
 		if c.byName[s.name] != s {
-			return fmt.Errorf("kvevents: server %q not found by name", s.name)
+			return fmt.Errorf("cluster: server %q not found by name", s.name)
 		}
 		if s.stats.Blocks != len(s.blocks) {
-			return fmt.Errorf("kvevents: server %q counts %d blocks, holds %d", s.name, s.stats.Blocks, len(s.blocks))
+			return fmt.Errorf("cluster: server %q counts %d blocks, holds %d", s.name, s.stats.Blocks, len(s.blocks))
 		}
 	}
 	return nil
 }
 
-func (c *ClusterIndex) apply(s *clusterServer, e *Event) {
+func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event) {
 	s.stats.Events++
 	switch e.Kind {
-	case KindBlockStored:
+	case kvevents.KindBlockStored:
 		if e.BlockSize != c.bs {
 			s.stats.BlockSizeMismatches++
 		}
@@ -179,7 +188,7 @@ func (c *ClusterIndex) apply(s *clusterServer, e *Event) {
 			s.blocks[h.Uint64()] = struct{}{}
 		}
 		s.stats.Stored += uint64(len(e.Hashes))
-	case KindBlockRemoved:
+	case kvevents.KindBlockRemoved:
 		for _, h := range e.Hashes {
 			k := h.Uint64()
 			if _, ok := s.blocks[k]; !ok {
@@ -189,7 +198,7 @@ func (c *ClusterIndex) apply(s *clusterServer, e *Event) {
 			delete(s.blocks, k)
 			s.stats.Removed++
 		}
-	case KindAllBlocksCleared:
+	case kvevents.KindAllBlocksCleared:
 		clear(s.blocks)
 		s.stats.Cleared++
 	}
@@ -200,8 +209,8 @@ func (c *ClusterIndex) apply(s *clusterServer, e *Event) {
 // disagreement. It needs the block's exact extra keys, so it runs only for events that
 // carry extra_keys (all strings), and only with the vLLM scheme, whose hash of the keys
 // depends only on their order.
-func (c *ClusterIndex) checkRoot(s *clusterServer, e *Event) {
-	h, ok := c.hasher.(*SHA256CBOR)
+func (c *ClusterIndex) checkRoot(s *clusterServer, e *kvevents.Event) {
+	h, ok := c.hasher.(*vllmhash.SHA256CBOR)
 	if !ok || e.BlockSize != c.bs || len(e.Tokens) < c.bs || e.ExtraKeys == nil || e.Hashes[0].IsInt {
 		return
 	}
@@ -220,8 +229,8 @@ func (c *ClusterIndex) checkRoot(s *clusterServer, e *Event) {
 }
 
 // Match appends to dst every known server's hit for p, the best first (most blocks, then
-// name), and returns dst. It allocates nothing when dst has room.
-func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) []ServerHit {
+// name), and returns dst. It allocates nothing when dst has room, and never fails.
+func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) ([]ServerHit, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.walk(p)
@@ -230,7 +239,7 @@ func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) []ServerHit {
 		dst = append(dst, ServerHit{Server: s.name, Blocks: c.hits[i]})
 	}
 	slices.SortStableFunc(dst[from:], func(a, b ServerHit) int { return b.Blocks - a.Blocks })
-	return dst
+	return dst, nil
 }
 
 // Route returns the server holding the longest cached prefix of p and its length in
@@ -262,10 +271,10 @@ func (c *ClusterIndex) walk(p *prefix.Prompt) {
 	}
 	c.hasher.Root(c.parent)
 	for b := 0; b < len(p.Tokens)/c.bs && len(c.alive) > 0; b++ {
-		e := BlockExtra(p, b, c.bs, c.mm)
+		e := vllmhash.BlockExtra(p, b, c.bs, c.mm)
 		c.mm = e.MM[:0]
 		c.hasher.Block(c.cur, c.parent, p.Tokens[b*c.bs:(b+1)*c.bs], e)
-		k := Uint64(c.cur)
+		k := vllmhash.Uint64(c.cur)
 		kept := c.alive[:0]
 		for _, i := range c.alive {
 			if _, ok := c.servers[i].blocks[k]; ok {
@@ -308,6 +317,6 @@ func (c *ClusterIndex) Holds(server string, h []byte) bool {
 	if s == nil {
 		return false
 	}
-	_, ok := s.blocks[Uint64(h)]
+	_, ok := s.blocks[vllmhash.Uint64(h)]
 	return ok
 }

@@ -1,4 +1,4 @@
-package kvevents
+package zmq
 
 import (
 	"context"
@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvpage/kvpage/prefix/kvevents"
 )
 
-// Subscriber feeds one server's KV events into a ClusterIndex. It reads the server's PUB
+// Subscriber feeds one server's KV events into an index (a kvevents.Applier: a
+// cluster.Index). It reads the server's PUB
 // socket (vLLM's or a Publisher's: the framing is the same), checks the sequence numbers,
 // and fills any gap from the server's replay socket before it applies what follows, so
 // that the index sees every batch the server still buffers, once and in order. A gap the
@@ -25,7 +28,7 @@ import (
 //
 // A Subscriber runs one goroutine; its methods are safe for concurrent use.
 type Subscriber struct {
-	index  *ClusterIndex
+	index  kvevents.Applier
 	server string
 	sub    zmq4.Socket
 	replay *replayClient
@@ -34,8 +37,8 @@ type Subscriber struct {
 	mu    sync.Mutex // guards next, synced, stats, dec, batch
 	next  uint64
 	stats SubscriberStats
-	dec   Decoder
-	batch Batch
+	dec   kvevents.Decoder
+	batch kvevents.Batch
 
 	progress chan struct{} // signalled after each applied batch
 	done     chan struct{}
@@ -53,6 +56,8 @@ type SubscriberStats struct {
 	Lost uint64
 	// Malformed counts batches that failed to decode (skipped).
 	Malformed uint64
+	// ApplyErrors counts batches the index refused.
+	ApplyErrors uint64
 	// ReplayRequests and ReplayErrors count replay round trips and failed ones.
 	ReplayRequests, ReplayErrors uint64
 	// Next is the next sequence number the subscriber expects.
@@ -100,7 +105,7 @@ func SubscribeReplayTimeout(d time.Duration) SubscriberOption {
 
 // NewSubscriber connects to a server's PUB socket at endpoint and starts applying its
 // events to index under the name server.
-func NewSubscriber(index *ClusterIndex, server, endpoint string, opts ...SubscriberOption) (*Subscriber, error) {
+func NewSubscriber(index kvevents.Applier, server, endpoint string, opts ...SubscriberOption) (*Subscriber, error) {
 	cfg := subscriberConfig{resync: time.Second, replayTimeout: 2 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
@@ -121,14 +126,16 @@ func NewSubscriber(index *ClusterIndex, server, endpoint string, opts ...Subscri
 	}
 	if err := s.sub.Dial(endpoint); err != nil {
 		cancel()
-		return nil, fmt.Errorf("kvevents: subscriber: %w", err)
+		return nil, fmt.Errorf("kvevents/zmq: subscriber: %w", err)
 	}
 	if err := s.sub.SetOption(zmq4.OptionSubscribe, cfg.topic); err != nil {
 		s.sub.Close()
 		cancel()
-		return nil, fmt.Errorf("kvevents: subscriber: %w", err)
+		return nil, fmt.Errorf("kvevents/zmq: subscriber: %w", err)
 	}
-	index.AddServer(server)
+	if a, ok := index.(interface{ AddServer(string) }); ok {
+		a.AddServer(server) // listed from the start, with no blocks
+	}
 	go s.run()
 	return s, nil
 }
@@ -210,7 +217,10 @@ func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
 		s.stats.Malformed++
 		return
 	}
-	s.index.Apply(s.server, &s.batch)
+	if err := s.index.Apply(s.server, &s.batch); err != nil {
+		s.stats.ApplyErrors++
+		return
+	}
 	s.stats.Applied++
 	if replayed {
 		s.stats.Replayed++
@@ -248,7 +258,7 @@ func (s *Subscriber) Stats() SubscriberStats {
 }
 
 // ErrTimeout is returned by WaitFor when the deadline passes first.
-var ErrTimeout = errors.New("kvevents: timed out")
+var ErrTimeout = errors.New("kvevents/zmq: timed out")
 
 // WaitFor blocks until the subscriber has dealt with batch seq (applied it, or counted it
 // lost) or ctx is done.
@@ -263,7 +273,7 @@ func (s *Subscriber) WaitFor(ctx context.Context, seq uint64) error {
 		select {
 		case <-s.progress:
 		case <-s.done:
-			return errors.New("kvevents: subscriber closed")
+			return errors.New("kvevents/zmq: subscriber closed")
 		case <-ctx.Done():
 			return fmt.Errorf("%w waiting for batch %d (next is %d)", ErrTimeout, seq, next)
 		}

@@ -1,4 +1,4 @@
-package kvevents
+package zmq
 
 import (
 	"context"
@@ -65,12 +65,12 @@ func (r *replayRing) push(seq uint64, payload []byte) {
 // its entries in strictly increasing sequence order.
 func (r *replayRing) checkInvariants() error {
 	if r.n < 0 || r.n > len(r.buf) || r.start < 0 || r.start >= len(r.buf) {
-		return fmt.Errorf("kvevents: replay ring of %d holds %d from %d", len(r.buf), r.n, r.start)
+		return fmt.Errorf("kvevents/zmq: replay ring of %d holds %d from %d", len(r.buf), r.n, r.start)
 	}
 	for i := 1; i < r.n; i++ {
 		a, b := r.buf[(r.start+i-1)%len(r.buf)], r.buf[(r.start+i)%len(r.buf)]
 		if a.seq >= b.seq {
-			return fmt.Errorf("kvevents: replay ring out of order: %d before %d", a.seq, b.seq)
+			return fmt.Errorf("kvevents/zmq: replay ring out of order: %d before %d", a.seq, b.seq)
 		}
 	}
 	return nil
@@ -125,7 +125,7 @@ func seqBytes(seq uint64) []byte {
 }
 
 // errReplayTimeout reports a replay request that got no complete answer in time.
-var errReplayTimeout = errors.New("kvevents: replay timed out")
+var errReplayTimeout = errors.New("kvevents/zmq: replay timed out")
 
 // replayClient asks a publisher's ROUTER socket for missed batches over a DEALER socket.
 // A reader goroutine feeds the socket's messages to a channel so that a request can give
@@ -145,7 +145,7 @@ func (c *replayClient) connect() error {
 	sock := zmq4.NewDealer(context.Background(), zmq4.WithDialerMaxRetries(3), zmq4.WithDialerRetry(50*time.Millisecond))
 	if err := sock.Dial(c.endpoint); err != nil {
 		sock.Close()
-		return fmt.Errorf("kvevents: replay dial: %w", err)
+		return fmt.Errorf("kvevents/zmq: replay dial: %w", err)
 	}
 	msgs := make(chan zmq4.Msg, 64)
 	go func() {
@@ -179,7 +179,7 @@ func (c *replayClient) replay(seq uint64, apply func(seq uint64, payload []byte)
 	}
 	if err := c.sock.SendMulti(zmq4.NewMsgFrom(nil, seqBytes(seq))); err != nil {
 		c.reset()
-		return fmt.Errorf("kvevents: replay request: %w", err)
+		return fmt.Errorf("kvevents/zmq: replay request: %w", err)
 	}
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
@@ -188,7 +188,7 @@ func (c *replayClient) replay(seq uint64, apply func(seq uint64, payload []byte)
 		case m, ok := <-c.msgs:
 			if !ok {
 				c.reset()
-				return errors.New("kvevents: replay socket closed")
+				return errors.New("kvevents/zmq: replay socket closed")
 			}
 			// [empty delimiter, seq, payload]
 			if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {

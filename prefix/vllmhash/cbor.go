@@ -1,4 +1,4 @@
-package kvevents
+package vllmhash
 
 // A hand-rolled encoder for the few CBOR items a vLLM block hash needs, appending into a
 // caller's buffer so that hashing a block allocates nothing. It follows RFC 8949's core
@@ -62,7 +62,7 @@ func appendCBORText(dst []byte, s string) []byte {
 }
 
 // cborUintForm gives CBOR's unsigned forms (major type 0): the value in the initial byte
-// below 24 (appendTokens moves 24..31 to the next entry), then 1, 2 or 4 argument bytes.
+// below 24 (appendCBORTokens moves 24..31 to the next entry), then 1, 2 or 4 argument bytes.
 var cborUintForm = func() (t [33]intForm) {
 	for l := range t {
 		switch {
@@ -79,8 +79,9 @@ var cborUintForm = func() (t [33]intForm) {
 	return t
 }()
 
-// appendCBORTokens appends each token as appendCBORInt would, by the method of
-// appendMsgpackTokens.
+// appendCBORTokens appends each token as appendCBORInt would. Token widths vary at random,
+// so instead of a branch per token it looks the form up and always stores 8 bytes at once,
+// keeping only the form's length (kvevents' msgpack token encoder is the same loop).
 func appendCBORTokens(dst []byte, toks []int32) []byte {
 	dst = slices.Grow(dst, 5*len(toks)+8)
 	n := len(dst)
@@ -102,3 +103,8 @@ func appendCBORTokens(dst []byte, toks []int32) []byte {
 	}
 	return buf[:n]
 }
+
+// intForm is a shortest encoding of a non-negative integer, by bits.Len32 of the value:
+// n argument bytes after an initial byte that is code, or, where mask is 0xff, the value
+// itself (CBOR's values below 24).
+type intForm struct{ n, code, mask byte }

@@ -1,4 +1,4 @@
-package kvevents_test
+package cluster_test
 
 import (
 	"slices"
@@ -8,7 +8,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // The cluster index against a model: per server, the set of block hashes it holds; a
@@ -23,15 +25,15 @@ func TestClusterIndexStateMachine(t *testing.T) {
 		{Tokens: append(slices.Clone(base[:2]), seqTokens(50, 60)...)},
 		{Tokens: base, Namespace: prefix.Namespace{Salt: "t"}},
 	}
-	h := kvevents.NewSHA256CBOR("s")
+	h := vllmhash.NewSHA256CBOR("s")
 	hashes := make([][][]byte, len(prompts))
 	for i, p := range prompts {
-		hashes[i] = kvevents.PromptHashes(h, p, bs)
+		hashes[i] = vllmhash.PromptHashes(h, p, bs)
 	}
 	servers := []string{"a", "b", "c"}
 
 	rapid.Check(t, func(rt *rapid.T) {
-		c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("s"), bs)
+		c := newIndex(rt, "s", bs)
 		model := map[string]map[uint64]bool{}
 		for _, s := range servers {
 			model[s] = map[uint64]bool{}
@@ -44,9 +46,9 @@ func TestClusterIndexStateMachine(t *testing.T) {
 				n := len(hashes[pi])
 				from := rapid.IntRange(0, n-1).Draw(rt, "from")
 				to := rapid.IntRange(from+1, n).Draw(rt, "to")
-				c.Apply(s, storeChain(rt, "s", prompts[pi], bs, from, to))
+				require.NoError(rt, c.Apply(s, storeChain(rt, "s", prompts[pi], bs, from, to)))
 				for _, x := range hashes[pi][from:to] {
-					model[s][kvevents.Uint64(x)] = true
+					model[s][vllmhash.Uint64(x)] = true
 				}
 			},
 			"remove": func(rt *rapid.T) {
@@ -56,30 +58,30 @@ func TestClusterIndexStateMachine(t *testing.T) {
 				var hs [][]byte
 				for _, i := range idx {
 					hs = append(hs, hashes[pi][i])
-					delete(model[s], kvevents.Uint64(hashes[pi][i]))
+					delete(model[s], vllmhash.Uint64(hashes[pi][i]))
 				}
-				c.Apply(s, removeBlocks(rt, hs...))
+				require.NoError(rt, c.Apply(s, removeBlocks(rt, hs...)))
 			},
 			"clear": func(rt *rapid.T) {
 				s := rapid.SampledFrom(servers).Draw(rt, "server")
 				b := kvevents.NewBatcher()
 				b.AllBlocksCleared()
-				c.Apply(s, decode(rt, b.AppendBatch(nil, 1)))
+				require.NoError(rt, c.Apply(s, decode(rt, b.AppendBatch(nil, 1))))
 				clear(model[s])
 			},
 			"": func(rt *rapid.T) {
 				require.NoError(rt, c.CheckInvariants())
 				for i, p := range prompts {
-					var want []kvevents.ServerHit
+					var want []cluster.ServerHit
 					for _, s := range servers {
 						n := 0
-						for n < len(hashes[i]) && model[s][kvevents.Uint64(hashes[i][n])] {
+						for n < len(hashes[i]) && model[s][vllmhash.Uint64(hashes[i][n])] {
 							n++
 						}
-						want = append(want, kvevents.ServerHit{Server: s, Blocks: n})
+						want = append(want, cluster.ServerHit{Server: s, Blocks: n})
 					}
-					slices.SortStableFunc(want, func(a, b kvevents.ServerHit) int { return b.Blocks - a.Blocks })
-					require.Equal(rt, want, c.Match(nil, p), "prompt %d", i)
+					slices.SortStableFunc(want, func(a, b cluster.ServerHit) int { return b.Blocks - a.Blocks })
+					require.Equal(rt, want, match(rt, c, p), "prompt %d", i)
 					srv, n, ok := c.Route(p)
 					require.Equal(rt, want[0].Blocks > 0, ok)
 					if ok {
@@ -91,34 +93,6 @@ func TestClusterIndexStateMachine(t *testing.T) {
 					require.Equal(rt, len(model[s]), c.Stats(s).Blocks)
 				}
 			},
-		})
-	})
-}
-
-// The replay ring against a model: every pushed batch, of which it keeps the last ones.
-func TestReplayRingStateMachine(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		capacity := rapid.IntRange(1, 8).Draw(rt, "capacity")
-		r := kvevents.NewReplayRing(capacity)
-		var model []uint64
-		next := uint64(0)
-		rt.Repeat(map[string]func(*rapid.T){
-			"push": func(rt *rapid.T) {
-				next += uint64(rapid.IntRange(1, 3).Draw(rt, "step")) // gaps: dropped batches
-				r.Push(next, []byte{byte(next)})
-				model = append(model, next)
-			},
-			"from": func(rt *rapid.T) {
-				seq := uint64(rapid.IntRange(0, int(next)+2).Draw(rt, "seq"))
-				var want []uint64
-				for _, s := range model[max(0, len(model)-capacity):] {
-					if s >= seq {
-						want = append(want, s)
-					}
-				}
-				require.Equal(rt, want, r.From(seq))
-			},
-			"": func(rt *rapid.T) { require.NoError(rt, r.Check()) },
 		})
 	})
 }

@@ -1,4 +1,4 @@
-package kvevents_test
+package vllmhash_test
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvpage/kvpage/prefix"
-	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // The vectors below were derived without this package's code, three ways that must agree:
@@ -56,8 +56,8 @@ func TestSHA256CBORRootMatchesVLLM(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, enc, fx, "fxamacker core deterministic")
 
-			got := make([]byte, kvevents.HashSize)
-			kvevents.NewSHA256CBOR(tc.seed).Root(got)
+			got := make([]byte, vllmhash.HashSize)
+			vllmhash.NewSHA256CBOR(tc.seed).Root(got)
 			require.Equal(t, tc.digest, hex.EncodeToString(got))
 		})
 	}
@@ -117,25 +117,25 @@ func TestSHA256CBORBlocksMatchVLLM(t *testing.T) {
 			require.Equal(t, tc.digest, hex.EncodeToString(sum[:]), "hand-assembled CBOR vs cbor2")
 			require.Equal(t, enc, fxBlock(t, unhex(t, tc.parent), tc.tokens, tc.extra), "fxamacker core deterministic")
 
-			got := make([]byte, kvevents.HashSize)
-			kvevents.NewSHA256CBOR("42").Block(got, unhex(t, tc.parent), tc.tokens, tc.extra)
+			got := make([]byte, vllmhash.HashSize)
+			vllmhash.NewSHA256CBOR("42").Block(got, unhex(t, tc.parent), tc.tokens, tc.extra)
 			require.Equal(t, tc.digest, hex.EncodeToString(got))
 		})
 	}
 }
 
 func TestSHA256CBOREmptyParentIsRoot(t *testing.T) {
-	h := kvevents.NewSHA256CBOR("42")
-	got := make([]byte, kvevents.HashSize)
+	h := vllmhash.NewSHA256CBOR("42")
+	got := make([]byte, vllmhash.HashSize)
 	h.Block(got, nil, seqTokens(0, 16), prefix.Extra{})
 	require.Equal(t, plain0, hex.EncodeToString(got), "vLLM substitutes NONE_HASH for a missing parent")
 }
 
 func TestSHA256CBORFromRoot(t *testing.T) {
-	var root [kvevents.HashSize]byte
+	var root [vllmhash.HashSize]byte
 	copy(root[:], unhex(t, root42))
-	h := kvevents.NewSHA256CBORFromRoot(root)
-	got := make([]byte, kvevents.HashSize)
+	h := vllmhash.NewSHA256CBORFromRoot(root)
+	got := make([]byte, vllmhash.HashSize)
 	h.Block(got, nil, seqTokens(0, 16), prefix.Extra{})
 	require.Equal(t, plain0, hex.EncodeToString(got))
 	require.Equal(t, "sha256_cbor", h.Name())
@@ -155,15 +155,15 @@ func TestUint64IsTheLastEightBytes(t *testing.T) {
 		{extra1, 18351805424088981229},
 		{"0102", 0x0102},
 	} {
-		require.Equal(t, tc.want, kvevents.Uint64(unhex(t, tc.hash)), tc.hash)
+		require.Equal(t, tc.want, vllmhash.Uint64(unhex(t, tc.hash)), tc.hash)
 	}
 }
 
 func TestNegativeTokenEncodesAsCBORNegative(t *testing.T) {
 	// Token ids are never negative in vLLM, but the hasher must still be a function of the
 	// CBOR data model: -1 is major type 1 with argument 0 (0x20), -25 is 0x38 0x18.
-	h := kvevents.NewSHA256CBOR("42")
-	got := make([]byte, kvevents.HashSize)
+	h := vllmhash.NewSHA256CBOR("42")
+	got := make([]byte, vllmhash.HashSize)
 	h.Block(got, nil, []int32{-1, -25}, prefix.Extra{})
 	enc := unhex(t, "83 5820 "+root42+" 82 20 3818 f6")
 	require.Equal(t, enc, fxBlock(t, unhex(t, root42), []int32{-1, -25}, prefix.Extra{}))

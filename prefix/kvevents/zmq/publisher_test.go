@@ -1,4 +1,4 @@
-package kvevents_test
+package zmq_test
 
 import (
 	"context"
@@ -11,20 +11,23 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
-func newPublisher(t *testing.T, opts ...kvevents.Option) *kvevents.Publisher {
+func newPublisher(t *testing.T, opts ...zmq.Option) *zmq.Publisher {
 	t.Helper()
-	opts = append([]kvevents.Option{kvevents.WithReplay("tcp://127.0.0.1:0"), kvevents.WithTimestamps(func() float64 { return 7 })}, opts...)
-	p, err := kvevents.NewPublisher("tcp://127.0.0.1:0", opts...)
+	opts = append([]zmq.Option{zmq.WithReplay("tcp://127.0.0.1:0"), zmq.WithEvents(kvevents.WithTimestamps(func() float64 { return 7 }))}, opts...)
+	p, err := zmq.NewPublisher("tcp://127.0.0.1:0", opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	return p
 }
 
 // publishCleared seals a batch holding one AllBlocksCleared event.
-func publishCleared(t *testing.T, p *kvevents.Publisher) uint64 {
+func publishCleared(t *testing.T, p *zmq.Publisher) uint64 {
 	t.Helper()
 	p.AllBlocksCleared()
 	seq, ok := p.Flush()
@@ -60,7 +63,7 @@ func reader(t *testing.T, s zmq4.Socket) <-chan zmq4.Msg {
 // A plain ZeroMQ SUB socket sees vLLM's framing: [topic, 8-byte big-endian sequence
 // number, msgpack batch], sequence numbers from 0 up.
 func TestPublisherFramesLikeVLLM(t *testing.T) {
-	p := newPublisher(t, kvevents.WithTopic("kv@pod-1@model"))
+	p := newPublisher(t, zmq.WithTopic("kv@pod-1@model"))
 	sub := zmq4.NewSub(context.Background())
 	defer sub.Close()
 	require.NoError(t, sub.Dial(p.Endpoint()))
@@ -102,7 +105,7 @@ func TestPublisherFramesLikeVLLM(t *testing.T) {
 // The replay socket answers [empty, start seq] with [empty, seq, payload] per buffered
 // batch from start on, then [empty, -1, empty]; the buffer keeps only the last batches.
 func TestReplayProtocol(t *testing.T) {
-	p := newPublisher(t, kvevents.WithReplayBuffer(3))
+	p := newPublisher(t, zmq.WithReplayBuffer(3))
 	for range 5 {
 		publishCleared(t, p) // seqs 0..4; the buffer keeps 2, 3, 4
 	}
@@ -138,7 +141,7 @@ func TestReplayProtocol(t *testing.T) {
 	require.EqualValues(t, 3, p.Stats().Replays)
 }
 
-func waitPublished(t *testing.T, p *kvevents.Publisher, n uint64) {
+func waitPublished(t *testing.T, p *zmq.Publisher, n uint64) {
 	t.Helper()
 	require.Eventually(t, func() bool { return p.Stats().Published >= n }, 10*time.Second, time.Millisecond)
 }
@@ -147,7 +150,7 @@ func waitPublished(t *testing.T, p *kvevents.Publisher, n uint64) {
 // its sequence number, so that subscribers see the gap.
 func TestPublisherDropsInsteadOfWaiting(t *testing.T) {
 	gate := make(chan struct{})
-	p := newPublisher(t, kvevents.WithQueue(2), kvevents.WithSendHook(func() { <-gate }))
+	p := newPublisher(t, zmq.WithEvents(kvevents.WithQueue(2)), zmq.WithSendHook(func() { <-gate }))
 	for range 3 {
 		p.AllBlocksCleared()
 		p.AllBlocksCleared()
@@ -167,7 +170,7 @@ func TestPublisherDropsInsteadOfWaiting(t *testing.T) {
 // A subscriber that finds a gap the replay buffer cannot fill counts it as lost and goes on.
 func TestSubscriberCountsUnrecoverableGaps(t *testing.T) {
 	gate := make(chan struct{})
-	p := newPublisher(t, kvevents.WithQueue(1), kvevents.WithSendHook(func() { <-gate }))
+	p := newPublisher(t, zmq.WithEvents(kvevents.WithQueue(1)), zmq.WithSendHook(func() { <-gate }))
 	publishCleared(t, p) // 0: queued, held
 	publishCleared(t, p) // 1: dropped
 	close(gate)
@@ -175,8 +178,8 @@ func TestSubscriberCountsUnrecoverableGaps(t *testing.T) {
 	publishCleared(t, p) // 2
 	waitPublished(t, p, 2)
 
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
-	sub, err := kvevents.NewSubscriber(c, "s", p.Endpoint(), kvevents.SubscribeReplay(p.ReplayEndpoint()), kvevents.SubscribeResync(20*time.Millisecond))
+	c := newIndex(t)
+	sub, err := zmq.NewSubscriber(c, "s", p.Endpoint(), zmq.SubscribeReplay(p.ReplayEndpoint()), zmq.SubscribeResync(20*time.Millisecond))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, sub.Close()) }()
 	waitFor(t, sub, 2)
@@ -184,4 +187,26 @@ func TestSubscriberCountsUnrecoverableGaps(t *testing.T) {
 	require.EqualValues(t, 2, st.Applied)
 	require.EqualValues(t, 1, st.Lost, "batch 1 was dropped by the publisher")
 	require.EqualValues(t, 3, st.Next)
+}
+
+func newIndex(t *testing.T) *cluster.ClusterIndex {
+	t.Helper()
+	c, err := cluster.NewClusterIndex(vllmhash.NewSHA256CBOR(e2eSeed), e2eBlockSize)
+	require.NoError(t, err)
+	return c
+}
+
+func match(t *testing.T, c *cluster.ClusterIndex, p *prefix.Prompt) []cluster.ServerHit {
+	t.Helper()
+	hits, err := c.Match(nil, p)
+	require.NoError(t, err)
+	return hits
+}
+
+func seqTokens(from, to int32) []int32 {
+	out := make([]int32, 0, to-from)
+	for v := from; v < to; v++ {
+		out = append(out, v)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package kvevents_test
+package vllmhash_test
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
-	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // Any block, any extras: the hasher equals SHA-256 over fxamacker's core deterministic
@@ -24,8 +24,8 @@ func TestSHA256CBORAgreesWithFxamacker(t *testing.T) {
 			MM:   rapid.SliceOfN(rapid.StringMatching(`[0-9a-f]{1,64}`), 0, 3).Draw(rt, "mm"),
 			Salt: rapid.StringMatching(`.{0,300}`).Draw(rt, "salt"),
 		}
-		got := make([]byte, kvevents.HashSize)
-		kvevents.NewSHA256CBOR("seed").Block(got, parent, tokens, e)
+		got := make([]byte, vllmhash.HashSize)
+		vllmhash.NewSHA256CBOR("seed").Block(got, parent, tokens, e)
 		want := sha256.Sum256(fxBlock(t, parent, tokens, e))
 		require.Equal(rt, want[:], got)
 	})
@@ -50,25 +50,25 @@ func TestBlockExtra(t *testing.T) {
 		{2, prefix.Extra{LoRA: "ad", MM: []string{"b"}}},
 		{3, prefix.Extra{LoRA: "ad", MM: []string{"c"}}},
 	} {
-		got := kvevents.BlockExtra(p, tc.block, 16, nil)
+		got := vllmhash.BlockExtra(p, tc.block, 16, nil)
 		require.Equal(t, tc.want.LoRA, got.LoRA, "block %d", tc.block)
 		require.Equal(t, tc.want.Salt, got.Salt, "block %d", tc.block)
 		require.Equal(t, tc.want.MM, got.MM, "block %d", tc.block)
 	}
 	// An input ending exactly where a block starts does not overlap it.
 	q := &prefix.Prompt{Tokens: make([]int32, 32), MM: []prefix.MMInput{{Hash: "x", Offset: 0, Length: 16}}}
-	require.Empty(t, kvevents.BlockExtra(q, 1, 16, nil).MM)
+	require.Empty(t, vllmhash.BlockExtra(q, 1, 16, nil).MM)
 }
 
 func TestPromptHashesChainFromTheRoot(t *testing.T) {
-	h := kvevents.NewSHA256CBOR("42")
+	h := vllmhash.NewSHA256CBOR("42")
 	p := &prefix.Prompt{Tokens: seqTokens(0, 40)} // two full blocks and a partial one
-	got := kvevents.PromptHashes(h, p, 16)
+	got := vllmhash.PromptHashes(h, p, 16)
 	require.Len(t, got, 2)
 	require.Equal(t, plain0, hex.EncodeToString(got[0]))
 	require.Equal(t, plain1, hex.EncodeToString(got[1]))
 
-	salted := kvevents.PromptHashes(h, &prefix.Prompt{Namespace: prefix.Namespace{Salt: "t"}, Tokens: seqTokens(0, 32)}, 16)
+	salted := vllmhash.PromptHashes(h, &prefix.Prompt{Namespace: prefix.Namespace{Salt: "t"}, Tokens: seqTokens(0, 32)}, 16)
 	require.NotEqual(t, got[0], salted[0], "the salt changes the first block")
 	require.NotEqual(t, got[1], salted[1], "and, through the chain, every later one")
 }
@@ -77,7 +77,7 @@ func TestSHA256CBORBlockDoesNotAllocate(t *testing.T) {
 	if invariant.Enabled {
 		t.Skip("allocation counts are meaningless with invariant checks on")
 	}
-	h := kvevents.NewSHA256CBOR("42")
+	h := vllmhash.NewSHA256CBOR("42")
 	parent, dst := make([]byte, 32), make([]byte, 32)
 	tokens := seqTokens(70000, 70016)
 	e := prefix.Extra{LoRA: "l", MM: []string{"m"}, Salt: "s"}
@@ -92,11 +92,11 @@ func TestCBORTokensMatchPerValueEncoding(t *testing.T) {
 		toks := rapid.SliceOf(rapid.OneOf(rapid.Int32Range(0, 300), rapid.Int32Range(0, 1<<20), rapid.Int32())).Draw(rt, "toks")
 		want := []byte{}
 		for _, v := range toks {
-			want = kvevents.AppendCBORInt(want, int64(v))
+			want = vllmhash.AppendCBORInt(want, int64(v))
 		}
-		require.Equal(rt, want, kvevents.AppendCBORTokens(nil, toks))
+		require.Equal(rt, want, vllmhash.AppendCBORTokens(nil, toks))
 	})
 	for _, v := range []int32{0, 23, 24, 31, 32, 255, 256, 65535, 65536, 1<<31 - 1} {
-		require.Equal(t, kvevents.AppendCBORInt(nil, int64(v)), kvevents.AppendCBORTokens(nil, []int32{v}), "%d", v)
+		require.Equal(t, vllmhash.AppendCBORInt(nil, int64(v)), vllmhash.AppendCBORTokens(nil, []int32{v}), "%d", v)
 	}
 }

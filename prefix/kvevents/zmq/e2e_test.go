@@ -1,4 +1,4 @@
-package kvevents_test
+package zmq_test
 
 import (
 	"context"
@@ -10,7 +10,10 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // e2eServer is one server of a fleet: a block manager over a pool and a prefix index that
@@ -19,7 +22,7 @@ type e2eServer struct {
 	name  string
 	index *prefix.Index
 	mgr   *blocktable.Manager
-	pub   *kvevents.Publisher
+	pub   *zmq.Publisher
 	seq   blocktable.SeqID
 }
 
@@ -31,16 +34,16 @@ const (
 func newE2EServer(t *testing.T, name string) *e2eServer {
 	t.Helper()
 	var tick float64
-	pub, err := kvevents.NewPublisher("tcp://127.0.0.1:0",
-		kvevents.WithReplay("tcp://127.0.0.1:0"),
-		kvevents.WithTopic("kv@"+name+"@model"),
-		kvevents.WithTimestamps(func() float64 { tick++; return tick }))
+	pub, err := zmq.NewPublisher("tcp://127.0.0.1:0",
+		zmq.WithReplay("tcp://127.0.0.1:0"),
+		zmq.WithTopic("kv@"+name+"@model"),
+		zmq.WithEvents(kvevents.WithTimestamps(func() float64 { tick++; return tick })))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, pub.Close()) })
 	pool, err := blocks.New(64, blocks.WithNullBlock())
 	require.NoError(t, err)
 	index, err := prefix.New(pool, e2eBlockSize,
-		prefix.WithHasher(kvevents.NewSHA256CBOR(e2eSeed)), prefix.WithObserver(pub))
+		prefix.WithHasher(vllmhash.NewSHA256CBOR(e2eSeed)), prefix.WithObserver(pub))
 	require.NoError(t, err)
 	mgr, err := blocktable.New(blocktable.Config{Pool: pool, Index: index, BlockSize: e2eBlockSize})
 	require.NoError(t, err)
@@ -65,25 +68,25 @@ func (s *e2eServer) flush(t *testing.T) uint64 {
 	return seq
 }
 
-func subscribe(t *testing.T, c *kvevents.ClusterIndex, s *e2eServer, opts ...kvevents.SubscriberOption) *kvevents.Subscriber {
+func subscribe(t *testing.T, c *cluster.ClusterIndex, s *e2eServer, opts ...zmq.SubscriberOption) *zmq.Subscriber {
 	t.Helper()
-	opts = append([]kvevents.SubscriberOption{
-		kvevents.SubscribeReplay(s.pub.ReplayEndpoint()),
-		kvevents.SubscribeResync(20 * time.Millisecond),
+	opts = append([]zmq.SubscriberOption{
+		zmq.SubscribeReplay(s.pub.ReplayEndpoint()),
+		zmq.SubscribeResync(20 * time.Millisecond),
 	}, opts...)
-	sub, err := kvevents.NewSubscriber(c, s.name, s.pub.Endpoint(), opts...)
+	sub, err := zmq.NewSubscriber(c, s.name, s.pub.Endpoint(), opts...)
 	require.NoError(t, err)
 	return sub
 }
 
-func waitFor(t *testing.T, sub *kvevents.Subscriber, seq uint64) {
+func waitFor(t *testing.T, sub *zmq.Subscriber, seq uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, sub.WaitFor(ctx, seq))
 }
 
-func route(t *testing.T, c *kvevents.ClusterIndex, p *prefix.Prompt) (string, int) {
+func route(t *testing.T, c *cluster.ClusterIndex, p *prefix.Prompt) (string, int) {
 	t.Helper()
 	srv, n, ok := c.Route(p)
 	if !ok {
@@ -94,7 +97,7 @@ func route(t *testing.T, c *kvevents.ClusterIndex, p *prefix.Prompt) (string, in
 
 func TestEndToEndRoutingOverZeroMQ(t *testing.T) {
 	a, b := newE2EServer(t, "a"), newE2EServer(t, "b")
-	fleet := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR(e2eSeed), e2eBlockSize)
+	fleet := newIndex(t)
 	subA, subB := subscribe(t, fleet, a), subscribe(t, fleet, b)
 	defer func() { require.NoError(t, subB.Close()) }()
 
@@ -116,7 +119,7 @@ func TestEndToEndRoutingOverZeroMQ(t *testing.T) {
 	require.Equal(t, "b", srv)
 	require.Equal(t, 4, n)
 	// The hashes on the wire are vLLM's: the router recomputes them from tokens alone.
-	want := kvevents.PromptHashes(kvevents.NewSHA256CBOR(e2eSeed), &prefix.Prompt{Tokens: system}, e2eBlockSize)
+	want := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR(e2eSeed), &prefix.Prompt{Tokens: system}, e2eBlockSize)
 	require.True(t, fleet.Holds("a", want[5]))
 	require.Zero(t, fleet.Stats("a").RootMismatches)
 
@@ -140,7 +143,7 @@ func TestEndToEndRoutingOverZeroMQ(t *testing.T) {
 	// The sender publishes within a poll of the Flush: wait for it, so that the batch
 	// is really gone from the PUB socket's point of view before the new subscriber joins.
 	waitPublished(t, a.pub, missed+1)
-	subA2 := subscribe(t, fleet, a, kvevents.SubscribeFrom(resumeAt))
+	subA2 := subscribe(t, fleet, a, zmq.SubscribeFrom(resumeAt))
 	defer func() { require.NoError(t, subA2.Close()) }()
 	waitFor(t, subA2, missed)
 	srv, n = route(t, fleet, &prefix.Prompt{Tokens: third})
@@ -151,7 +154,7 @@ func TestEndToEndRoutingOverZeroMQ(t *testing.T) {
 	require.Zero(t, st.Lost)
 
 	// A router that starts late learns the whole history from the replay buffers.
-	late := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR(e2eSeed), e2eBlockSize)
+	late := newIndex(t)
 	lateA, lateB := subscribe(t, late, a), subscribe(t, late, b)
 	defer func() { require.NoError(t, lateA.Close()); require.NoError(t, lateB.Close()) }()
 	lastA, _ := a.pub.LastSeq()
@@ -159,7 +162,7 @@ func TestEndToEndRoutingOverZeroMQ(t *testing.T) {
 	waitFor(t, lateA, lastA)
 	waitFor(t, lateB, lastB)
 	for _, p := range []*prefix.Prompt{chat(system, 77), {Tokens: other}, {Tokens: third}} {
-		require.Equal(t, fleet.Match(nil, p), late.Match(nil, p))
+		require.Equal(t, match(t, fleet, p), match(t, late, p))
 	}
 	require.Equal(t, fleet.Stats("a").Blocks, late.Stats("a").Blocks)
 	require.Zero(t, lateA.Stats().Lost)

@@ -1,4 +1,4 @@
-package kvevents
+package vllmhash
 
 import (
 	"crypto/sha256"

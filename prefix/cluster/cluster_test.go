@@ -1,4 +1,4 @@
-package kvevents_test
+package cluster_test
 
 import (
 	"testing"
@@ -8,14 +8,16 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // storeChain makes the Batch that a server caching p's full blocks [from, to) would send,
 // with the vLLM hasher of seed.
 func storeChain(t testingT, seed string, p *prefix.Prompt, bs, from, to int, opts ...kvevents.Option) *kvevents.Batch {
 	t.Helper()
-	hs := kvevents.PromptHashes(kvevents.NewSHA256CBOR(seed), p, bs)
+	hs := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR(seed), p, bs)
 	e := &prefix.BlockStored{HashSize: 32, BlockSize: bs, Namespace: p.Namespace, Tokens: p.Tokens[from*bs : to*bs]}
 	for i := from; i < to; i++ {
 		e.Hashes = append(e.Hashes, hs[i]...)
@@ -58,26 +60,26 @@ func prompt(ns prefix.Namespace, from, n int32) *prefix.Prompt {
 }
 
 func TestClusterRoutesToTheLongestPrefix(t *testing.T) {
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
+	c := newIndex(t, "42", 4)
 	p := prompt(prefix.Namespace{}, 0, 32) // 8 blocks
-	c.Apply("b", storeChain(t, "42", p, 4, 0, 3))
-	c.Apply("a", storeChain(t, "42", p, 4, 0, 5))
-	c.Apply("c", storeChain(t, "42", prompt(prefix.Namespace{}, 100, 16), 4, 0, 4))
+	require.NoError(t, c.Apply("b", storeChain(t, "42", p, 4, 0, 3)))
+	require.NoError(t, c.Apply("a", storeChain(t, "42", p, 4, 0, 5)))
+	require.NoError(t, c.Apply("c", storeChain(t, "42", prompt(prefix.Namespace{}, 100, 16), 4, 0, 4)))
 
 	srv, n, ok := c.Route(p)
 	require.True(t, ok)
 	require.Equal(t, "a", srv)
 	require.Equal(t, 5, n)
-	require.Equal(t, []kvevents.ServerHit{{"a", 5}, {"b", 3}, {"c", 0}}, c.Match(nil, p))
+	require.Equal(t, []cluster.ServerHit{{"a", 5}, {"b", 3}, {"c", 0}}, match(t, c, p))
 
 	// Ties go to the first name.
-	c.Apply("b", storeChain(t, "42", p, 4, 3, 5))
+	require.NoError(t, c.Apply("b", storeChain(t, "42", p, 4, 3, 5)))
 	srv, _, _ = c.Route(p)
 	require.Equal(t, "a", srv)
 
 	// Eviction: the index follows.
-	hs := kvevents.PromptHashes(kvevents.NewSHA256CBOR("42"), p, 4)
-	c.Apply("a", removeBlocks(t, hs[4], hs[3], hs[2]))
+	hs := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR("42"), p, 4)
+	require.NoError(t, c.Apply("a", removeBlocks(t, hs[4], hs[3], hs[2])))
 	srv, n, _ = c.Route(p)
 	require.Equal(t, "b", srv)
 	require.Equal(t, 5, n)
@@ -90,11 +92,11 @@ func TestClusterRoutesToTheLongestPrefix(t *testing.T) {
 }
 
 func TestClusterNamespacesDoNotMix(t *testing.T) {
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
+	c := newIndex(t, "42", 4)
 	salted := prompt(prefix.Namespace{Salt: "tenant-a"}, 0, 16)
 	lora := prompt(prefix.Namespace{LoRA: "ad"}, 0, 16)
-	c.Apply("s", storeChain(t, "42", salted, 4, 0, 4))
-	c.Apply("l", storeChain(t, "42", lora, 4, 0, 4))
+	require.NoError(t, c.Apply("s", storeChain(t, "42", salted, 4, 0, 4)))
+	require.NoError(t, c.Apply("l", storeChain(t, "42", lora, 4, 0, 4)))
 	for _, tc := range []struct {
 		p    *prefix.Prompt
 		want string
@@ -111,15 +113,15 @@ func TestClusterNamespacesDoNotMix(t *testing.T) {
 // A BlockStored whose parent was never seen is kept, not dropped; the chain becomes
 // reachable once the missing blocks arrive.
 func TestClusterKeepsOrphanChains(t *testing.T) {
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
+	c := newIndex(t, "42", 4)
 	p := prompt(prefix.Namespace{}, 0, 24)
-	c.Apply("a", storeChain(t, "42", p, 4, 3, 6)) // blocks 3..5, parent 2 unknown
+	require.NoError(t, c.Apply("a", storeChain(t, "42", p, 4, 3, 6))) // blocks 3..5, parent 2 unknown
 	require.EqualValues(t, 1, c.Stats("a").Orphans)
 	require.Equal(t, 3, c.Stats("a").Blocks)
 	_, _, ok := c.Route(p)
 	require.False(t, ok, "not reachable through the missing prefix")
 
-	c.Apply("a", storeChain(t, "42", p, 4, 0, 3)) // the missing prefix arrives (a replay)
+	require.NoError(t, c.Apply("a", storeChain(t, "42", p, 4, 0, 3))) // the missing prefix arrives (a replay)
 	srv, n, ok := c.Route(p)
 	require.True(t, ok)
 	require.Equal(t, "a", srv)
@@ -127,26 +129,26 @@ func TestClusterKeepsOrphanChains(t *testing.T) {
 }
 
 func TestClusterDetectsDisagreement(t *testing.T) {
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
+	c := newIndex(t, "42", 4)
 	salted := prompt(prefix.Namespace{Salt: "x", LoRA: "l"}, 0, 16)
-	c.Apply("ok", storeChain(t, "42", salted, 4, 0, 4))
-	c.Apply("seed", storeChain(t, "43", salted, 4, 0, 4))
-	c.Apply("bs", storeChain(t, "42", prompt(prefix.Namespace{}, 0, 16), 8, 0, 2))
+	require.NoError(t, c.Apply("ok", storeChain(t, "42", salted, 4, 0, 4)))
+	require.NoError(t, c.Apply("seed", storeChain(t, "43", salted, 4, 0, 4)))
+	require.NoError(t, c.Apply("bs", storeChain(t, "42", prompt(prefix.Namespace{}, 0, 16), 8, 0, 2)))
 	require.Zero(t, c.Stats("ok").RootMismatches)
 	require.EqualValues(t, 1, c.Stats("seed").RootMismatches, "another PYTHONHASHSEED")
 	require.EqualValues(t, 1, c.Stats("bs").BlockSizeMismatches)
-	c.Apply("ok", removeBlocks(t, make([]byte, 32)))
+	require.NoError(t, c.Apply("ok", removeBlocks(t, make([]byte, 32))))
 	require.EqualValues(t, 1, c.Stats("ok").UnknownRemovals)
 	require.Equal(t, []string{"bs", "ok", "seed"}, c.Servers())
 }
 
 func TestClusterClear(t *testing.T) {
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 4)
+	c := newIndex(t, "42", 4)
 	p := prompt(prefix.Namespace{}, 0, 16)
-	c.Apply("a", storeChain(t, "42", p, 4, 0, 4))
+	require.NoError(t, c.Apply("a", storeChain(t, "42", p, 4, 0, 4)))
 	b := kvevents.NewBatcher()
 	b.AllBlocksCleared()
-	c.Apply("a", decode(t, b.AppendBatch(nil, 1)))
+	require.NoError(t, c.Apply("a", decode(t, b.AppendBatch(nil, 1))))
 	require.Zero(t, c.Stats("a").Blocks)
 	require.EqualValues(t, 1, c.Stats("a").Cleared)
 }
@@ -155,13 +157,35 @@ func TestClusterMatchDoesNotAllocate(t *testing.T) {
 	if invariant.Enabled {
 		t.Skip("allocation counts are meaningless with invariant checks on")
 	}
-	c := kvevents.NewClusterIndex(kvevents.NewSHA256CBOR("42"), 16)
+	c := newIndex(t, "42", 16)
 	p := prompt(prefix.Namespace{Salt: "s"}, 0, 1024)
 	p.MM = []prefix.MMInput{{Hash: "img", Offset: 20, Length: 40}}
-	c.Apply("a", storeChain(t, "42", p, 16, 0, 64))
-	c.Apply("b", storeChain(t, "42", p, 16, 0, 10))
-	hits := make([]kvevents.ServerHit, 0, 4)
-	allocs := testing.AllocsPerRun(50, func() { hits = c.Match(hits[:0], p) })
+	require.NoError(t, c.Apply("a", storeChain(t, "42", p, 16, 0, 64)))
+	require.NoError(t, c.Apply("b", storeChain(t, "42", p, 16, 0, 10)))
+	hits := make([]cluster.ServerHit, 0, 4)
+	allocs := testing.AllocsPerRun(50, func() { hits, _ = c.Match(hits[:0], p) })
 	require.Zero(t, allocs)
 	require.Equal(t, 64, hits[0].Blocks)
+}
+
+func newIndex(t testingT, seed string, bs int) *cluster.ClusterIndex {
+	t.Helper()
+	c, err := cluster.NewClusterIndex(vllmhash.NewSHA256CBOR(seed), bs)
+	require.NoError(t, err)
+	return c
+}
+
+func match(t testingT, c cluster.Index, p *prefix.Prompt) []cluster.ServerHit {
+	t.Helper()
+	hits, err := c.Match(nil, p)
+	require.NoError(t, err)
+	return hits
+}
+
+func seqTokens(from, to int32) []int32 {
+	out := make([]int32, 0, to-from)
+	for v := from; v < to; v++ {
+		out = append(out, v)
+	}
+	return out
 }

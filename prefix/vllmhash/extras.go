@@ -1,4 +1,4 @@
-package kvevents
+package vllmhash
 
 import "github.com/kvpage/kvpage/prefix"
 

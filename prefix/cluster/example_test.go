@@ -1,0 +1,35 @@
+package cluster_test
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/kvpage/kvpage/prefix/cluster"
+	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
+)
+
+// A server caches a prompt and reports it; the router learns it from the batch and sends
+// the next request with the same prefix to that server.
+func Example() {
+	pool, _ := blocks.New(16, blocks.WithNullBlock())
+	events := kvevents.NewBatcher()
+	index, _ := prefix.New(pool, 4,
+		prefix.WithHasher(vllmhash.NewSHA256CBOR("42")), // PYTHONHASHSEED=42
+		prefix.WithObserver(events))
+	p := &prefix.Prompt{Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
+	ids, _ := pool.Allocate(nil, 3)
+	cur := index.Cursor(p.Namespace)
+	_, _ = index.Commit(&cur, p, ids)
+	_ = index.Release(ids)
+	batch, _ := kvevents.DecodeBatch(events.AppendBatch(nil, 1700000000))
+
+	router, _ := cluster.NewClusterIndex(vllmhash.NewSHA256CBOR("42"), 4)
+	_ = router.Apply("server-a", batch)
+	next := &prefix.Prompt{Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 99, 99, 99, 99}}
+	server, hit, _ := router.Route(next)
+	fmt.Println("route to", server, "with", hit, "blocks cached")
+	// Output:
+	// route to server-a with 2 blocks cached
+}
