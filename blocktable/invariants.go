@@ -83,6 +83,9 @@ func (m *Manager) CheckInvariants() error {
 			return fmt.Errorf("block %d has refcount %d but %d holders (%s)", id, got, want, m.holderNames(id))
 		}
 	}
+	if err := m.checkOrder(); err != nil {
+		return err
+	}
 	for i, h := range hostHolders {
 		id := blocks.ID(i)
 		if m.cfg.HostPool.HasNullBlock() && id == blocks.NullID {
@@ -115,4 +118,32 @@ func (m *Manager) holderNames(id blocks.ID) string {
 		return "none"
 	}
 	return out
+}
+
+// checkOrder verifies the ordered policy's heap: it holds exactly the running sequences,
+// each at its recorded position, every parent before its children.
+func (m *Manager) checkOrder() error {
+	if m.ordered == nil {
+		return nil
+	}
+	running := 0
+	for _, s := range m.seqs {
+		if s.state == Running {
+			running++
+		} else if s.pos >= 0 {
+			return fmt.Errorf("seq %d is not running but in the preemption order", s.id)
+		}
+	}
+	if running != len(m.order) {
+		return fmt.Errorf("%d running sequences, %d in the preemption order", running, len(m.order))
+	}
+	for i, s := range m.order {
+		if s == nil || int(s.pos) != i || m.seqs[s.id] != s {
+			return fmt.Errorf("preemption order position %d is stale", i)
+		}
+		if i > 0 && m.before(s, m.order[(i-1)/2]) {
+			return fmt.Errorf("seq %d comes before its parent in the preemption order", s.id)
+		}
+	}
+	return nil
 }

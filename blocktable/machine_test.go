@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
 
 	"pgregory.net/rapid"
@@ -17,6 +18,8 @@ var harnessConfigs = []harnessConfig{
 	{blocks: 9, hostBlocks: 16, bs: 2, index: false},
 	{blocks: 12, hostBlocks: 16, bs: 4, window: 6},
 	{blocks: 12, hostBlocks: 16, bs: 4, window: 6, index: true},
+	{blocks: 13, hostBlocks: 16, bs: 4, index: true, preemption: evict.NewProgressPreemption()},
+	{blocks: 13, hostBlocks: 16, bs: 4, index: true, preemption: evict.NewCostPreemption()},
 }
 
 // TestManagerStateMachine runs random operations against the reference model of
@@ -59,6 +62,9 @@ func configName(i int, c harnessConfig) string {
 	}
 	if c.window > 0 {
 		name += "-window"
+	}
+	if c.preemption != nil {
+		name += "-" + c.preemption.Name()
 	}
 	return name + "-" + string(rune('a'+i))
 }

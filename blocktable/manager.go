@@ -31,6 +31,15 @@ type Manager struct {
 	// or FillRow; every chunk of a chunked prefill), and this skips the map for them.
 	last *sequence
 
+	// ordered is the preemption policy when its order reads no Freeable: the running
+	// sequences are then kept in its order (order.go), re-placed as they grow when
+	// progressOrder is set.
+	ordered       evict.OrderedPreemption
+	progressOrder bool
+	order         []*sequence
+	frontier      []int32
+	walked        []*sequence
+
 	hits    []blocks.ID // scratch for matches
 	infos   []evict.SeqInfo
 	infoIDs []SeqID
@@ -60,7 +69,9 @@ type sequence struct {
 	promptLen int
 	priority  int
 	arrival   uint64
-	host      []blocks.ID // host blocks of a swapped sequence, one per live table entry
+	host      []blocks.ID   // host blocks of a swapped sequence, one per live table entry
+	pos       int32         // position in Manager.order, -1 when not in it
+	info      evict.SeqInfo // scratch for the ordered policy's comparisons (order.go)
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -97,6 +108,9 @@ func New(cfg Config) (*Manager, error) {
 	if m.preempt == nil {
 		m.preempt = evict.NewFCFSPreemption()
 	}
+	if o, ok := m.preempt.(evict.OrderedPreemption); ok {
+		m.ordered, m.progressOrder = o, o.ReadsProgress()
+	}
 	m.reclaimBase = m.pool.Stats().Reclaimed
 	return m, nil
 }
@@ -123,7 +137,7 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 		s = &sequence{}
 	}
 	tokens, ids, host := s.tokens[:0], s.t.ids[:0], s.host[:0]
-	*s = sequence{id: id, state: Running, tokens: tokens, host: host}
+	*s = sequence{id: id, state: Running, tokens: tokens, host: host, pos: -1}
 	s.t = Table{pool: m.pool, bs: m.bs, window: m.cfg.SlidingWindow, ids: ids, release: m.release}
 	return s
 }
@@ -253,6 +267,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	}
 	m.commitFull(s)
 	m.seqs[seq] = s
+	m.orderPush(s)
 	m.st.Admitted++
 	m.st.PromptTokens += uint64(len(req.Prompt))
 	m.st.HitTokens += uint64(p.res.HitTokens)
@@ -347,6 +362,9 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 	if len(s.tokens) >= (s.committed()+1)*m.bs { // a block filled: otherwise no call
 		res.Committed = m.commitFull(s)
 	}
+	if m.progressOrder {
+		m.orderFix(s)
+	}
 	m.check()
 	return res, nil
 }
@@ -391,6 +409,7 @@ func (m *Manager) drop(s *sequence) {
 	} else if err := s.t.Release(); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d: %v", s.id, err))
 	}
+	m.orderRemove(s)
 	delete(m.seqs, s.id)
 	if m.last == s {
 		m.last = nil
@@ -422,6 +441,7 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.arrival = m.clock.Tick()
 	m.seqs[child] = c
+	m.orderPush(c)
 	m.st.Forks++
 	m.check()
 	return nil
@@ -444,6 +464,7 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 	if m.caching() && s.committed() > n/m.bs {
 		m.rematch(s, n/m.bs)
 	}
+	m.orderFix(s)
 	m.check()
 	return nil
 }

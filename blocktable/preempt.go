@@ -49,6 +49,9 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	if req.Need == 0 {
 		return dst, nil
 	}
+	if m.ordered != nil {
+		return m.preemptOrdered(req, dst)
+	}
 	m.infos, m.infoIDs = m.infos[:0], m.infoIDs[:0]
 	for id, s := range m.seqs {
 		if s.state != Running || slices.Contains(req.Protect, id) {
@@ -98,6 +101,49 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
 		}
 		dst = append(dst, p)
+	}
+	return dst, nil
+}
+
+// preemptOrdered is Preempt for an ordered policy: it walks the running sequences in the
+// policy's order, adding each one's release to the plan, until the plan frees req.Need.
+// This is the shortest prefix of the policy's order that frees enough, as Preempt finds
+// for any policy, found without describing every candidate: Freeable sums never exceed
+// what the same victims free together, so the policy's own count would stop no earlier.
+// When even every candidate together falls short, the walk has planned them all, and the
+// error says what all of them would free.
+func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
+	m.planBegin()
+	m.walked = m.walked[:0]
+	m.frontier = m.frontier[:0]
+	if len(m.order) > 0 {
+		m.frontier = append(m.frontier, 0)
+	}
+	gain, host := 0, 0
+	for gain < req.Need {
+		s, ok := m.orderNext()
+		if !ok {
+			return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: gain}
+		}
+		if slices.Contains(req.Protect, s.id) {
+			continue
+		}
+		gain += m.planRelease(s)
+		host += len(s.t.ids) - s.t.nulls
+		m.walked = append(m.walked, s)
+	}
+	if req.Mode == Swap {
+		if free := m.cfg.HostPool.NumFree(); host > free {
+			return dst, &OutOfBlocksError{Op: "swap out", Needed: host, Available: free}
+		}
+	}
+	for i, s := range m.walked {
+		p, err := m.PreemptSeq(s.id, req.Mode)
+		if err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
+		}
+		dst = append(dst, p)
+		m.walked[i] = nil
 	}
 	return dst, nil
 }
@@ -173,6 +219,7 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 		// entries now name host blocks until then.
 		copy(live, host)
 		s.state = Swapped
+		m.orderRemove(s)
 	}
 	p.Freed = m.pool.Available() - before
 	m.st.Preemptions++
@@ -236,6 +283,7 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	}
 	s.host = s.host[:0]
 	s.state = Running
+	m.orderPush(s)
 	if rematch {
 		// The cursor moves to the end of the path found now: the same path, or, if part of
 		// it was evicted while the sequence was swapped out, the end of what is still

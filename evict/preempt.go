@@ -36,3 +36,21 @@ type Preemption interface {
 	// them (the caller decides whether that is worth it); for need <= 0 they append none.
 	Victims(dst []int, running []SeqInfo, need int) []int
 }
+
+// OrderedPreemption is a Preemption whose order reads neither Freeable nor Held: it ranks
+// sequences by their own fields, so a caller can keep the running sequences in that order
+// as they come and go and walk victims from the front, computing what each frees only for
+// the victims it takes. blocktable.Manager does so: its Preempt then costs what the victims
+// hold, not what every running sequence holds. The fcfs, priority and progress policies
+// are ordered; cost is not (it ranks by Freeable).
+type OrderedPreemption interface {
+	Preemption
+	// Compare is negative when a is to be preempted before b, positive when after, and 0
+	// when the policy does not tell them apart (the caller breaks ties by smallest ID). It
+	// reads only ID, Priority, Arrival, Computed and Output, and its result for two
+	// sequences changes only when those fields do.
+	Compare(a, b *SeqInfo) int
+	// ReadsProgress reports whether Compare reads Computed or Output, which change as a
+	// sequence runs; a caller keeping an order must then re-place a sequence that grows.
+	ReadsProgress() bool
+}

@@ -17,6 +17,12 @@ func (FCFSPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
 	return selectVictims(dst, running, need, newestFirst)
 }
 
+// Compare orders newest first (OrderedPreemption).
+func (FCFSPreemption) Compare(a, b *SeqInfo) int { return newestFirst(a, b) }
+
+// ReadsProgress is false: arrival order does not change as sequences run.
+func (FCFSPreemption) ReadsProgress() bool { return false }
+
 func newestFirst(a, b *SeqInfo) int { return cmp.Compare(b.Arrival, a.Arrival) }
 
 // PriorityPreemption preempts the least important sequence first (largest Priority value,
@@ -35,6 +41,12 @@ func (PriorityPreemption) Name() string { return "priority" }
 func (PriorityPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
 	return selectVictims(dst, running, need, leastImportantFirst)
 }
+
+// Compare orders least important, then newest, first (OrderedPreemption).
+func (PriorityPreemption) Compare(a, b *SeqInfo) int { return leastImportantFirst(a, b) }
+
+// ReadsProgress is false: priority and arrival do not change as sequences run.
+func (PriorityPreemption) ReadsProgress() bool { return false }
 
 func leastImportantFirst(a, b *SeqInfo) int {
 	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
@@ -61,6 +73,12 @@ func (ProgressPreemption) Name() string { return "progress" }
 func (ProgressPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
 	return selectVictims(dst, running, need, leastProgressFirst)
 }
+
+// Compare orders least progress first (OrderedPreemption).
+func (ProgressPreemption) Compare(a, b *SeqInfo) int { return leastProgressFirst(a, b) }
+
+// ReadsProgress is true: Output and Computed grow as sequences run.
+func (ProgressPreemption) ReadsProgress() bool { return true }
 
 func leastProgressFirst(a, b *SeqInfo) int {
 	if c := cmp.Compare(a.Output, b.Output); c != 0 {
@@ -100,3 +118,9 @@ func cheapestPerBlockFirst(a, b *SeqInfo) int {
 	// a.Computed/a.Freeable vs b.Computed/b.Freeable, without division.
 	return cmp.Compare(int64(a.Computed)*int64(b.Freeable), int64(b.Computed)*int64(a.Freeable))
 }
+
+var (
+	_ OrderedPreemption = FCFSPreemption{}
+	_ OrderedPreemption = PriorityPreemption{}
+	_ OrderedPreemption = ProgressPreemption{}
+)
