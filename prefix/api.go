@@ -110,6 +110,8 @@ type config struct {
 	requireNS bool
 	// keyMask is ANDed into every table key; tests set it to force hash collisions.
 	keyMask uint64
+	// history is the number of evictions Explain remembers (WithEvictionHistory).
+	history int
 }
 
 // WithPolicy sets the eviction policy (default: LRU by last access, built into the index

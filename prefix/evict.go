@@ -65,6 +65,9 @@ func (x *Index) evictUpTo(n int) int {
 			}
 		}
 		nd := x.nodeOfVictim(id)
+		if x.ctl.ghost.on() {
+			x.recordEvicted(nodeOf(id))
+		}
 		if x.obs != nil {
 			hashes = x.appendHash(hashes, nodeOf(id))
 		}
@@ -155,6 +158,9 @@ func (x *Index) Reset() error {
 			continue
 		}
 		ids = append(ids, blockOf(n))
+		if x.ctl.ghost.on() {
+			x.ctl.ghost.record(nd.key, x.clock.Now(), EvictReset)
+		}
 		*nd = node{gen: nd.gen + 1}
 		x.poisonFreed(n)
 	}

@@ -52,6 +52,7 @@ type Index struct {
 	pinned    int // cached blocks held by a request or lying under one that is
 	stats     counters
 	mutations uint64
+	ctl       control // eviction history, retention state: see control.go
 
 	// Scratch buffers, reused so that steady-state calls allocate nothing.
 	keyBuf   []uint64
@@ -158,6 +159,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		x.hashes = make([]byte, nb*x.hashSize)
 	}
 	x.table.init(pool.Capacity())
+	x.ctl.init(&cfg)
 	if err := pool.SetReclaimer(x); err != nil {
 		return nil, fmt.Errorf("%w: %w (one index per pool)", ErrInvalidArgument, err)
 	}
