@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,7 @@ func FuzzParseTrace(f *testing.F) {
 			var te *TraceError
 			require.True(t, errors.As(err, &te), "error %v is not a *TraceError", err)
 			require.ErrorIs(t, err, ErrBadTrace)
+			require.Less(t, len(err.Error()), 600, "an error quotes a bounded prefix of its field")
 			return
 		}
 		for i, r := range tr.Requests {
@@ -65,4 +67,25 @@ func writeCSVTrace(t *testing.T, tr *Trace) []byte {
 	w.Flush()
 	require.NoError(t, w.Error())
 	return buf.Bytes()
+}
+
+// FuzzParseTraceLimited runs the readers under small limits: a parse either fails with a
+// *TraceError whose message is bounded, or every record lies within the limits.
+func FuzzParseTraceLimited(f *testing.F) {
+	f.Add(uint8(0), uint8(16), uint8(4), uint8(2), []byte("input_len,output_len,prefix_group\n1,2,abcdefgh\n3,4,\"x\ny\"\n"))
+	f.Add(uint8(1), uint8(40), uint8(3), uint8(1), []byte("{\"input_len\": 1, \"output_len\": 2}\n{\"input_len\": 12345}\n"))
+	f.Add(uint8(2), uint8(80), uint8(8), uint8(3), []byte(`[{"conversations": [{"value": "hello"}, {"value": "there"}]}, {"conversations": [{"value": "`+strings.Repeat("x", 100)+`"}]}]`))
+	f.Fuzz(func(t *testing.T, format, line, field, requests uint8, data []byte) {
+		lim := Limits{MaxLineBytes: 1 + int(line), MaxFieldBytes: 1 + int(field), MaxRequests: 1 + int(requests)}
+		tr, err := ParseTraceLimited(bytes.NewReader(data), Format(1+int(format)%3), lim)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadTrace)
+			require.Less(t, len(err.Error()), 600)
+			return
+		}
+		require.LessOrEqual(t, len(tr.Requests), lim.MaxRequests)
+		for _, g := range tr.Groups {
+			require.LessOrEqual(t, len(g), lim.MaxFieldBytes)
+		}
+	})
 }

@@ -75,18 +75,26 @@ func DetectFormat(path string) (Format, error) {
 // (a *TraceError wrapping ErrBadTrace); nothing is skipped silently (ShareGPT
 // conversations without a prompt and a reply are counted in Trace.Skipped). Requests are
 // sorted by arrival time, ties in file order, and numbered in that order.
+//
+// ParseTrace applies DefaultLimits; ParseTraceLimited takes others.
 func ParseTrace(r io.Reader, f Format) (*Trace, error) {
-	var (
-		t   *Trace
-		err error
-	)
+	return ParseTraceLimited(r, f, DefaultLimits())
+}
+
+// ParseTraceLimited is ParseTrace within lim (zero fields take the defaults).
+func ParseTraceLimited(r io.Reader, f Format, lim Limits) (*Trace, error) {
+	lim, err := lim.orDefault()
+	if err != nil {
+		return nil, err
+	}
+	var t *Trace
 	switch f {
 	case FormatCSV:
-		t, err = parseCSV(r)
+		t, err = parseCSV(r, lim)
 	case FormatJSONL:
-		t, err = parseJSONL(r)
+		t, err = parseJSONL(r, lim)
 	case FormatShareGPT:
-		t, err = parseShareGPT(r)
+		t, err = parseShareGPT(r, lim)
 	default:
 		return nil, fmt.Errorf("%w: unknown trace format %v", ErrInvalidConfig, f)
 	}
@@ -140,18 +148,22 @@ const acceptedColumns = "arrival (or arrival_time, timestamp), input_len (or inp
 // consistency of optional fields across rows, and interning prefix group names.
 type rowBuilder struct {
 	t          *Trace
+	lim        Limits
 	groups     map[string]int
 	hasArrival int // 0 unknown, 1 every row has one, -1 no row has one
 	epoch      *time.Time
 }
 
-func newRowBuilder() *rowBuilder {
-	return &rowBuilder{t: &Trace{}, groups: map[string]int{}}
+func newRowBuilder(lim Limits) *rowBuilder {
+	return &rowBuilder{t: &Trace{}, lim: lim, groups: map[string]int{}}
 }
 
 // add validates one record. fields maps canonical column names to their text; a column
 // that is absent from the record is missing from the map.
 func (b *rowBuilder) add(line int, fields map[string]string) error {
+	if len(b.t.Requests) >= b.lim.MaxRequests {
+		return traceErr(line, "", "more than %d requests (Limits.MaxRequests)", b.lim.MaxRequests)
+	}
 	req := Request{Group: -1}
 	var err error
 	if req.Input, err = positiveInt(line, colInput, fields); err != nil {
@@ -182,16 +194,16 @@ func (b *rowBuilder) add(line int, fields map[string]string) error {
 	hasShared = hasShared && shared != ""
 	switch {
 	case hasGroup && !hasShared:
-		return traceErr(line, colShared, "missing for prefix group %q", group)
+		return traceErr(line, colShared, "missing for prefix group %s", clip(group))
 	case hasShared && !hasGroup:
 		if n, perr := strconv.Atoi(shared); perr == nil && n == 0 {
 			break // a shared length of 0 without a group shares nothing: harmless
 		}
-		return traceErr(line, colGroup, "missing, but prefix_len is %q", shared)
+		return traceErr(line, colGroup, "missing, but prefix_len is %s", clip(shared))
 	case hasGroup:
 		n, perr := strconv.Atoi(shared)
 		if perr != nil {
-			return traceErr(line, colShared, "not an integer: %q", shared)
+			return traceErr(line, colShared, "not an integer: %s", clip(shared))
 		}
 		if n < 0 || n > req.Input+req.Output {
 			return traceErr(line, colShared, "%d is outside [0, input_len+output_len = %d]", n, req.Input+req.Output)
@@ -218,7 +230,7 @@ func positiveInt(line int, col string, fields map[string]string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, traceErr(line, col, "not an integer: %q", s)
+		return 0, traceErr(line, col, "not an integer: %s", clip(s))
 	}
 	if n < 1 || n > maxTraceTokens {
 		return 0, traceErr(line, col, "%d is outside [1, %d]", n, maxTraceTokens)
@@ -234,10 +246,10 @@ var dateLayouts = []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05
 func (b *rowBuilder) parseArrival(line int, s string) (float64, error) {
 	if v, err := strconv.ParseFloat(s, 64); err == nil {
 		if b.epoch != nil {
-			return 0, traceErr(line, colArrival, "%q is a number, but earlier rows hold date-times", s)
+			return 0, traceErr(line, colArrival, "%s is a number, but earlier rows hold date-times", clip(s))
 		}
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1e12 {
-			return 0, traceErr(line, colArrival, "%q is not a time in seconds in [0, 1e12]", s)
+			return 0, traceErr(line, colArrival, "%s is not a time in seconds in [0, 1e12]", clip(s))
 		}
 		return v, nil
 	}
@@ -248,13 +260,13 @@ func (b *rowBuilder) parseArrival(line int, s string) (float64, error) {
 		}
 		if b.epoch == nil {
 			if len(b.t.Requests) > 0 {
-				return 0, traceErr(line, colArrival, "%q is a date-time, but earlier rows hold seconds", s)
+				return 0, traceErr(line, colArrival, "%s is a date-time, but earlier rows hold seconds", clip(s))
 			}
 			b.epoch = &ts
 		}
 		return ts.Sub(*b.epoch).Seconds(), nil
 	}
-	return 0, traceErr(line, colArrival, "neither seconds nor a date-time: %q", s)
+	return 0, traceErr(line, colArrival, "neither seconds nor a date-time: %s", clip(s))
 }
 
 // finish shifts date-time arrivals so that the earliest is 0 and returns the trace.

@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"strconv"
 )
 
 // parseJSONL reads a JSONL trace (FormatJSONL): one object per line, keys named as the CSV
 // columns. Blank lines are allowed; anything else that is not such an object is an error.
-func parseJSONL(r io.Reader) (*Trace, error) {
+// A line may hold at most lim.MaxLineBytes bytes, a value lim.MaxFieldBytes.
+func parseJSONL(r io.Reader, lim Limits) (*Trace, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	b := newRowBuilder()
+	// The scanner's buffer holds a line and its line ending.
+	sc.Buffer(make([]byte, 0, min(64*1024, lim.MaxLineBytes+2)), lim.MaxLineBytes+2)
+	b := newRowBuilder(lim)
 	fields := map[string]string{}
 	line := 0
 	for sc.Scan() {
@@ -23,24 +26,30 @@ func parseJSONL(r io.Reader) (*Trace, error) {
 			continue
 		}
 		var obj map[string]json.RawMessage
+		if len(text) > lim.MaxLineBytes {
+			return nil, traceErr(line, "", "line %v", &errTooLong{lim.MaxLineBytes})
+		}
 		if err := json.Unmarshal(text, &obj); err != nil {
 			return nil, traceErr(line, "", "not a JSON object: %v", err)
 		}
 		if obj == nil {
-			return nil, traceErr(line, "", "not a JSON object: %s", text)
+			return nil, traceErr(line, "", "not a JSON object: %s", clip(string(text)))
 		}
 		clear(fields)
 		for k, raw := range obj {
 			c, ok := canonicalColumn(k)
 			if !ok {
-				return nil, traceErr(line, k, "unknown key; accepted: %s", acceptedColumns)
+				return nil, traceErr(line, clipName(k), "unknown key; accepted: %s", acceptedColumns)
 			}
 			if _, dup := fields[c]; dup {
-				return nil, traceErr(line, k, "key %s given twice", c)
+				return nil, traceErr(line, clipName(k), "key %s given twice", c)
+			}
+			if len(raw) > lim.MaxFieldBytes {
+				return nil, traceErr(line, c, "value of %d bytes, longer than the limit of %d (Limits.MaxFieldBytes): %s", len(raw), lim.MaxFieldBytes, clip(string(raw)))
 			}
 			v, err := scalarText(raw)
 			if err != nil {
-				return nil, traceErr(line, k, "%v", err)
+				return nil, traceErr(line, clipName(k), "%v", err)
 			}
 			if v == "" && (c == colGroup || c == colShared) {
 				continue
@@ -51,7 +60,9 @@ func parseJSONL(r io.Reader) (*Trace, error) {
 			return nil, err
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, traceErr(line+1, "", "line %v", &errTooLong{lim.MaxLineBytes})
+	} else if err != nil {
 		return nil, traceErr(line+1, "", "reading: %v", err)
 	}
 	return b.finish(), nil
@@ -89,10 +100,4 @@ func scalarText(raw json.RawMessage) (string, error) {
 
 type errNotScalar struct{ v string }
 
-func (e errNotScalar) Error() string {
-	v := e.v
-	if len(v) > 40 {
-		v = v[:40] + "..."
-	}
-	return "want a number or a string, got " + v
-}
+func (e errNotScalar) Error() string { return "want a number or a string, got " + clip(e.v) }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,36 +35,46 @@ func (t *shareGPTTurn) tokens() int {
 	return (utf8.RuneCountInString(t.Value) + 3) / 4
 }
 
-// parseShareGPT reads a ShareGPT-style JSON array (FormatShareGPT). As vLLM's serving
+// shareGPTReadAhead is the slack the bounded reader gives the JSON decoder beyond one
+// conversation (the separator and white space before it).
+const shareGPTReadAhead = 4096
+
+// parseShareGPT reads a ShareGPT-style JSON array (FormatShareGPT) as a stream, one
+// conversation at a time: memory is bounded by lim.MaxLineBytes (the longest conversation
+// it accepts) and the requests kept, whatever the file's size. As vLLM's serving
 // benchmark does, each conversation gives one request: its first turn is the prompt, its
 // second the reply. A conversation with fewer than two turns, or an empty prompt or reply,
 // cannot make a request: it is counted in Trace.Skipped under its reason. Anything that is
 // not such an array is an error naming the line.
-func parseShareGPT(r io.Reader) (*Trace, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, traceErr(0, "", "reading: %v", err)
-	}
-	lines := lineCounter{data: data}
-	dec := json.NewDecoder(bytes.NewReader(data))
+func parseShareGPT(r io.Reader, lim Limits) (*Trace, error) {
+	br := newBoundedReader(r, lim.MaxLineBytes, shareGPTReadAhead)
+	dec := json.NewDecoder(br)
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, jsonErr(&lines, dec, err)
+		return nil, jsonErr(br, dec, err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, traceErr(lines.at(0), "", "a ShareGPT file is a JSON array of conversations")
+		return nil, traceErr(br.lineAt(br.skipSpace(0)), "", "a ShareGPT file is a JSON array of conversations")
 	}
+	br.advance(dec.InputOffset())
 	t := &Trace{Skipped: map[string]int{}}
 	for i := 0; dec.More(); i++ {
-		start := lines.at(skipSpace(data, int(dec.InputOffset())))
+		elem := dec.InputOffset()
 		var c shareGPTConversation
-		if err := dec.Decode(&c); err != nil {
+		err := dec.Decode(&c)
+		start := br.lineAt(br.skipSpace(elem))
+		if err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
 				return nil, traceErr(start, te.Field, "conversation %d: want %v, got JSON %s", i, te.Type, te.Value)
 			}
-			return nil, jsonErr(&lines, dec, err)
+			var long *errTooLong
+			if errors.As(err, &long) {
+				return nil, traceErr(start, "", "conversation %d %v", i, long)
+			}
+			return nil, jsonErr(br, dec, err)
 		}
+		br.advance(dec.InputOffset())
 		if c.Conversations == nil {
 			return nil, traceErr(start, "conversations", "conversation %d has no \"conversations\" list", i)
 		}
@@ -82,13 +91,17 @@ func parseShareGPT(r io.Reader) (*Trace, error) {
 			t.Skipped[SkipEmptyTurn]++
 			continue
 		}
+		if len(t.Requests) >= lim.MaxRequests {
+			return nil, traceErr(start, "", "more than %d requests (Limits.MaxRequests)", lim.MaxRequests)
+		}
 		t.Requests = append(t.Requests, Request{ID: len(t.Requests), Input: in, Output: out, Group: -1})
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, jsonErr(&lines, dec, err)
+		return nil, jsonErr(br, dec, err)
 	}
-	if rest := skipSpace(data, int(dec.InputOffset())); rest < len(data) {
-		return nil, traceErr(lines.at(rest), "", "unexpected data after the array")
+	br.advance(dec.InputOffset())
+	if err := onlySpaceLeft(br, dec); err != nil {
+		return nil, err
 	}
 	if len(t.Skipped) == 0 {
 		t.Skipped = nil
@@ -96,43 +109,45 @@ func parseShareGPT(r io.Reader) (*Trace, error) {
 	return t, nil
 }
 
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\r', '\n', ',':
-			i++
-		default:
-			return i
+// onlySpaceLeft reads what follows the array, in bounded chunks, and fails at the first
+// byte that is not white space.
+func onlySpaceLeft(br *boundedReader, dec *json.Decoder) error {
+	rest := io.MultiReader(dec.Buffered(), br)
+	off := dec.InputOffset()
+	buf := make([]byte, 4096)
+	for {
+		n, err := rest.Read(buf)
+		for i, c := range buf[:n] {
+			switch c {
+			case ' ', '\t', '\r', '\n':
+			default:
+				return traceErr(br.lineAt(off+int64(i)), "", "unexpected data after the array")
+			}
+		}
+		off += int64(n)
+		if off > br.mark+int64(len(br.pending())) || off == br.delivered {
+			br.advance(off)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return traceErr(br.lineAt(off), "", "reading: %v", err)
 		}
 	}
-	return i
 }
 
-func jsonErr(lines *lineCounter, dec *json.Decoder, err error) error {
+func jsonErr(br *boundedReader, dec *json.Decoder, err error) error {
+	var long *errTooLong
+	if errors.As(err, &long) {
+		return traceErr(br.lineAt(br.skipSpace(br.mark)), "", "JSON value %v", long)
+	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return traceErr(lines.at(int(se.Offset)), "", "JSON syntax: %v", err)
+		return traceErr(br.lineAt(se.Offset), "", "JSON syntax: %v", err)
 	}
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return traceErr(lines.at(len(lines.data)), "", "unexpected end of file")
+		return traceErr(br.lineAt(br.delivered), "", "unexpected end of file")
 	}
-	return traceErr(lines.at(int(dec.InputOffset())), "", "%v", fmt.Sprint(err))
-}
-
-// lineCounter maps byte offsets to 1-based line numbers, counting newlines incrementally
-// (offsets mostly grow, so a whole file costs one pass).
-type lineCounter struct {
-	data []byte
-	off  int
-	line int
-}
-
-func (c *lineCounter) at(off int) int {
-	off = min(max(off, 0), len(c.data))
-	if off < c.off {
-		c.off, c.line = 0, 0
-	}
-	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
-	c.off = off
-	return c.line + 1
+	return traceErr(br.lineAt(dec.InputOffset()), "", "%v", fmt.Sprint(err))
 }

@@ -90,6 +90,7 @@ type simFlags struct {
 	sizing sizingFlags // memory from a model and a GPU, as plan reads it
 
 	workload, trace, traceFormat    string
+	traceMaxLine                    int
 	numPrompts                      int
 	requestRate, stepDuration       float64
 	seed                            uint64
@@ -120,6 +121,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	s := &f.sizing
 	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: "+workloadNames()+" (see above)")
 	fs.StringVar(&f.trace, "trace", "", "read requests from this trace file instead of --workload")
+	fs.IntVar(&f.traceMaxLine, "trace-max-line-bytes", sim.DefaultMaxLineBytes, "longest trace record read: a CSV or JSONL line, or one ShareGPT conversation; a longer one is an error")
 	fs.StringVar(&f.traceFormat, "trace-format", "auto", "trace format: auto (from the extension: .csv, .jsonl, .json), csv, azure, jsonl, sharegpt")
 	fs.IntVar(&f.numPrompts, "num-prompts", 0, "number of requests (default: 10,000 for a workload, the whole trace for a file; a trace is cut to its first N)")
 	fs.Float64Var(&f.requestRate, "request-rate", math.Inf(1), "requests per second as a Poisson process (seeded); inf puts every arrival at time 0 and, for a trace, replaces its own arrival times when given")
@@ -235,7 +237,10 @@ func (f *simFlags) resolve() (*simRun, error) {
 		return nil, badFlag("--num-prompts must not be negative, got %d", f.numPrompts)
 	}
 	if f.trace != "" {
-		t, err := readTrace(f.trace, f.traceFormat)
+		if f.traceMaxLine < 1 {
+			return nil, badFlag("--trace-max-line-bytes must be positive, got %d", f.traceMaxLine)
+		}
+		t, err := readTrace(f.trace, f.traceFormat, sim.Limits{MaxLineBytes: f.traceMaxLine})
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +296,7 @@ func (f *simFlags) resolve() (*simRun, error) {
 	return r, nil
 }
 
-func readTrace(path, format string) (*sim.Trace, error) {
+func readTrace(path, format string, lim sim.Limits) (*sim.Trace, error) {
 	var (
 		ft  sim.Format
 		err error
@@ -309,7 +314,7 @@ func readTrace(path, format string) (*sim.Trace, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	t, err := sim.ParseTrace(fh, ft)
+	t, err := sim.ParseTraceLimited(fh, ft, lim)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
