@@ -22,32 +22,19 @@ func init() {
 type paged struct {
 	m         *blocktable.Manager
 	pool      *blocks.Pool
-	policy    evict.Preemption
 	seqs      []seq
-	state     []pagedSeq // by request ID
 	seed      uint64
 	blockSize int
 	sharing   bool
 	capacity  int // tokens
 
-	running  []*seq // in admission order; a finished or preempted request leaves a nil hole
-	live     int    // how many entries of running are not nil
-	arrivals uint64 // admissions so far: the arrival order preemption policies see
-	internal int64  // sum of the running requests' last-block tails
-	tokens   int64  // sum of the running requests' token states (shared ones counted per holder)
+	live     int   // running requests
+	internal int64 // sum of the running requests' last-block tails
+	tokens   int64 // sum of the running requests' token states (shared ones counted per holder)
 	prompt   []int32
 	one      [1]int32
 	pre      []blocktable.Preempted
-	infos    []evict.SeqInfo
-	picked   []int
 	req      blocktable.Request
-}
-
-// pagedSeq is what the paged scheme keeps per request.
-type pagedSeq struct {
-	prompt  int    // prompt length at the last admission (generated tokens included)
-	arrival uint64 // order of the last admission
-	slot    int    // index in the running list
 }
 
 func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
@@ -74,7 +61,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &paged{m: m, pool: pool, policy: preempt, seqs: seqs, state: make([]pagedSeq, len(seqs)), seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
+	return &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
 }
 
 // tail is the number of empty slots in the last block of a sequence of n tokens.
@@ -115,9 +102,6 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 		return 0, 0, false, err
 	}
 	s.stored = n
-	p.arrivals++
-	p.state[s.req.ID] = pagedSeq{prompt: n, arrival: p.arrivals, slot: len(p.running)}
-	p.running = append(p.running, s)
 	p.live++
 	p.tokens += int64(n)
 	p.internal += p.tail(n)
@@ -157,40 +141,15 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 }
 
 // preempt frees at least one block by preempting running requests in the policy's order
-// and appends them to victims. With prefix sharing it asks the Manager, which works out
-// what each candidate would really free. Without sharing no block has a second holder, so
-// a request frees exactly the blocks it holds: the candidates are described from the
-// simulator's own state and the Manager preempts the policy's choice. This gives the
-// policy the same input as Manager.Preempt at O(running) instead of a pass over every
-// held block per call, which dominated long runs.
+// (Manager.Preempt, which counts what each victim really frees, shared blocks included)
+// and appends them to victims.
 func (p *paged) preempt(victims []*seq) ([]*seq, error) {
 	var err error
-	if p.sharing {
-		if p.pre, err = p.m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, p.pre[:0]); err != nil {
-			return victims, err
-		}
-		for _, v := range p.pre {
-			victims = append(victims, &p.seqs[v.Seq])
-		}
-		return victims, nil
+	if p.pre, err = p.m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, p.pre[:0]); err != nil {
+		return victims, err
 	}
-	p.compact()
-	p.infos = p.infos[:0]
-	for _, r := range p.running {
-		held, st := ceilDiv(r.stored, p.blockSize), &p.state[r.req.ID]
-		p.infos = append(p.infos, evict.SeqInfo{ID: uint64(r.req.ID), Arrival: st.arrival, Computed: r.stored,
-			Output: r.stored - st.prompt, Held: held, Freeable: held})
-	}
-	p.picked = p.policy.Victims(p.picked[:0], p.infos, 1)
-	if len(p.picked) == 0 {
-		return victims, fmt.Errorf("the preemption policy %s chose no victim among %d running requests", p.policy.Name(), len(p.running))
-	}
-	for _, i := range p.picked {
-		v := p.running[i]
-		if _, err := p.m.PreemptSeq(blocktable.SeqID(v.req.ID), blocktable.Recompute); err != nil {
-			return victims, err
-		}
-		victims = append(victims, v)
+	for _, v := range p.pre {
+		victims = append(victims, &p.seqs[v.Seq])
 	}
 	return victims, nil
 }
@@ -205,28 +164,8 @@ func (p *paged) finish(s *seq) error {
 	return nil
 }
 
-// drop takes s out of the running requests in O(1), leaving a hole that the next
-// compaction closes: before preemption reads the list, or once holes outnumber requests.
-func (p *paged) drop(s *seq) {
-	p.running[p.state[s.req.ID].slot] = nil
-	p.live--
-	if len(p.running) > 64 && p.live < len(p.running)/2 {
-		p.compact()
-	}
-}
-
-func (p *paged) compact() {
-	n := 0
-	for _, r := range p.running {
-		if r != nil {
-			p.state[r.req.ID].slot = n
-			p.running[n] = r
-			n++
-		}
-	}
-	clear(p.running[n:])
-	p.running = p.running[:n]
-}
+// drop takes s out of the running requests.
+func (p *paged) drop(*seq) { p.live-- }
 
 // usage reads the pool, O(1): blocks held by running requests are those in use less the
 // cached blocks only the index holds (which the pool can reclaim).
@@ -252,17 +191,8 @@ func (p *paged) check(deep bool) error {
 	if u := p.usage(nil); u.Tokens+u.Internal != int64(st.InUse)*int64(p.blockSize) || u.Cached != int64(st.Evictable)*int64(p.blockSize) {
 		return fmt.Errorf("the pool says %d slots held and %d cached, the Manager %d blocks in use and %d evictable", u.Tokens+u.Internal, u.Cached, st.InUse, st.Evictable)
 	}
-	live := 0
-	for i, r := range p.running {
-		if r != nil {
-			live++
-			if slot := p.state[r.req.ID].slot; slot != i {
-				return fmt.Errorf("request %d sits at %d of the running list but thinks it is at %d", r.req.ID, i, slot)
-			}
-		}
-	}
-	if st.Running != p.live || live != p.live {
-		return fmt.Errorf("the Manager runs %d sequences, the simulator %d (%d counted)", st.Running, p.live, live)
+	if st.Running != p.live {
+		return fmt.Errorf("the Manager runs %d sequences, the simulator %d", st.Running, p.live)
 	}
 	// Without sharing every block has one holder, so the requests' own counts must
 	// account for every block in use exactly.
