@@ -25,6 +25,10 @@ const (
 	W3OutputTokens = 128
 	// W3ZipfS is the Zipf exponent of the system-prompt choice.
 	W3ZipfS = 1.1
+
+	// W4Window is the sliding window, in tokens, of W4's second KV-cache group (W4 is W3's
+	// trace on a full-attention group plus this sliding-window group, in one pool).
+	W4Window = 128
 )
 
 // W2Prompt returns W2's prompt: the first 4,096 tokens of a fresh generator.
