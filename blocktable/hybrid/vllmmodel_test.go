@@ -1,9 +1,11 @@
-package bench
+package hybrid_test
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/kvpage/kvpage/bench"
 )
 
 // This file is a reference model of vLLM v1's hybrid KV-cache manager (upstream commit
@@ -522,8 +524,8 @@ type vmW4Result struct {
 }
 
 // runW4Model drives the model with W4 exactly as workloads.md says vLLM was driven.
-func runW4Model(tr *W3Trace) vmW4Result {
-	m := newVMManager(W3PoolBlocks, []vmGroup{{BlockSize, 0}, {BlockSize, W4Window}}, false)
+func runW4Model(tr *bench.W3Trace) vmW4Result {
+	m := newVMManager(bench.W3PoolBlocks, []vmGroup{{bench.BlockSize, 0}, {bench.BlockSize, bench.W4Window}}, false)
 	var res vmW4Result
 	for i := range tr.Requests {
 		rq := &tr.Requests[i]

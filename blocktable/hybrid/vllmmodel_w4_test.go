@@ -1,7 +1,9 @@
-package bench
+package hybrid_test
 
 import (
 	"testing"
+
+	"github.com/kvpage/kvpage/bench"
 
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +22,7 @@ func TestW4ModelMatchesVLLM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the whole W4 trace through the reference model")
 	}
-	res := runW4Model(NewW3Trace())
+	res := runW4Model(bench.NewW3Trace())
 	t.Logf("hit tokens %d, evictions %d, duplicates per group %v", res.HitTokens, res.Evictions, res.Duplicates)
 	require.Equal(t, w4FirstHits, res.FirstHits)
 	require.Equal(t, uint64(w4HitTokens), res.HitTokens)

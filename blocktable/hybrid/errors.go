@@ -1,0 +1,23 @@
+package hybrid
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocktable"
+)
+
+// The package reports errors with blocktable's sentinels, so that a scheduler tests one
+// set with errors.Is whichever Manager it drives.
+var (
+	errInvalid = blocktable.ErrInvalidArgument
+	errUnknown = blocktable.ErrUnknownSeq
+	errDup     = blocktable.ErrDuplicateSeq
+)
+
+func outOfBlocks(op string, seq blocktable.SeqID, needed, available int) error {
+	return &blocktable.OutOfBlocksError{Op: op, Seq: seq, Needed: needed, Available: available}
+}
+
+func seqErr(op string, seq blocktable.SeqID, err error) error {
+	return fmt.Errorf("hybrid: %s sequence %d: %w", op, seq, err)
+}

@@ -1,0 +1,375 @@
+package hybrid
+
+import "github.com/kvpage/kvpage/blocks"
+
+// The index and the pool live together here because vLLM's order of evictions comes from
+// their interplay: one free queue holds every unreferenced block, cached or not, in the
+// order it was freed, allocation pops its front and evicts the block if it is cached, and a
+// hit takes cached blocks out of the queue from anywhere.
+//
+// The prefix index is a trie of logical nodes, one per distinct prefix of whole match
+// units (tokens verified, a chained 64-bit key only to find the slot), shared by all
+// groups. A node holds, per group, the list of physical blocks cached for that prefix in
+// the order they were cached (vLLM caches a second block under a key that already has one;
+// lookups take the first). A group whose block is k match units long caches its block i at
+// the node of unit (i+1)k-1, whose chained key already names the whole prefix.
+//
+// Sliding-window and Mamba blocks are released while the sequence still holds later ones,
+// so their entries are evicted from the middle of a chain. The node then stays as a
+// tombstone (no entries, but children or a sequence's pin) that keeps the later nodes
+// reachable, as SGLang's swa_radix_cache does; a node is freed when it has no entries, no
+// children and no pin. Full-attention entries are evicted in queue order too, and with
+// every sequence releasing last block first that order is leaf-first: a node's
+// full-attention entries are never all gone while a child has one (CheckInvariants).
+
+// blk is one physical block.
+type blk struct {
+	ref   int32
+	prev  int32 // free-queue links (-1 at the ends)
+	next  int32
+	node  int32 // node the block is cached under; 0 when not cached
+	lnext int32 // next block cached under the same (node, group); 0 at the end
+	group uint8
+	inq   bool
+}
+
+// node is one logical prefix.
+type node struct {
+	key      uint64
+	parent   int32
+	children int32
+	pins     int32 // sequences positioned here
+	entries  int32 // cached blocks over all groups
+}
+
+const noBlock = -1
+
+type store struct {
+	unit int // tokens per match unit
+	ng   int
+
+	blks       []blk
+	qhead      int32
+	qtail      int32
+	qlen       int
+	unhashedUp bool // free uncached blocks to the front (vLLM's newer order)
+
+	nodes     []node
+	ntok      []int32 // unit tokens per node
+	head      []int32 // ng per node: first cached block, 0 = none
+	tail      []int32
+	freeNodes []int32
+	live      int // nodes in the trie, root excluded
+	slots     []int32
+	shift     uint
+
+	evictions  uint64
+	duplicates uint64
+	dropped    uint64
+	cached     []int // cached entries per group
+}
+
+func newStore(numBlocks, unit, ng int, unhashedFirst bool) *store {
+	s := &store{unit: unit, ng: ng, qhead: noBlock, qtail: noBlock, unhashedUp: unhashedFirst}
+	s.blks = make([]blk, numBlocks)
+	for i := 1; i < numBlocks; i++ {
+		s.blks[i].prev, s.blks[i].next = noBlock, noBlock
+		s.pushBack(int32(i))
+	}
+	s.blks[blocks.NullID].prev, s.blks[blocks.NullID].next = noBlock, noBlock
+	// Node 0 is the root; room for about one node per block before the first growth.
+	s.nodes = make([]node, 1, numBlocks/2+1)
+	s.ntok = make([]int32, unit, (numBlocks/2+1)*unit)
+	s.head = make([]int32, ng, (numBlocks/2+1)*ng)
+	s.tail = make([]int32, ng, (numBlocks/2+1)*ng)
+	size := 16
+	for size < numBlocks*2 {
+		size *= 2
+	}
+	s.setTable(size)
+	s.cached = make([]int, ng)
+	return s
+}
+
+// Free queue.
+
+func (s *store) pushBack(b int32) {
+	x := &s.blks[b]
+	x.prev, x.next, x.inq = s.qtail, noBlock, true
+	if s.qtail != noBlock {
+		s.blks[s.qtail].next = b
+	} else {
+		s.qhead = b
+	}
+	s.qtail = b
+	s.qlen++
+}
+
+func (s *store) pushFront(b int32) {
+	x := &s.blks[b]
+	x.prev, x.next, x.inq = noBlock, s.qhead, true
+	if s.qhead != noBlock {
+		s.blks[s.qhead].prev = b
+	} else {
+		s.qtail = b
+	}
+	s.qhead = b
+	s.qlen++
+}
+
+func (s *store) unlink(b int32) {
+	x := &s.blks[b]
+	if x.prev != noBlock {
+		s.blks[x.prev].next = x.next
+	} else {
+		s.qhead = x.next
+	}
+	if x.next != noBlock {
+		s.blks[x.next].prev = x.prev
+	} else {
+		s.qtail = x.prev
+	}
+	x.prev, x.next, x.inq = noBlock, noBlock, false
+	s.qlen--
+}
+
+// alloc pops the queue's front, evicting it if it is cached. The caller has checked qlen.
+func (s *store) alloc() blocks.ID {
+	b := s.qhead
+	s.unlink(b)
+	if s.blks[b].node != 0 {
+		s.uncache(b)
+		s.evictions++
+	}
+	s.blks[b].ref = 1
+	return blocks.ID(b)
+}
+
+// take adds a reference to a hit block, taking it out of the queue if it was there.
+func (s *store) take(b blocks.ID) {
+	x := &s.blks[b]
+	if x.ref == 0 {
+		s.unlink(int32(b))
+	}
+	x.ref++
+}
+
+// release drops a reference; an unreferenced block joins the queue's end (or its front,
+// for an uncached block under the newer order).
+func (s *store) release(b blocks.ID) {
+	x := &s.blks[b]
+	x.ref--
+	if x.ref > 0 {
+		return
+	}
+	if s.unhashedUp && x.node == 0 {
+		s.pushFront(int32(b))
+	} else {
+		s.pushBack(int32(b))
+	}
+}
+
+// Entries.
+
+// first returns the first block cached for group g at node n, or 0.
+func (s *store) first(n int32, g int) int32 { return s.head[int(n)*s.ng+g] }
+
+// cache records b as cached for group g at node n, behind any block already there.
+func (s *store) cache(b blocks.ID, n int32, g int) {
+	x := &s.blks[b]
+	x.node, x.group, x.lnext = n, uint8(g), 0
+	i := int(n)*s.ng + g
+	if t := s.tail[i]; t != 0 {
+		s.blks[t].lnext = int32(b)
+		s.duplicates++
+	} else {
+		s.head[i] = int32(b)
+	}
+	s.tail[i] = int32(b)
+	s.nodes[n].entries++
+	s.cached[g]++
+}
+
+// uncache removes b's entry, and frees its node if nothing keeps the node any more.
+func (s *store) uncache(b int32) {
+	x := &s.blks[b]
+	n, g := x.node, int(x.group)
+	i := int(n)*s.ng + g
+	prev := int32(0)
+	for c := s.head[i]; c != b; c = s.blks[c].lnext {
+		prev = c
+	}
+	if prev == 0 {
+		s.head[i] = x.lnext
+	} else {
+		s.blks[prev].lnext = x.lnext
+	}
+	if s.tail[i] == b {
+		s.tail[i] = prev
+	}
+	x.node, x.lnext = 0, 0
+	s.nodes[n].entries--
+	s.cached[g]--
+	s.maybeFree(n)
+}
+
+// Trie.
+
+func (s *store) setTable(size int) {
+	s.slots = make([]int32, size)
+	s.shift = 64
+	for 1<<(64-s.shift) < size {
+		s.shift--
+	}
+}
+
+func (s *store) slot(key uint64) int { return int((key * 0x9E3779B97F4A7C15) >> s.shift) }
+
+// child finds the node for the unit of tokens toks (with chained key) under parent, or 0.
+func (s *store) child(parent int32, key uint64, toks []int32) int32 {
+	mask := len(s.slots) - 1
+	for i := s.slot(key); ; i = (i + 1) & mask {
+		n := s.slots[i]
+		if n == 0 {
+			return 0
+		}
+		if nd := &s.nodes[n]; nd.key == key && nd.parent == parent && sameTokens(s.ntok[int(n)*s.unit:int(n+1)*s.unit], toks) {
+			return n
+		}
+	}
+}
+
+func sameTokens(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ensure returns the node for toks under parent, creating it if needed.
+func (s *store) ensure(parent int32, key uint64, toks []int32) int32 {
+	if n := s.child(parent, key, toks); n != 0 {
+		return n
+	}
+	var n int32
+	if k := len(s.freeNodes); k > 0 {
+		n = s.freeNodes[k-1]
+		s.freeNodes = s.freeNodes[:k-1]
+	} else {
+		n = int32(len(s.nodes))
+		s.nodes = append(s.nodes, node{})
+		s.ntok = append(s.ntok, toks...)
+		for range s.ng {
+			s.head = append(s.head, 0)
+			s.tail = append(s.tail, 0)
+		}
+	}
+	s.nodes[n] = node{key: key, parent: parent}
+	copy(s.ntok[int(n)*s.unit:], toks)
+	s.nodes[parent].children++
+	s.live++
+	if s.live*2 > len(s.slots) {
+		s.grow()
+	}
+	s.insertSlot(n)
+	return n
+}
+
+func (s *store) insertSlot(n int32) {
+	mask := len(s.slots) - 1
+	i := s.slot(s.nodes[n].key)
+	for s.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = n
+}
+
+func (s *store) grow() {
+	old := s.slots
+	s.setTable(len(old) * 2)
+	for _, n := range old {
+		if n != 0 {
+			s.insertSlot(n)
+		}
+	}
+}
+
+// removeSlot deletes n from the table with backward-shift deletion (linear probing).
+func (s *store) removeSlot(n int32) {
+	mask := len(s.slots) - 1
+	i := s.slot(s.nodes[n].key)
+	for s.slots[i] != n {
+		i = (i + 1) & mask
+	}
+	for {
+		s.slots[i] = 0
+		j := i
+		for {
+			j = (j + 1) & mask
+			m := s.slots[j]
+			if m == 0 {
+				return
+			}
+			h := s.slot(s.nodes[m].key)
+			// m may move to i if its home h is not cyclically within (i, j].
+			if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
+				s.slots[i] = m
+				i = j
+				break
+			}
+		}
+	}
+}
+
+// maybeFree frees node n, and then its parent and so on, while nothing keeps them.
+func (s *store) maybeFree(n int32) {
+	for n != 0 {
+		nd := &s.nodes[n]
+		if nd.entries != 0 || nd.children != 0 || nd.pins != 0 {
+			return
+		}
+		p := nd.parent
+		s.removeSlot(n)
+		*nd = node{}
+		s.freeNodes = append(s.freeNodes, n)
+		s.live--
+		s.nodes[p].children--
+		n = p
+	}
+}
+
+func (s *store) pin(n int32) {
+	if n != 0 {
+		s.nodes[n].pins++
+	}
+}
+
+func (s *store) unpin(n int32) {
+	if n != 0 {
+		s.nodes[n].pins--
+		s.maybeFree(n)
+	}
+}
+
+// unitKey chains a unit of tokens onto its parent's key. It only picks table slots:
+// equality is always decided on the tokens and the parent.
+func unitKey(parent uint64, toks []int32) uint64 {
+	h := parent ^ 0x243F6A8885A308D3
+	i := 0
+	for ; i+1 < len(toks); i += 2 {
+		h ^= uint64(uint32(toks[i])) | uint64(uint32(toks[i+1]))<<32
+		h *= 0xBF58476D1CE4E5B9
+		h ^= h >> 31
+	}
+	if i < len(toks) {
+		h ^= uint64(uint32(toks[i]))
+		h *= 0x94D049BB133111EB
+	}
+	h ^= h >> 29
+	return h
+}

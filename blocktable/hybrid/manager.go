@@ -1,0 +1,600 @@
+package hybrid
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/internal/invariant"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Groups are the model's KV-cache groups, in vLLM's group order (which is the order
+	// of allocation and of release). At least one.
+	Groups []Spec
+	// NumBlocks is the pool's size; block 0 is the null block, so NumBlocks-1 are usable.
+	NumBlocks int
+	// MatchUnit is the tokens per unit of prefix matching (vLLM's hash_block_size); it
+	// must divide every group's block size. 0 means their greatest common divisor.
+	MatchUnit int
+	// Eagle drops the last matched block of every group (EAGLE / MTP drafting needs the
+	// hidden states of the last block recomputed), as vLLM's use_eagle.
+	Eagle bool
+	// FreeUncachedFirst puts a released block that is not cached at the front of the free
+	// queue, so it is reused before any cached block is evicted (vLLM's newer order). The
+	// default appends every released block, as vLLM at ff1b90a2 does.
+	FreeUncachedFirst bool
+}
+
+// Request is what Admit needs of a new sequence.
+type Request struct {
+	// Prompt is the sequence's tokens so far; all of them get slots.
+	Prompt []int32
+	// MaxTokens bounds the sequence's length (prompt plus generated tokens).
+	MaxTokens int
+	// SkipCacheRead admits without looking the prompt up (vLLM's
+	// skip_reading_prefix_cache, for prompt logprobs); its blocks are still cached.
+	SkipCacheRead bool
+}
+
+// Stats are the Manager's counters.
+type Stats struct {
+	Capacity     int    // usable blocks (the null block excluded)
+	Free         int    // blocks in the free queue: never used, released, or cached and unreferenced
+	Running      int    // admitted sequences
+	Cached       []int  // cached blocks per group
+	Nodes        int    // logical prefix nodes (tombstones included)
+	Evictions    uint64 // cached blocks evicted to satisfy allocations
+	Duplicates   uint64 // blocks cached under a prefix that already had a block of the group
+	Dropped      uint64 // cached blocks dropped by EvictBlocks
+	HitTokens    uint64 // prompt tokens served from the cache at admission
+	PromptTokens uint64 // prompt tokens admitted
+}
+
+// Manager keeps the block tables of sequences of a hybrid model: one table per KV-cache
+// group, all drawn from one pool with one free queue, and one prefix index keyed by
+// (prefix, group). See the package documentation.
+type Manager struct {
+	specs []Spec
+	ng    int
+	bs    []int // tokens per block, per group
+	k     []int // match units per block, per group
+	unit  int
+	lcm   int     // tokens: hits are multiples of it
+	kinds [][]int // groups that take part in hits, equal specs together, downward first
+	kdone []bool
+	eagle bool
+	st    *store
+
+	seqs  map[blocktable.SeqID]*seq
+	spare []*seq
+	view  cachedView
+
+	hitTokens, promptTokens uint64
+}
+
+type seq struct {
+	tokens    []int32
+	keys      []uint64 // chained key per full match unit
+	path      []int32  // node per match unit, as far as it is known to be live
+	pinned    int32
+	tables    [][]blocks.ID
+	numCached []int // per group: blocks already cached (or skipped)
+	computed  int
+	maxTokens int
+}
+
+// New builds a Manager.
+func New(cfg Config) (*Manager, error) {
+	if len(cfg.Groups) == 0 || len(cfg.Groups) > 255 {
+		return nil, fmt.Errorf("%w: %d KV-cache groups", errInvalid, len(cfg.Groups))
+	}
+	if cfg.NumBlocks < 2 || cfg.NumBlocks > 1<<30 {
+		return nil, fmt.Errorf("%w: %d blocks", errInvalid, cfg.NumBlocks)
+	}
+	m := &Manager{specs: append([]Spec(nil), cfg.Groups...), ng: len(cfg.Groups), eagle: cfg.Eagle,
+		seqs: map[blocktable.SeqID]*seq{}}
+	g0 := 0
+	for _, s := range m.specs {
+		if err := validate(s); err != nil {
+			return nil, err
+		}
+		g0 = gcd(g0, s.BlockSize())
+	}
+	m.unit = cfg.MatchUnit
+	if m.unit == 0 {
+		m.unit = g0
+	}
+	if m.unit <= 0 || g0%m.unit != 0 {
+		return nil, fmt.Errorf("%w: match unit %d does not divide the block sizes", errInvalid, m.unit)
+	}
+	m.lcm = 1
+	for g, s := range m.specs {
+		m.bs = append(m.bs, s.BlockSize())
+		m.k = append(m.k, s.BlockSize()/m.unit)
+		if _, ignore := s.(NonCacheable); ignore {
+			continue
+		}
+		m.lcm = m.lcm / gcd(m.lcm, s.BlockSize()) * s.BlockSize()
+		placed := false
+		for i, kind := range m.kinds {
+			if m.specs[kind[0]] == s {
+				m.kinds[i] = append(m.kinds[i], g)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			m.kinds = append(m.kinds, []int{g})
+		}
+	}
+	// Downward (full attention) kinds first, keeping their order otherwise.
+	var sorted [][]int
+	for _, down := range []bool{true, false} {
+		for _, kind := range m.kinds {
+			if m.specs[kind[0]].Downward() == down {
+				sorted = append(sorted, kind)
+			}
+		}
+	}
+	m.kinds = sorted
+	m.kdone = make([]bool, len(m.kinds))
+	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
+	m.view.st = m.st
+	return m, nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Groups returns the group specs, in group order.
+func (m *Manager) Groups() []Spec { return m.specs }
+
+// cachedView answers Spec.Hit's questions for one kind over the path being matched.
+type cachedView struct {
+	st   *store
+	path []int32
+	kind []int
+	k    int
+}
+
+// Cached implements Cached: block i of the kind's groups is cached in every one of them.
+func (v *cachedView) Cached(i int) bool {
+	u := (i+1)*v.k - 1
+	if u >= len(v.path) {
+		return false
+	}
+	n := int(v.path[u]) * v.st.ng
+	for _, g := range v.kind {
+		if v.st.head[n+g] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// hit is vLLM's fixed point over the kinds: full attention first and once, every other
+// kind accepting or lowering the length until it is stable (one round for one full kind
+// and one other, as vLLM's simple hybrid), every length a multiple of the LCM of the
+// block sizes. maxLen is in tokens; so is the result. s.path holds the matched nodes.
+func (m *Manager) hit(s *seq, maxLen int) int {
+	if len(m.kinds) == 0 {
+		return 0
+	}
+	m.view.path = s.path
+	if len(m.kinds) == 1 {
+		g := m.kinds[0][0]
+		m.view.kind, m.view.k = m.kinds[0], m.k[g]
+		return m.specs[g].Hit(&m.view, maxLen/m.bs[g], m.lcm/m.bs[g], m.eagle) * m.bs[g]
+	}
+	simple := len(m.kinds) == 2 && m.specs[m.kinds[0][0]].Downward()
+	clear(m.kdone)
+	hit := maxLen
+	for {
+		cur := hit
+		for i, kind := range m.kinds {
+			g := kind[0]
+			bs := m.bs[g]
+			if m.kdone[i] && m.specs[g].Downward() {
+				cur = cur / bs * bs
+				continue
+			}
+			m.view.kind, m.view.k = kind, m.k[g]
+			cur = m.specs[g].Hit(&m.view, cur/bs, m.lcm/bs, m.eagle) * bs
+			m.kdone[i] = true
+		}
+		if cur >= hit {
+			break
+		}
+		hit = cur
+		if simple {
+			break
+		}
+	}
+	return hit
+}
+
+// blockAt is the first block cached for group g at its block i along s.path.
+func (m *Manager) blockAt(s *seq, g, i int) blocks.ID {
+	return blocks.ID(m.st.first(s.path[(i+1)*m.k[g]-1], g))
+}
+
+func (m *Manager) newSeq(req *Request) *seq {
+	var s *seq
+	if n := len(m.spare); n > 0 {
+		s, m.spare = m.spare[n-1], m.spare[:n-1]
+	} else {
+		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng)}
+	}
+	s.tokens = append(s.tokens[:0], req.Prompt...)
+	s.keys, s.path, s.pinned, s.computed, s.maxTokens = s.keys[:0], s.path[:0], 0, 0, req.MaxTokens
+	for g := range s.tables {
+		if c := (req.MaxTokens + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
+			s.tables[g] = make([]blocks.ID, 0, c)
+		}
+		s.tables[g], s.numCached[g] = s.tables[g][:0], 0
+	}
+	if c := req.MaxTokens / m.unit; cap(s.keys) < c {
+		s.keys = make([]uint64, 0, c)
+		s.path = make([]int32, 0, c)
+	}
+	if cap(s.tokens) < req.MaxTokens {
+		s.tokens = append(make([]int32, 0, req.MaxTokens), req.Prompt...)
+	}
+	m.addKeys(s)
+	return s
+}
+
+// addKeys chains the keys of s's newly full match units.
+func (m *Manager) addKeys(s *seq) {
+	for u := len(s.keys); (u+1)*m.unit <= len(s.tokens); u++ {
+		var parent uint64
+		if u > 0 {
+			parent = s.keys[u-1]
+		}
+		s.keys = append(s.keys, unitKey(parent, s.tokens[u*m.unit:(u+1)*m.unit]))
+	}
+}
+
+// walk sets s.path to the nodes of s's first units that the trie has, up to maxUnits.
+func (m *Manager) walk(s *seq, maxUnits int) {
+	s.path = s.path[:0]
+	parent := int32(0)
+	for u := 0; u < maxUnits && u < len(s.keys); u++ {
+		n := m.st.child(parent, s.keys[u], s.tokens[u*m.unit:(u+1)*m.unit])
+		if n == 0 {
+			return
+		}
+		s.path = append(s.path, n)
+		parent = n
+	}
+}
+
+// Match returns the hit Admit would take for prompt, in tokens, touching nothing.
+func (m *Manager) Match(prompt []int32) int {
+	if len(prompt) == 0 {
+		return 0
+	}
+	s := m.newSeq(&Request{Prompt: prompt, MaxTokens: len(prompt)})
+	m.walk(s, (len(prompt)-1)/m.unit)
+	n := m.hit(s, len(prompt)-1)
+	m.spare = append(m.spare, s)
+	return n
+}
+
+// HitBlocks appends to dst, for each group, the blocks a hit of hitTokens on prompt takes
+// (the null block where the group no longer needs the tokens): vLLM's computed blocks.
+func (m *Manager) HitBlocks(prompt []int32, hitTokens int) [][]blocks.ID {
+	s := m.newSeq(&Request{Prompt: prompt, MaxTokens: len(prompt)})
+	m.walk(s, hitTokens/m.unit)
+	out := make([][]blocks.ID, m.ng)
+	for g := range out {
+		out[g] = []blocks.ID{}
+		if len(s.path)*m.unit < hitTokens || !m.participates(g) {
+			continue
+		}
+		n := hitTokens / m.bs[g]
+		skip := min(m.specs[g].Skipped(hitTokens)/m.bs[g], n)
+		for i := range n {
+			if i < skip {
+				out[g] = append(out[g], blocks.NullID)
+			} else {
+				out[g] = append(out[g], m.blockAt(s, g, i))
+			}
+		}
+	}
+	m.spare = append(m.spare, s)
+	return out
+}
+
+func (m *Manager) participates(g int) bool {
+	_, ignore := m.specs[g].(NonCacheable)
+	return !ignore
+}
+
+// Admit admits sequence id: it finds the prompt's hit (unless SkipCacheRead), counts what
+// every group needs (the hit blocks it would take off the free queue included) and, only if
+// the pool has it all, takes every group's hit blocks and then allocates the rest, in group
+// order, as vLLM's allocate_slots. The prompt's full blocks are cached. It returns the hit
+// in tokens. On error nothing changes.
+func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
+	if req == nil || len(req.Prompt) == 0 || req.MaxTokens < len(req.Prompt) {
+		return 0, seqErr("admit", id, errInvalid)
+	}
+	if _, ok := m.seqs[id]; ok {
+		return 0, seqErr("admit", id, errDup)
+	}
+	s := m.newSeq(req)
+	n := len(req.Prompt)
+	hit := 0
+	if !req.SkipCacheRead {
+		m.walk(s, (n-1)/m.unit)
+		hit = m.hit(s, n-1)
+	}
+	s.path = s.path[:hit/m.unit]
+	need := 0
+	for g, spec := range m.specs {
+		bs := m.bs[g]
+		required := (n + bs - 1) / bs
+		hb, skip := 0, 0
+		if hit > 0 && m.participates(g) {
+			hb = hit / bs
+			skip = min(spec.Skipped(hit)/bs, hb)
+			for i := skip; i < hb; i++ {
+				if m.st.blks[m.blockAt(s, g, i)].ref == 0 {
+					need++
+				}
+			}
+		}
+		need += max(required-max(skip, hb), 0)
+	}
+	if need > m.st.qlen {
+		m.spare = append(m.spare, s)
+		return 0, outOfBlocks("admit", id, need, m.st.qlen)
+	}
+	if len(s.path) > 0 {
+		s.pinned = s.path[len(s.path)-1]
+		m.st.pin(s.pinned)
+	}
+	for g, spec := range m.specs {
+		if hit == 0 || !m.participates(g) {
+			continue
+		}
+		hb := hit / m.bs[g]
+		skip := min(spec.Skipped(hit)/m.bs[g], hb)
+		t := s.tables[g]
+		for i := range hb {
+			if i < skip {
+				t = append(t, blocks.NullID)
+				continue
+			}
+			b := m.blockAt(s, g, i)
+			m.st.take(b)
+			t = append(t, b)
+		}
+		s.tables[g], s.numCached[g] = t, hb
+	}
+	m.grow(s, n)
+	m.commit(s, n)
+	s.computed = n
+	m.seqs[id] = s
+	m.hitTokens += uint64(hit)
+	m.promptTokens += uint64(n)
+	if invariant.Enabled {
+		invariant.Check(m.CheckInvariants)
+	}
+	return hit, nil
+}
+
+// grow allocates, group by group, the blocks s needs for tokens slots.
+func (m *Manager) grow(s *seq, tokens int) {
+	for g := range m.specs {
+		bs := m.bs[g]
+		t := s.tables[g]
+		for want := (tokens + bs - 1) / bs; len(t) < want; {
+			t = append(t, m.st.alloc())
+		}
+		s.tables[g] = t
+	}
+}
+
+// commit caches s's full blocks up to tokens, group by group, and moves its pin to the
+// deepest node of its path.
+func (m *Manager) commit(s *seq, tokens int) {
+	units := 0
+	for g, spec := range m.specs {
+		if !spec.Cacheable() {
+			continue
+		}
+		full := tokens / m.bs[g]
+		if s.numCached[g] >= full {
+			continue
+		}
+		units = max(units, full*m.k[g])
+		m.extend(s, full*m.k[g])
+		t := s.tables[g]
+		for i := s.numCached[g]; i < full; i++ {
+			if t[i] != blocks.NullID {
+				m.st.cache(t[i], s.path[(i+1)*m.k[g]-1], g)
+			}
+		}
+		s.numCached[g] = full
+	}
+	if units > 0 {
+		if n := s.path[len(s.path)-1]; n != s.pinned {
+			m.st.pin(n)
+			m.st.unpin(s.pinned)
+			s.pinned = n
+		}
+	}
+}
+
+// extend makes s.path cover units match units, creating nodes as needed.
+func (m *Manager) extend(s *seq, units int) {
+	for u := len(s.path); u < units; u++ {
+		parent := int32(0)
+		if u > 0 {
+			parent = s.path[u-1]
+		}
+		s.path = append(s.path, m.st.ensure(parent, s.keys[u], s.tokens[u*m.unit:(u+1)*m.unit]))
+	}
+}
+
+// Append adds tokens to sequence id: every group first releases the blocks it no longer
+// needs (wholly outside its window, from the tokens computed before this call, as vLLM
+// frees them inside allocate_slots), then allocates for the new tokens, and newly full
+// blocks are cached. On error (out of blocks, too long) nothing changes.
+func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
+	s, ok := m.seqs[id]
+	if !ok {
+		return seqErr("append", id, errUnknown)
+	}
+	if len(tokens) == 0 || len(tokens) > s.maxTokens-len(s.tokens) {
+		return seqErr("append", id, errInvalid)
+	}
+	total := len(s.tokens) + len(tokens)
+	want, freed := 0, 0
+	for g, spec := range m.specs {
+		t := s.tables[g]
+		if sk := spec.Skipped(s.computed); sk > 0 {
+			for i := min(sk/m.bs[g], len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
+				if m.st.blks[t[i]].ref == 1 {
+					freed++
+				}
+			}
+		}
+		want += max((total+m.bs[g]-1)/m.bs[g]-len(t), 0)
+	}
+	if want > m.st.qlen+freed {
+		return outOfBlocks("append", id, want, m.st.qlen+freed)
+	}
+	m.releaseSkipped(s)
+	m.grow(s, total)
+	s.tokens = append(s.tokens, tokens...)
+	m.addKeys(s)
+	m.commit(s, total)
+	s.computed = total
+	if invariant.Enabled && invariant.Sample(64) {
+		invariant.Check(m.CheckInvariants)
+	}
+	return nil
+}
+
+// releaseSkipped releases, per group, the blocks wholly before what the group still needs,
+// last first, and points their table entries at the null block.
+func (m *Manager) releaseSkipped(s *seq) {
+	for g, spec := range m.specs {
+		sk := spec.Skipped(s.computed)
+		if sk <= 0 {
+			continue
+		}
+		t := s.tables[g]
+		for i := min(sk/m.bs[g], len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
+			m.st.release(t[i])
+			t[i] = blocks.NullID
+		}
+	}
+}
+
+// Finish ends sequence id: its cached blocks stay cached (and evictable once nobody holds
+// them); every group releases its blocks last first, group by group, as vLLM's free.
+func (m *Manager) Finish(id blocktable.SeqID) error {
+	s, ok := m.seqs[id]
+	if !ok {
+		return seqErr("finish", id, errUnknown)
+	}
+	for g := range m.specs {
+		t := s.tables[g]
+		for i := len(t) - 1; i >= 0; i-- {
+			if t[i] != blocks.NullID {
+				m.st.release(t[i])
+			}
+		}
+		s.tables[g] = t[:0]
+	}
+	m.st.unpin(s.pinned)
+	s.pinned = 0
+	delete(m.seqs, id)
+	m.spare = append(m.spare, s)
+	if invariant.Enabled && invariant.Sample(16) {
+		invariant.Check(m.CheckInvariants)
+	}
+	return nil
+}
+
+// EvictBlocks drops the given blocks from the prefix index (vLLM's evict_blocks, used when
+// a KV connector failed to load them): later lookups miss them; a block a sequence holds
+// stays in its table. Blocks that are not cached, and IDs outside the pool, are ignored.
+func (m *Manager) EvictBlocks(ids []blocks.ID) {
+	for _, b := range ids {
+		if b > 0 && int(b) < len(m.st.blks) && m.st.blks[b].node != 0 {
+			m.st.uncache(int32(b))
+			m.st.dropped++
+		}
+	}
+}
+
+// Table returns sequence id's block table for group g (the null block where the group no
+// longer needs the tokens). It is valid until the next call that changes the sequence.
+func (m *Manager) Table(id blocktable.SeqID, g int) ([]blocks.ID, error) {
+	s, ok := m.seqs[id]
+	if !ok {
+		return nil, seqErr("table", id, errUnknown)
+	}
+	if g < 0 || g >= m.ng {
+		return nil, seqErr("table", id, errInvalid)
+	}
+	return s.tables[g], nil
+}
+
+// Slot returns the slot (block ID x block size + offset) of token pos of sequence id in
+// group g, the value a paged-attention kernel's slot mapping holds.
+func (m *Manager) Slot(id blocktable.SeqID, g, pos int) (int64, error) {
+	t, err := m.Table(id, g)
+	if err != nil {
+		return 0, err
+	}
+	if pos < 0 || pos >= len(t)*m.bs[g] {
+		return 0, seqErr("slot", id, errInvalid)
+	}
+	return int64(t[pos/m.bs[g]])*int64(m.bs[g]) + int64(pos%m.bs[g]), nil
+}
+
+// PackTables writes the tables of seqs for group g into dst, row i at dst[i*width:],
+// padded with the null block: the batch block table a kernel reads. dst must hold
+// len(seqs) x width entries and every table must fit in width.
+func (m *Manager) PackTables(dst []blocks.ID, seqs []blocktable.SeqID, g, width int) error {
+	if g < 0 || g >= m.ng || width < 0 || len(dst) < len(seqs)*width {
+		return fmt.Errorf("%w: pack %d tables of width %d into %d", errInvalid, len(seqs), width, len(dst))
+	}
+	for _, id := range seqs {
+		s, ok := m.seqs[id]
+		if !ok {
+			return seqErr("pack", id, errUnknown)
+		}
+		if len(s.tables[g]) > width {
+			return seqErr("pack", id, errInvalid)
+		}
+	}
+	for i, id := range seqs {
+		row := dst[i*width : (i+1)*width]
+		n := copy(row, m.seqs[id].tables[g])
+		clear(row[n:])
+	}
+	return nil
+}
+
+// Stats returns the counters.
+func (m *Manager) Stats() Stats {
+	return Stats{
+		Capacity: len(m.st.blks) - 1, Free: m.st.qlen, Running: len(m.seqs),
+		Cached: append([]int(nil), m.st.cached...), Nodes: m.st.live,
+		Evictions: m.st.evictions, Duplicates: m.st.duplicates, Dropped: m.st.dropped,
+		HitTokens: m.hitTokens, PromptTokens: m.promptTokens,
+	}
+}
