@@ -90,6 +90,10 @@ type Request struct {
 	// MaxTokens, when positive, is a hint of the sequence's final length, so that its
 	// token and block buffers are sized once.
 	MaxTokens int
+	// Resumed marks a request that was preempted (in recompute mode) and is admitted
+	// again. Its prefix hit, mostly its own blocks from before, is counted apart
+	// (Stats.Resumed*, prefix.Stats.Resumed*) so that re-hits do not flatter the hit rate.
+	Resumed bool
 }
 
 // AdmitResult says what Admit did (or, from CanAdmit, would do).
@@ -193,7 +197,10 @@ type Stats struct {
 	// CopyOnWrites counts blocks copied on first write after a fork or truncation.
 	CopyOnWrites uint64
 	// PromptTokens sums the prompt lengths of admissions; HitTokens their prefix hits.
+	// Resumed admissions (Request.Resumed) are not in them but in ResumedAdmitted,
+	// ResumedPromptTokens and ResumedHitTokens (Admitted counts both).
 	PromptTokens, HitTokens uint64
+	ResumedAdmitted, ResumedPromptTokens, ResumedHitTokens uint64
 	// Evictions counts cached blocks the pool reclaimed from the index for allocations.
 	Evictions uint64
 	// RejectedAdmissions counts Admit calls refused for lack of blocks.

@@ -260,7 +260,11 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 		s.cur = m.index.Cursor(req.Namespace)
 	}
 	if m.caching() {
-		m.index.RecordLookup(&p.prompt, p.cur)
+		if req.Resumed {
+			m.index.RecordResumedLookup(&p.prompt, p.cur)
+		} else {
+			m.index.RecordLookup(&p.prompt, p.cur)
+		}
 	}
 	if _, err := s.t.Append(p.tokens-s.t.tokens, req.Lookahead); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: admission counted %d blocks but allocation failed: %v", p.need, err))
@@ -269,8 +273,14 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	m.seqs[seq] = s
 	m.orderPush(s)
 	m.st.Admitted++
-	m.st.PromptTokens += uint64(len(req.Prompt))
-	m.st.HitTokens += uint64(p.res.HitTokens)
+	if req.Resumed {
+		m.st.ResumedAdmitted++
+		m.st.ResumedPromptTokens += uint64(len(req.Prompt))
+		m.st.ResumedHitTokens += uint64(p.res.HitTokens)
+	} else {
+		m.st.PromptTokens += uint64(len(req.Prompt))
+		m.st.HitTokens += uint64(p.res.HitTokens)
+	}
 	m.check()
 	return p.res, nil
 }

@@ -4,6 +4,8 @@ package prefix
 type counters struct {
 	lookups, lookedUp, hitTokens            uint64
 	inserts, duplicates, evictions, dropped uint64
+	// lookups of preempted requests readmitted (RecordResumedLookup)
+	resLookups, resLookedUp, resHitTokens uint64
 }
 
 // Stats is a snapshot of an index's state and counters.
@@ -22,6 +24,13 @@ type Stats struct {
 	// already cached under the same parent; Evictions blocks evicted (by Evict or for the
 	// pool); Dropped blocks dropped by Reset.
 	Inserts, Duplicates, Evictions, Dropped uint64
+	// ResumedLookups, ResumedLookedUpTokens and ResumedHitTokens count, apart from the
+	// above, the lookups of preempted requests admitted again (RecordResumedLookup): they
+	// mostly re-hit their own blocks, which would flatter the hit rate (vLLM #25780).
+	ResumedLookups, ResumedLookedUpTokens, ResumedHitTokens uint64
+	// Free is the pool's free list: blocks that hold nothing, apart from the cached
+	// blocks that are Reclaimable (the pool's Available is Free + Reclaimable).
+	Free int
 }
 
 // HitRate is the token-weighted hit rate, HitTokens / LookedUpTokens (0 before any lookup).
@@ -46,5 +55,10 @@ func (x *Index) Stats() Stats {
 		Duplicates:     x.stats.duplicates,
 		Evictions:      x.stats.evictions,
 		Dropped:        x.stats.dropped,
+
+		ResumedLookups:        x.stats.resLookups,
+		ResumedLookedUpTokens: x.stats.resLookedUp,
+		ResumedHitTokens:      x.stats.resHitTokens,
+		Free:                  x.pool.NumFree(),
 	}
 }
