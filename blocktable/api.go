@@ -199,7 +199,7 @@ type Stats struct {
 	// PromptTokens sums the prompt lengths of admissions; HitTokens their prefix hits.
 	// Resumed admissions (Request.Resumed) are not in them but in ResumedAdmitted,
 	// ResumedPromptTokens and ResumedHitTokens (Admitted counts both).
-	PromptTokens, HitTokens uint64
+	PromptTokens, HitTokens                                uint64
 	ResumedAdmitted, ResumedPromptTokens, ResumedHitTokens uint64
 	// Evictions counts cached blocks the pool reclaimed from the index for allocations.
 	Evictions uint64
