@@ -58,7 +58,7 @@ var evictionTraces = []*evictionTrace{
 // sharing one logical clock (the priority policy reads it).
 func evictionStack(tb testing.TB, policy string, poolBlocks int) *blocktable.Manager {
 	clock := &evict.Counter{}
-	p, err := evict.New[blocks.ID](policy, clock)
+	p, err := evict.ByName(policy)
 	require.NoError(tb, err)
 	pool, err := blocks.New(poolBlocks, blocks.WithNullBlock())
 	require.NoError(tb, err)

@@ -176,8 +176,10 @@ func BenchmarkMatchScaling(b *testing.B) {
 	}
 }
 
-// TestMatchScalingMemory holds the index to 128 bytes per cached block with the default
-// hasher, 64 of them tokens, at the largest size of BenchmarkMatchScaling.
+// TestMatchScalingMemory holds the index to 132 bytes per cached block with the default
+// hasher, 64 of them tokens, at the largest size of BenchmarkMatchScaling. (It was 128 while
+// the default LRU was built into the index and read each candidate's time from its node;
+// evict.NewLRU keeps the time in its own heap element, 4 bytes more a block.)
 func TestMatchScalingMemory(t *testing.T) {
 	if testing.Short() || invariant.Enabled {
 		t.Skip("builds an index of 400,000 blocks (too slow with invariant checks)")
@@ -185,8 +187,8 @@ func TestMatchScalingMemory(t *testing.T) {
 	_, cached, heap, _ := scalingIndex(t, 100000)
 	perBlock := float64(heap) / float64(cached)
 	t.Logf("%d cached blocks, %.1f bytes each", cached, perBlock)
-	if perBlock > 128 {
-		t.Fatalf("index memory %.1f bytes per cached block, want at most 128", perBlock)
+	if perBlock > 132 {
+		t.Fatalf("index memory %.1f bytes per cached block, want at most 132", perBlock)
 	}
 }
 

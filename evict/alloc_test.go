@@ -9,7 +9,7 @@ import (
 // churn is the steady state of a cache: the victim is evicted and its block comes back
 // with new content, and some other candidate is hit (removed) and released (added) again.
 type churn struct {
-	p     Policy[int32]
+	p     Policy
 	clock *Counter
 	n     int32
 	x     uint64
@@ -17,7 +17,7 @@ type churn struct {
 
 func newChurn(pc policyCase, n int) *churn {
 	c := &churn{clock: &Counter{}, n: int32(n), x: 1}
-	c.p, _ = pc.build(c.clock)
+	c.p, _ = pc.build(n, c.clock)
 	for k := range c.n {
 		c.p.Add(c.entry(k))
 	}
@@ -27,11 +27,11 @@ func newChurn(pc policyCase, n int) *churn {
 	return c
 }
 
-func (c *churn) entry(k int32) Entry[int32] {
+func (c *churn) entry(k int32) Entry {
 	c.x = c.x*6364136223846793005 + 1442695040888963407
 	r := c.x >> 33
 	now := c.clock.Tick()
-	return Entry[int32]{Key: k, LastAccess: now - r%64, Hits: uint32(r % 5),
+	return Entry{Key: k, LastAccess: now - r%64, Hits: uint32(r % 5),
 		Priority: priorities[r%uint64(len(priorities))], PriorityUntil: now + r%128}
 }
 

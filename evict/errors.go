@@ -6,13 +6,9 @@ import (
 	"strings"
 )
 
-// ErrUnknownPolicy is matched (errors.Is) by every error for a policy name that New or
+// ErrUnknownPolicy is matched (errors.Is) by every error for a policy name that ByName or
 // PreemptionByName does not know; the error itself is an *UnknownPolicyError.
 var ErrUnknownPolicy = errors.New("evict: unknown policy")
-
-// ErrNoClock is returned by New for a policy that reads the current time ("priority") when
-// it is given a nil Clock.
-var ErrNoClock = errors.New("evict: policy needs a clock")
 
 // UnknownPolicyError reports a policy name that is not built in, with the valid names.
 type UnknownPolicyError struct {

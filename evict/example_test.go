@@ -12,25 +12,22 @@ import (
 // keep the default priority.
 func Example() {
 	var clock evict.Counter
-	p, err := evict.New[int32]("priority", &clock)
-	if err != nil {
-		panic(err)
-	}
-	p.Add(evict.Entry[int32]{Key: 7, LastAccess: 1, Priority: 90, PriorityUntil: 20}) // system prompt
-	p.Add(evict.Entry[int32]{Key: 3, LastAccess: 5})                                  // chat turn
-	p.Add(evict.Entry[int32]{Key: 4, LastAccess: 6})                                  // chat turn
-	p.Remove(4)                                                                       // hit again: no longer evictable
+	p := evict.NewPriority(16, &clock)                                         // keys 0..15
+	p.Add(evict.Entry{Key: 7, LastAccess: 1, Priority: 90, PriorityUntil: 20}) // system prompt
+	p.Add(evict.Entry{Key: 3, LastAccess: 5})                                  // chat turn
+	p.Add(evict.Entry{Key: 4, LastAccess: 6})                                  // chat turn
+	p.Remove(4)                                                                // hit again: no longer evictable
 
 	clock.Set(10)
 	k, _ := p.Victim()
 	fmt.Println("at 10 evict", k)
 
-	p.Add(evict.Entry[int32]{Key: 3, LastAccess: 10})
+	p.Add(evict.Entry{Key: 3, LastAccess: 10})
 	clock.Set(21) // retention ran out: block 7 is an old default-priority block now
 	k, _ = p.Victim()
 	fmt.Println("at 21 evict", k)
 
-	_, err = evict.New[int32]("lrfu", &clock)
+	_, err := evict.ByName("lrfu")
 	fmt.Println(errors.Is(err, evict.ErrUnknownPolicy), err)
 	// Output:
 	// at 10 evict 3
@@ -59,10 +56,10 @@ func ExamplePreemption() {
 // A researcher's policy: evict the block with the fewest hits first (the score is taken
 // when the block becomes evictable), ties by smallest key.
 func ExampleNewScored() {
-	p := evict.NewScored("hits-first", func(e evict.Entry[int32]) float64 { return float64(e.Hits) })
-	p.Add(evict.Entry[int32]{Key: 1, Hits: 5})
-	p.Add(evict.Entry[int32]{Key: 2, Hits: 1})
-	p.Add(evict.Entry[int32]{Key: 3, Hits: 1})
+	p := evict.NewScored(8, "hits-first", func(e evict.Entry) float64 { return float64(e.Hits) })
+	p.Add(evict.Entry{Key: 1, Hits: 5})
+	p.Add(evict.Entry{Key: 2, Hits: 1})
+	p.Add(evict.Entry{Key: 3, Hits: 1})
 	for p.Len() > 0 {
 		k, _ := p.Victim()
 		fmt.Print(k, " ")

@@ -1,7 +1,16 @@
 package evict
 
-import "cmp"
+import "github.com/kvpage/kvpage/internal/invariant"
 
+// fifo is the policy NewFIFO returns.
+type fifo struct {
+	h   rankHeap
+	seq uint64
+	chk checker
+}
+
+// NewFIFO returns an empty FIFO policy.
+//
 // FIFO evicts candidates in the order in which they became candidates: the key whose
 // current candidacy began with the earliest Add goes first, whatever its LastAccess.
 //
@@ -14,50 +23,43 @@ import "cmp"
 // In a prefix cache this differs from LRU in one case: a radix-tree parent that becomes an
 // evictable leaf long after its last use is last in FIFO and first in LRU. FIFO is a heap
 // keyed by the Add number: Add, Remove and Victim are O(log n).
-type FIFO[K cmp.Ordered] struct {
-	h   rankHeap[K]
-	seq uint64
-	v   verifier
-}
-
-// NewFIFO returns an empty FIFO policy.
-func NewFIFO[K cmp.Ordered]() *FIFO[K] { return &FIFO[K]{h: newRankHeap[K]()} }
+func NewFIFO(capacity int) Policy { return &fifo{h: newRankHeap(capacity)} }
 
 // Name returns "fifo".
-func (p *FIFO[K]) Name() string { return "fifo" }
+func (p *fifo) Name() string { return "fifo" }
 
 // Add makes e.Key the newest candidate.
-func (p *FIFO[K]) Add(e Entry[K]) {
+func (p *fifo) Add(e Entry) {
 	p.seq++
 	p.h.push(e.Key, p.seq, 0)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *FIFO[K]) Remove(key K) bool {
+func (p *fifo) Remove(key int32) bool {
 	ok := p.h.remove(key)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
 // Victim pops the candidate that arrived first.
-func (p *FIFO[K]) Victim() (K, bool) {
+func (p *fifo) Victim() (int32, bool) {
 	k, ok := p.h.pop()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
 // Len is the number of candidates.
-func (p *FIFO[K]) Len() int { return p.h.len() }
+func (p *fifo) Len() int { return p.h.len() }
 
 // Reset drops every candidate.
-func (p *FIFO[K]) Reset() { p.h.reset(); p.seq = 0 }
+func (p *fifo) Reset() { p.h.reset(); p.seq = 0 }
 
 // CheckInvariants verifies the heap order and the key index.
-func (p *FIFO[K]) CheckInvariants() error { return p.h.check() }
+func (p *fifo) check() error { return p.h.check() }

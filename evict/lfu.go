@@ -1,11 +1,21 @@
 package evict
 
 import (
-	"cmp"
+	"github.com/kvpage/kvpage/internal/invariant"
 	"math"
 	"math/bits"
 )
 
+// lfu is the policy NewLFU returns.
+type lfu struct {
+	h        rankHeap
+	halfLife uint64
+	chk      checker
+}
+
+// NewLFU returns an empty LFU policy whose counts halve every halfLife ticks; 0 means
+// DefaultHalfLife.
+//
 // DefaultHalfLife is the LFU policy's default half-life, in ticks of the logical clock.
 const DefaultHalfLife = 4096
 
@@ -34,61 +44,53 @@ const DefaultHalfLife = 4096
 // integer counts makes candidates tie and swap places at every period boundary, so the
 // whole set would need re-sorting each period (O(n)); the continuous form keeps one fixed
 // order, and Add, Remove and Victim stay O(log n).
-type LFU[K cmp.Ordered] struct {
-	h        rankHeap[K]
-	halfLife uint64
-	v        verifier
-}
-
-// NewLFU returns an empty LFU policy whose counts halve every halfLife ticks; 0 means
-// DefaultHalfLife.
-func NewLFU[K cmp.Ordered](halfLife uint64) *LFU[K] {
+func NewLFU(capacity int, halfLife uint64) Policy {
 	if halfLife == 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &LFU[K]{h: newRankHeap[K](), halfLife: halfLife}
+	return &lfu{h: newRankHeap(capacity), halfLife: halfLife}
 }
 
 // Name returns "lfu".
-func (p *LFU[K]) Name() string { return "lfu" }
+func (p *lfu) Name() string { return "lfu" }
 
 // HalfLife is the number of ticks in which a count halves.
-func (p *LFU[K]) HalfLife() uint64 { return p.halfLife }
+func (p *lfu) HalfLife() uint64 { return p.halfLife }
 
 // Add makes e.Key a candidate ranked by its aged count.
-func (p *LFU[K]) Add(e Entry[K]) {
+func (p *lfu) Add(e Entry) {
 	p.h.push(e.Key, LFUScore(e.LastAccess, e.Hits, p.halfLife), e.LastAccess)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *LFU[K]) Remove(key K) bool {
+func (p *lfu) Remove(key int32) bool {
 	ok := p.h.remove(key)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
 // Victim pops the candidate with the smallest aged count.
-func (p *LFU[K]) Victim() (K, bool) {
+func (p *lfu) Victim() (int32, bool) {
 	k, ok := p.h.pop()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
 // Len is the number of candidates.
-func (p *LFU[K]) Len() int { return p.h.len() }
+func (p *lfu) Len() int { return p.h.len() }
 
 // Reset drops every candidate.
-func (p *LFU[K]) Reset() { p.h.reset() }
+func (p *lfu) Reset() { p.h.reset() }
 
 // CheckInvariants verifies the heap order and the key index.
-func (p *LFU[K]) CheckInvariants() error { return p.h.check() }
+func (p *lfu) check() error { return p.h.check() }
 
 // LFUScore is the time-free rank of LFU: lastAccess + ⌊halfLife · log₂(hits + 1)⌋, with
 // log₂ in 16-bit fixed point, saturating at the largest uint64. Smaller is evicted first.

@@ -2,6 +2,8 @@ package evict
 
 import (
 	"math"
+
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
 // tb is what the op machine needs from *testing.T and *rapid.T.
@@ -13,12 +15,12 @@ type tb interface {
 // policyCase builds one policy under test together with its reference model.
 type policyCase struct {
 	name  string
-	build func(clock *Counter) (Policy[int32], *refPolicy)
+	build func(capacity int, clock *Counter) (Policy, *refPolicy)
 }
 
 // testScore is the scoring function of the Scored case: it mixes hits and recency and
 // returns NaN and -0 for some entries, to exercise the documented order of odd scores.
-func testScore(e Entry[int32]) float64 {
+func testScore(e Entry) float64 {
 	switch e.Hits {
 	case 5:
 		return math.NaN()
@@ -31,41 +33,41 @@ func testScore(e Entry[int32]) float64 {
 }
 
 func policyCases() []policyCase {
-	plain := func(kind string, mk func() Policy[int32]) policyCase {
-		return policyCase{kind, func(c *Counter) (Policy[int32], *refPolicy) { return mk(), newRef(kind, c) }}
+	plain := func(kind string, mk func(n int) Policy) policyCase {
+		return policyCase{kind, func(n int, c *Counter) (Policy, *refPolicy) { return mk(n), newRef(kind, c) }}
 	}
 	return []policyCase{
-		plain("lru", func() Policy[int32] { return NewLRU[int32]() }),
-		plain("fifo", func() Policy[int32] { return NewFIFO[int32]() }),
-		plain("mru", func() Policy[int32] { return NewMRU[int32]() }),
-		plain("lfu", func() Policy[int32] { return NewLFU[int32](0) }),
-		{"lfu/halflife=4", func(c *Counter) (Policy[int32], *refPolicy) {
+		plain("lru", func(n int) Policy { return NewLRU(n) }),
+		plain("fifo", func(n int) Policy { return NewFIFO(n) }),
+		plain("mru", func(n int) Policy { return NewMRU(n) }),
+		plain("lfu", func(n int) Policy { return NewLFU(n, 0) }),
+		{"lfu/halflife=4", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("lfu", c)
 			r.halfLife = 4
-			return NewLFU[int32](4), r
+			return NewLFU(n, 4), r
 		}},
-		{"priority", func(c *Counter) (Policy[int32], *refPolicy) { return NewPriority[int32](c), newRef("priority", c) }},
-		plain("slru", func() Policy[int32] { return NewSLRU[int32](0) }),
-		{"slru/50", func(c *Counter) (Policy[int32], *refPolicy) {
+		{"priority", func(n int, c *Counter) (Policy, *refPolicy) { return NewPriority(n, c), newRef("priority", c) }},
+		plain("slru", func(n int) Policy { return NewSLRU(n, 0) }),
+		{"slru/50", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("slru", c)
 			r.percent = 50
-			return NewSLRU[int32](50), r
+			return NewSLRU(n, 50), r
 		}},
-		{"slru/100", func(c *Counter) (Policy[int32], *refPolicy) {
+		{"slru/100", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("slru", c)
 			r.percent = 100
-			return NewSLRU[int32](100), r
+			return NewSLRU(n, 100), r
 		}},
-		plain("s3fifo", func() Policy[int32] { return NewS3FIFO[int32](0) }),
-		{"s3fifo/40", func(c *Counter) (Policy[int32], *refPolicy) {
+		plain("s3fifo", func(n int) Policy { return NewS3FIFO(n, 0) }),
+		{"s3fifo/40", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("s3fifo", c)
 			r.percent = 40
-			return NewS3FIFO[int32](40), r
+			return NewS3FIFO(n, 40), r
 		}},
-		{"scored", func(c *Counter) (Policy[int32], *refPolicy) {
+		{"scored", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("scored", c)
 			r.score = testScore
-			return NewScored("test", testScore), r
+			return NewScored(n, "test", testScore), r
 		}},
 	}
 }
@@ -75,21 +77,21 @@ func policyCases() []policyCase {
 type machine struct {
 	t     tb
 	name  string
-	p     Policy[int32]
+	p     Policy
 	ref   *refPolicy
 	clock *Counter
 	steps int
 	keys  int // keys are drawn from [0, keys)
 }
 
-func newMachine(t tb, pc policyCase) *machine {
+func newMachine(t tb, pc policyCase, keys int) *machine {
 	clock := &Counter{}
 	clock.Set(100) // room below for old LastAccess values
-	p, ref := pc.build(clock)
-	return &machine{t: t, name: pc.name, p: p, ref: ref, clock: clock, keys: 24}
+	p, ref := pc.build(keys, clock)
+	return &machine{t: t, name: pc.name, p: p, ref: ref, clock: clock, keys: keys}
 }
 
-func (m *machine) add(e Entry[int32]) {
+func (m *machine) add(e Entry) {
 	m.t.Helper()
 	m.steps++
 	m.p.Add(e)
@@ -147,11 +149,11 @@ func (m *machine) check(op string, args ...any) {
 	}
 	// Under -race and -tags kvinvariants the policies check themselves (sampled); a full
 	// check of a big policy at every step would make the suite slow there.
-	if checking && m.keys > 100 {
+	if invariant.Enabled && m.keys > 100 {
 		return
 	}
-	if c, ok := m.p.(interface{ CheckInvariants() error }); ok {
-		if err := c.CheckInvariants(); err != nil {
+	if c, ok := m.p.(interface{ check() error }); ok {
+		if err := c.check(); err != nil {
 			m.t.Fatalf("%s step %d: %v", m.name, m.steps, err)
 		}
 	}
@@ -164,9 +166,9 @@ var priorities = []uint8{0, 1, 10, DefaultPriority, 50, 90, 100, 200}
 // entryFrom builds an entry from small numbers, relative to the current time: keys from a
 // small set (so keys are re-added and removed often), LastAccess up to 40 ticks old or a
 // little in the future, few hits (sometimes many), and retention that may expire soon.
-func (m *machine) entryFrom(key int, age, hits, prio, until byte) Entry[int32] {
+func (m *machine) entryFrom(key int, age, hits, prio, until byte) Entry {
 	now := m.clock.Now()
-	e := Entry[int32]{Key: int32(key % m.keys), LastAccess: now - uint64(age%44) + 4}
+	e := Entry{Key: int32(key % m.keys), LastAccess: now - uint64(age%44) + 4}
 	e.Hits = uint32(hits % 7)
 	if hits%31 == 30 {
 		e.Hits = math.MaxUint32 - uint32(hits%3)

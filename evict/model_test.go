@@ -3,12 +3,13 @@ package evict
 import (
 	"testing"
 
+	"github.com/kvpage/kvpage/internal/invariant"
 	"pgregory.net/rapid"
 )
 
 // TestPoliciesAgainstReference is the state-machine test: random Add, Remove, Victim, clock
 // ticks and Reset on every policy and on its reference model, comparing every answer and
-// finally the whole remaining victim order, with CheckInvariants after every step. Keys
+// finally the whole remaining victim order, with the policy's check after every step. Keys
 // come from a small set, so that keys are often re-added while they are candidates.
 func TestPoliciesAgainstReference(t *testing.T) {
 	runModel(t, 24, 4)
@@ -21,7 +22,7 @@ func TestPoliciesAgainstReferenceLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large model test")
 	}
-	if checking {
+	if invariant.Enabled {
 		// The policies check themselves after every mutation here: keep sizes moderate
 		// (still several B-tree nodes) so that -race stays fast.
 		runModel(t, 96, 32)
@@ -34,8 +35,7 @@ func runModel(t *testing.T, keys, bulk int) {
 	for _, pc := range policyCases() {
 		t.Run(pc.name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
-				m := newMachine(rt, pc)
-				m.keys = keys
+				m := newMachine(rt, pc, keys)
 				key := rapid.IntRange(0, keys-1)
 				b := rapid.Byte()
 				add := func(rt *rapid.T) {
@@ -82,7 +82,7 @@ func FuzzPolicy(f *testing.F) {
 			return
 		}
 		pc := cases[int(data[0])%len(cases)]
-		newMachine(t, pc).run(data[1:])
+		newMachine(t, pc, 24).run(data[1:])
 	})
 }
 

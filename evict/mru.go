@@ -1,55 +1,57 @@
 package evict
 
-import "cmp"
+import "github.com/kvpage/kvpage/internal/invariant"
 
+// mru is the policy NewMRU returns.
+type mru struct {
+	h   rankHeap
+	chk checker
+}
+
+// NewMRU returns an empty MRU policy.
+//
 // MRU evicts the candidate with the newest LastAccess first, ties broken by smallest key.
 //
 // It suits looping scans, where the block just used is the one needed last. It is a binary
 // heap ordered by (LastAccess descending, Key ascending): Add, Remove and Victim are
 // O(log n).
-type MRU[K cmp.Ordered] struct {
-	h rankHeap[K]
-	v verifier
-}
-
-// NewMRU returns an empty MRU policy.
-func NewMRU[K cmp.Ordered]() *MRU[K] { return &MRU[K]{h: newRankHeap[K]()} }
+func NewMRU(capacity int) Policy { return &mru{h: newRankHeap(capacity)} }
 
 // Name returns "mru".
-func (p *MRU[K]) Name() string { return "mru" }
+func (p *mru) Name() string { return "mru" }
 
 // Add makes e.Key a candidate ordered by e.LastAccess, newest first.
-func (p *MRU[K]) Add(e Entry[K]) {
+func (p *mru) Add(e Entry) {
 	// ^t turns the min-heap into newest first while keeping the key tie-break ascending.
 	p.h.push(e.Key, ^e.LastAccess, 0)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *MRU[K]) Remove(key K) bool {
+func (p *mru) Remove(key int32) bool {
 	ok := p.h.remove(key)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
 // Victim pops the most recently used candidate.
-func (p *MRU[K]) Victim() (K, bool) {
+func (p *mru) Victim() (int32, bool) {
 	k, ok := p.h.pop()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
 // Len is the number of candidates.
-func (p *MRU[K]) Len() int { return p.h.len() }
+func (p *mru) Len() int { return p.h.len() }
 
 // Reset drops every candidate.
-func (p *MRU[K]) Reset() { p.h.reset() }
+func (p *mru) Reset() { p.h.reset() }
 
 // CheckInvariants verifies the heap order and the key index.
-func (p *MRU[K]) CheckInvariants() error { return p.h.check() }
+func (p *mru) check() error { return p.h.check() }

@@ -1,7 +1,5 @@
 package evict
 
-import "cmp"
-
 // DefaultPriority is the retention priority of a block that was given none, as in
 // TensorRT-LLM's KvCacheRetentionConfig (priorities run from 0, evicted first, to 100).
 const DefaultPriority = 35
@@ -10,16 +8,17 @@ const DefaultPriority = 35
 //
 // The cache that owns the blocks (the prefix index) fills every field; a policy reads the
 // fields it needs and ignores the rest. Times come from a logical Clock, never wall time.
-type Entry[K cmp.Ordered] struct {
-	// Key identifies the candidate (a block ID). Ties in every policy are broken by Key,
-	// smallest first, so that every run is reproducible.
-	Key K
+type Entry struct {
+	// Key identifies the candidate: a dense index in [0, capacity) of the policy (a block
+	// ID in the prefix index). Ties in every policy are broken by Key, smallest first, so
+	// that every run is reproducible.
+	Key int32
 	// LastAccess is the logical time at which the block was last used. A block can become a
 	// candidate long after its last use (a radix-tree parent becomes an evictable leaf when
 	// its last child leaves), so policies order by LastAccess, not by arrival.
 	LastAccess uint64
 	// Hits counts how many times the cached content has been used (stored once, then reused
-	// by each hit). It follows the content, not the block ID, which is reused after eviction.
+	// by each hit). It follows the content, not the key, which is reused after eviction.
 	Hits uint32
 	// Priority is the retention priority, 0 to 100; 0 means DefaultPriority.
 	Priority uint8
@@ -30,21 +29,30 @@ type Entry[K cmp.Ordered] struct {
 
 // Policy orders the evictable candidates of a cache and picks the next victim.
 //
-// A Policy is driven by one goroutine (it is not safe for concurrent use). In steady state
-// (keys it has seen before, sizes it has reached before) Add, Remove and Victim allocate
-// nothing and cost at most O(log n).
-type Policy[K cmp.Ordered] interface {
+// Keys are dense: every key is in [0, capacity), the capacity given when the policy was
+// built, so a policy keeps its state in flat arrays indexed by key. A key outside that
+// range is a bug of the caller and panics.
+//
+// A Policy is driven by one goroutine (it is not safe for concurrent use). Add, Remove and
+// Victim allocate nothing and cost at most O(log n) (Priority: amortised).
+type Policy interface {
 	// Name is the policy's short name, as used on the command line ("lru", "lfu", ...).
 	Name() string
 	// Add makes e.Key a candidate. Adding a key that is already a candidate replaces its entry.
-	Add(e Entry[K])
+	Add(e Entry)
 	// Remove withdraws key from the candidates (it was hit again, or dropped by its owner)
 	// and reports whether it was a candidate.
-	Remove(key K) bool
+	Remove(key int32) bool
 	// Victim removes and returns the candidate to evict next; ok is false when there is none.
-	Victim() (key K, ok bool)
+	Victim() (key int32, ok bool)
 	// Len is the number of candidates.
 	Len() int
 	// Reset drops every candidate (and any history the policy keeps).
 	Reset()
 }
+
+// Factory builds an empty policy for keys in [0, capacity) that reads the current time,
+// if it needs to, from clock. The cache that owns the keys calls it, so that capacity and
+// clock are the cache's own: prefix.WithPolicy takes a Factory, and ByName returns the
+// built-in ones.
+type Factory func(capacity int, clock Clock) Policy

@@ -8,10 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type e = Entry[int32]
+type e = Entry
+
+// testCap is the key capacity of the policies of the hand-made scenarios.
+const testCap = 64
 
 // victims pops everything and returns the keys in order.
-func victims(p Policy[int32]) []int32 {
+func victims(p Policy) []int32 {
 	var out []int32
 	for {
 		k, ok := p.Victim()
@@ -22,7 +25,7 @@ func victims(p Policy[int32]) []int32 {
 	}
 }
 
-func addAll(p Policy[int32], es ...e) Policy[int32] {
+func addAll(p Policy, es ...e) Policy {
 	for _, x := range es {
 		p.Add(x)
 	}
@@ -35,24 +38,24 @@ func TestPolicyScenarios(t *testing.T) {
 	clock.Set(10)
 	tests := []struct {
 		name string
-		p    Policy[int32]
+		p    Policy
 		add  []e
 		want []int32
 	}{
-		{"lru: oldest first, ties by key", NewLRU[int32](),
+		{"lru: oldest first, ties by key", NewLRU(testCap),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 10}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{2, 3, 5, 1}},
-		{"mru: newest first, ties by key", NewMRU[int32](),
+		{"mru: newest first, ties by key", NewMRU(testCap),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 10}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{1, 3, 5, 2}},
-		{"fifo: order of Add, whatever the time", NewFIFO[int32](),
+		{"fifo: order of Add, whatever the time", NewFIFO(testCap),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 1}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{5, 3, 1, 2}},
-		{"fifo: adding a candidate again moves it to the back", NewFIFO[int32](),
+		{"fifo: adding a candidate again moves it to the back", NewFIFO(testCap),
 			[]e{{Key: 5}, {Key: 3}, {Key: 5}},
 			[]int32{3, 5}},
 		// H = 100: score = LastAccess + 100·log2(Hits+1).
-		{"lfu: hits buy time, old hot blocks leave", NewLFU[int32](100),
+		{"lfu: hits buy time, old hot blocks leave", NewLFU(testCap, 100),
 			[]e{
 				{Key: 1, LastAccess: 100, Hits: 0}, // 100
 				{Key: 2, LastAccess: 0, Hits: 3},   // 0 + 200 = 200
@@ -61,10 +64,10 @@ func TestPolicyScenarios(t *testing.T) {
 				{Key: 5, LastAccess: 301},          // 301: newer than key 4 is worth
 			},
 			[]int32{1, 3, 2, 4, 5}},
-		{"lfu: without hits it is lru", NewLFU[int32](0),
+		{"lfu: without hits it is lru", NewLFU(testCap, 0),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 10}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{2, 3, 5, 1}},
-		{"priority: lower class first, lru within a class", NewPriority[int32](clock),
+		{"priority: lower class first, lru within a class", NewPriority(testCap, clock),
 			[]e{
 				{Key: 1, LastAccess: 1, Priority: 90},
 				{Key: 2, LastAccess: 5},                                    // default 35
@@ -77,7 +80,7 @@ func TestPolicyScenarios(t *testing.T) {
 			},
 			[]int32{8, 3, 6, 5, 2, 4, 1, 7}},
 		// Protected share 50%: of n candidates at most n/2 (rounded down) are protected.
-		{"slru: reused blocks outlive newer one-hit wonders, up to their share", NewSLRU[int32](50),
+		{"slru: reused blocks outlive newer one-hit wonders, up to their share", NewSLRU(testCap, 50),
 			[]e{
 				{Key: 3, LastAccess: 10, Hits: 1},
 				{Key: 4, LastAccess: 11, Hits: 0},
@@ -88,7 +91,7 @@ func TestPolicyScenarios(t *testing.T) {
 			// Probation 3, 4, 5 goes first, oldest first; after 4 leaves, 3 candidates
 			// allow 1 protected, so 1 (the older) is demoted and, being oldest, goes next.
 			[]int32{3, 4, 1, 5, 2}},
-		{"s3fifo: one-hit wonders first while they hold 10%", NewS3FIFO[int32](10),
+		{"s3fifo: one-hit wonders first while they hold 10%", NewS3FIFO(testCap, 10),
 			[]e{
 				{Key: 1, Hits: 4},
 				{Key: 2, Hits: 1},
@@ -96,11 +99,11 @@ func TestPolicyScenarios(t *testing.T) {
 				{Key: 4, Hits: 0},
 			},
 			[]int32{2, 4, 1, 3}},
-		{"s3fifo: main queue goes first when the small one is under its share", NewS3FIFO[int32](50),
+		{"s3fifo: main queue goes first when the small one is under its share", NewS3FIFO(testCap, 50),
 			[]e{{Key: 1, Hits: 4}, {Key: 2, Hits: 1}, {Key: 3, Hits: 2}, {Key: 4, Hits: 5}, {Key: 5, Hits: 3}},
 			// small {2} is 1 of 5 < 50%: main 1, 3, 4 go; then 1 of 2 >= 50%: 2; then 5.
 			[]int32{1, 3, 4, 2, 5}},
-		{"scored: smallest score first, NaN first, ties by key", NewScored("hits", func(x e) float64 {
+		{"scored: smallest score first, NaN first, ties by key", NewScored(testCap, "hits", func(x e) float64 {
 			if x.Hits == 99 {
 				return math.NaN()
 			}
@@ -122,7 +125,7 @@ func TestPolicyScenarios(t *testing.T) {
 // the shared clock passes its PriorityUntil, and not before.
 func TestPriorityRetentionExpires(t *testing.T) {
 	clock := &Counter{}
-	p := NewPriority[int32](clock)
+	p := NewPriority(testCap, clock)
 	p.Add(e{Key: 1, LastAccess: 0, Priority: 90, PriorityUntil: 5}) // system prompt, retained until 5
 	p.Add(e{Key: 2, LastAccess: 3})                                 // a chat turn at the default
 	clock.Set(5)
@@ -137,7 +140,7 @@ func TestPriorityRetentionExpires(t *testing.T) {
 func TestRemoveAndReAdd(t *testing.T) {
 	for _, pc := range policyCases() {
 		t.Run(pc.name, func(t *testing.T) {
-			p, _ := pc.build(&Counter{})
+			p, _ := pc.build(testCap, &Counter{})
 			assert.False(t, p.Remove(1), "remove from empty")
 			_, ok := p.Victim()
 			assert.False(t, ok, "victim from empty")
@@ -157,19 +160,24 @@ func TestRemoveAndReAdd(t *testing.T) {
 	}
 }
 
-func TestNewByName(t *testing.T) {
+func TestByName(t *testing.T) {
 	clock := &Counter{}
 	for _, name := range Names() {
-		p, err := New[int32](name, clock)
+		f, err := ByName(name)
 		require.NoError(t, err, name)
+		p := f(testCap, clock)
 		assert.Equal(t, name, p.Name())
+		p.Add(e{Key: testCap - 1})
+		k, ok := p.Victim()
+		assert.True(t, ok)
+		assert.Equal(t, int32(testCap-1), k, "%s: keys up to the capacity", name)
 	}
 	assert.Equal(t, "lru", Names()[0], "the default comes first")
 	names := Names()
 	names[0] = "changed"
 	assert.Equal(t, "lru", Names()[0], "Names returns a copy")
 
-	_, err := New[int32]("lrfu", clock)
+	_, err := ByName("lrfu")
 	require.ErrorIs(t, err, ErrUnknownPolicy)
 	var u *UnknownPolicyError
 	require.ErrorAs(t, err, &u)
@@ -177,26 +185,40 @@ func TestNewByName(t *testing.T) {
 	assert.Equal(t, Names(), u.Valid)
 	assert.Contains(t, err.Error(), "lru, fifo, mru, lfu, priority, slru, s3fifo")
 
-	_, err = New[int32]("priority", nil)
-	require.ErrorIs(t, err, ErrNoClock)
-	p, err := New[string]("lfu", nil)
-	require.NoError(t, err, "policies that do not read the time need no clock")
-	p.Add(Entry[string]{Key: "b"})
-	p.Add(Entry[string]{Key: "a"})
-	k, _ := p.Victim()
-	assert.Equal(t, "a", k, "keys of any ordered type")
+	lru, _ := ByName("lru")
+	assert.Panics(t, func() { lru(4, nil).Add(e{Key: 4}) }, "a key beyond the capacity is the caller's bug")
+}
+
+// TestLRURebase drives LRU past the times its packed heap elements hold: candidates keep
+// their order, and only those older than half the range below the newest time tie at the
+// oldest time and go by key, as NewLRU's internals document.
+func TestLRURebase(t *testing.T) {
+	p := NewLRU(64) // 6 key bits: times up to 2^58 - 1 fit
+	const big = uint64(1) << 60
+	p.Add(e{Key: 9, LastAccess: 5})
+	p.Add(e{Key: 3, LastAccess: 7})
+	p.Add(e{Key: 4, LastAccess: big - 2})
+	p.Add(e{Key: 2, LastAccess: big - 1})
+	p.Add(e{Key: 8, LastAccess: big}) // rebases: 5 and 7 are ancient now
+	p.Add(e{Key: 7, LastAccess: 6})   // older than the base: ancient too
+	assert.Equal(t, 6, p.Len())
+	require.NoError(t, p.(*lru).check())
+	assert.Equal(t, []int32{3, 7, 9, 4, 2, 8}, victims(p))
+	p.Add(e{Key: 1, LastAccess: ^uint64(0)}) // a rebase that clamps everything
+	p.Add(e{Key: 0, LastAccess: 1})
+	assert.Equal(t, []int32{0, 1}, victims(p))
 }
 
 func TestConstructorDefaults(t *testing.T) {
-	assert.Equal(t, uint64(DefaultHalfLife), NewLFU[int32](0).HalfLife())
-	assert.Equal(t, uint64(7), NewLFU[int32](7).HalfLife())
-	assert.Equal(t, DefaultProtectedPercent, NewSLRU[int32](0).ProtectedPercent())
-	assert.Equal(t, DefaultProtectedPercent, NewSLRU[int32](101).ProtectedPercent())
-	assert.Equal(t, 30, NewSLRU[int32](30).ProtectedPercent())
-	assert.Equal(t, DefaultSmallPercent, NewS3FIFO[int32](-1).SmallPercent())
-	assert.Equal(t, 25, NewS3FIFO[int32](25).SmallPercent())
-	assert.Equal(t, "scored", NewScored[int32]("", func(Entry[int32]) float64 { return 0 }).Name())
-	assert.Panics(t, func() { NewPriority[int32](nil) })
+	assert.Equal(t, uint64(DefaultHalfLife), NewLFU(testCap, 0).(*lfu).halfLife)
+	assert.Equal(t, uint64(7), NewLFU(testCap, 7).(*lfu).halfLife)
+	assert.Equal(t, DefaultProtectedPercent, NewSLRU(testCap, 0).(*slru).percent)
+	assert.Equal(t, DefaultProtectedPercent, NewSLRU(testCap, 101).(*slru).percent)
+	assert.Equal(t, 30, NewSLRU(testCap, 30).(*slru).percent)
+	assert.Equal(t, DefaultSmallPercent, NewS3FIFO(testCap, -1).(*s3fifo).percent)
+	assert.Equal(t, 25, NewS3FIFO(testCap, 25).(*s3fifo).percent)
+	assert.Equal(t, "scored", NewScored(testCap, "", func(Entry) float64 { return 0 }).Name())
+	assert.Panics(t, func() { NewPriority(testCap, nil) })
 }
 
 func TestEffectivePriority(t *testing.T) {

@@ -1,44 +1,29 @@
 package evict
 
 import (
-	"cmp"
 	"fmt"
 
 	"github.com/google/btree"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
-// MaxPriority is the highest retention priority; larger values are treated as MaxPriority.
-const MaxPriority = 100
-
-// Priority evicts by retention priority, as TensorRT-LLM's KvCacheRetentionConfig does:
-// lower priority first, least recently used first within a priority, ties by smallest key.
-//
-// A candidate's effective priority at time now (read from the Clock given to NewPriority)
-// is DefaultPriority when e.Priority is 0 or when e.PriorityUntil is set and now is past it
-// (now > PriorityUntil: the retention time has run out); otherwise e.Priority, capped at
-// MaxPriority. Victim orders by (effective priority, LastAccess, Key). Because Entry uses 0
-// for "no priority", the lowest priority one can ask for is 1 (which, being below every
-// other, behaves as TensorRT-LLM's 0).
-//
-// The candidates are an ordered set (a google/btree B-tree) keyed by (priority, LastAccess,
-// Key). Candidates whose priority will expire are also in a heap by PriorityUntil; before
-// each Victim, the ones whose time has passed move to DefaultPriority. Each candidate moves
-// at most once per Add, so Add, Remove and Victim are O(log n) amortised.
-type Priority[K cmp.Ordered] struct {
+// priorityPolicy is the policy NewPriority returns.
+type priorityPolicy struct {
 	clock   Clock
-	set     *btree.BTreeG[prioItem[K]]
-	entries map[K]prioItem[K] // key -> its item in set
-	expiry  rankHeap[K]       // candidates with a pending expiry, by PriorityUntil
-	v       verifier
+	set     *btree.BTreeG[prioItem]
+	entries []prioItem // per key: its item in set; prio 0 = not a candidate
+	expiry  rankHeap   // candidates with a pending expiry, by PriorityUntil
+	n       int        // candidates
+	chk     checker
 }
 
-type prioItem[K cmp.Ordered] struct {
+type prioItem struct {
 	prio uint8
 	t    uint64
-	key  K
+	key  int32
 }
 
-func prioLess[K cmp.Ordered](x, y prioItem[K]) bool {
+func prioLess(x, y prioItem) bool {
 	if x.prio != y.prio {
 		return x.prio < y.prio
 	}
@@ -55,26 +40,44 @@ const (
 	prioFreeNodes = 256
 )
 
-// NewPriority returns an empty priority policy that reads the current time from clock,
-// which must not be nil (share the cache's clock, so that retention times mean the same
-// thing to both).
-func NewPriority[K cmp.Ordered](clock Clock) *Priority[K] {
+// MaxPriority is the highest retention priority; larger values are treated as MaxPriority.
+const MaxPriority = 100
+
+// NewPriority returns an empty priority policy for keys in [0, capacity) that reads the
+// current time from clock, which must not be nil (share the cache's clock, so that
+// retention times mean the same thing to both).
+//
+// It evicts by retention priority, as TensorRT-LLM's KvCacheRetentionConfig does:
+// lower priority first, least recently used first within a priority, ties by smallest key.
+//
+// A candidate's effective priority at time now (read from the Clock given to NewPriority)
+// is DefaultPriority when e.Priority is 0 or when e.PriorityUntil is set and now is past it
+// (now > PriorityUntil: the retention time has run out); otherwise e.Priority, capped at
+// MaxPriority. Victim orders by (effective priority, LastAccess, Key). Because Entry uses 0
+// for "no priority", the lowest priority one can ask for is 1 (which, being below every
+// other, behaves as TensorRT-LLM's 0).
+//
+// The candidates are an ordered set (a google/btree B-tree) keyed by (priority, LastAccess,
+// Key). Candidates whose priority will expire are also in a heap by PriorityUntil; before
+// each Victim, the ones whose time has passed move to DefaultPriority. Each candidate moves
+// at most once per Add, so Add, Remove and Victim are O(log n) amortised.
+func NewPriority(capacity int, clock Clock) Policy {
 	if clock == nil {
 		panic("evict: NewPriority needs a clock")
 	}
-	return &Priority[K]{
+	return &priorityPolicy{
 		clock:   clock,
-		set:     btree.NewWithFreeListG(prioDegree, prioLess[K], btree.NewFreeListG[prioItem[K]](prioFreeNodes)),
-		entries: make(map[K]prioItem[K]),
-		expiry:  newRankHeap[K](),
+		set:     btree.NewWithFreeListG(prioDegree, prioLess, btree.NewFreeListG[prioItem](prioFreeNodes)),
+		entries: make([]prioItem, capacity),
+		expiry:  newRankHeap(capacity),
 	}
 }
 
 // Name returns "priority".
-func (p *Priority[K]) Name() string { return "priority" }
+func (p *priorityPolicy) Name() string { return "priority" }
 
-// EffectivePriority is e's priority at time now under the rules of Priority.
-func EffectivePriority[K cmp.Ordered](e Entry[K], now uint64) uint8 {
+// EffectivePriority is e's priority at time now under the rules of NewPriority.
+func EffectivePriority(e Entry, now uint64) uint8 {
 	if e.Priority == 0 || (e.PriorityUntil != 0 && now > e.PriorityUntil) {
 		return DefaultPriority
 	}
@@ -82,41 +85,43 @@ func EffectivePriority[K cmp.Ordered](e Entry[K], now uint64) uint8 {
 }
 
 // Add makes e.Key a candidate in its priority class.
-func (p *Priority[K]) Add(e Entry[K]) {
+func (p *priorityPolicy) Add(e Entry) {
 	p.drop(e.Key)
-	it := prioItem[K]{prio: EffectivePriority(e, p.clock.Now()), t: e.LastAccess, key: e.Key}
+	it := prioItem{prio: EffectivePriority(e, p.clock.Now()), t: e.LastAccess, key: e.Key}
 	p.set.ReplaceOrInsert(it)
 	p.entries[e.Key] = it
+	p.n++
 	if e.PriorityUntil != 0 && it.prio != DefaultPriority {
 		p.expiry.push(e.Key, e.PriorityUntil, 0)
 	}
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *Priority[K]) Remove(key K) bool {
+func (p *priorityPolicy) Remove(key int32) bool {
 	ok := p.drop(key)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
-func (p *Priority[K]) drop(key K) bool {
-	it, ok := p.entries[key]
-	if !ok {
+func (p *priorityPolicy) drop(key int32) bool {
+	it := p.entries[key]
+	if it.prio == 0 {
 		return false
 	}
 	p.set.Delete(it)
-	delete(p.entries, key)
+	p.entries[key] = prioItem{}
+	p.n--
 	p.expiry.remove(key)
 	return true
 }
 
 // expire moves every candidate whose retention time has passed to DefaultPriority.
-func (p *Priority[K]) expire() {
+func (p *priorityPolicy) expire() {
 	now := p.clock.Now()
 	for {
 		key, until, _, ok := p.expiry.peek()
@@ -133,38 +138,49 @@ func (p *Priority[K]) expire() {
 }
 
 // Victim pops the least recently used candidate of the lowest effective priority.
-func (p *Priority[K]) Victim() (K, bool) {
+func (p *priorityPolicy) Victim() (int32, bool) {
 	p.expire()
 	it, ok := p.set.DeleteMin()
 	if ok {
-		delete(p.entries, it.key)
+		p.entries[it.key] = prioItem{}
+		p.n--
 		p.expiry.remove(it.key)
 	}
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return it.key, ok
 }
 
 // Len is the number of candidates.
-func (p *Priority[K]) Len() int { return len(p.entries) }
+func (p *priorityPolicy) Len() int { return p.n }
 
 // Reset drops every candidate.
-func (p *Priority[K]) Reset() {
+func (p *priorityPolicy) Reset() {
 	p.set.Clear(true)
 	clear(p.entries)
+	p.n = 0
 	p.expiry.reset()
 }
 
-// CheckInvariants verifies that the ordered set, the key map and the expiry heap agree.
-func (p *Priority[K]) CheckInvariants() error {
-	if p.set.Len() != len(p.entries) {
-		return fmt.Errorf("priority: %d items in the set, %d keys", p.set.Len(), len(p.entries))
+// check verifies that the ordered set, the per-key items and the expiry heap agree.
+func (p *priorityPolicy) check() error {
+	if p.set.Len() != p.n {
+		return fmt.Errorf("priority: %d items in the set, %d candidates", p.set.Len(), p.n)
+	}
+	n := 0
+	for _, it := range p.entries {
+		if it.prio != 0 {
+			n++
+		}
+	}
+	if n != p.n {
+		return fmt.Errorf("priority: %d keys have an item, %d candidates", n, p.n)
 	}
 	var err error
-	p.set.Ascend(func(it prioItem[K]) bool {
-		if got, ok := p.entries[it.key]; !ok || got != it {
-			err = fmt.Errorf("priority: set item %+v, map says %+v", it, got)
+	p.set.Ascend(func(it prioItem) bool {
+		if got := p.entries[it.key]; got != it {
+			err = fmt.Errorf("priority: set item %+v, key says %+v", it, got)
 			return false
 		}
 		if it.prio == 0 || it.prio > MaxPriority {
@@ -183,9 +199,9 @@ func (p *Priority[K]) CheckInvariants() error {
 	if err := p.expiry.check(); err != nil {
 		return err
 	}
-	for _, s := range p.expiry.heap {
-		if _, ok := p.entries[p.expiry.slots[s].key]; !ok {
-			return fmt.Errorf("priority: key %v waits to expire but is no candidate", p.expiry.slots[s].key)
+	for _, k := range p.expiry.heap {
+		if p.entries[k].prio == 0 {
+			return fmt.Errorf("priority: key %v waits to expire but is no candidate", k)
 		}
 	}
 	return nil

@@ -14,13 +14,13 @@ type refPolicy struct {
 	clock    Clock
 	halfLife uint64
 	percent  int
-	score    func(Entry[int32]) float64
+	score    func(Entry) float64
 	cands    map[int32]*refCand
 	seq      uint64
 }
 
 type refCand struct {
-	e       Entry[int32]
+	e       Entry
 	arrival uint64 // number of the Add that made it a candidate
 	demoted bool   // SLRU: moved from protected to probation
 }
@@ -44,7 +44,7 @@ func (r *refPolicy) Len() int { return len(r.cands) }
 
 func (r *refPolicy) Reset() { clear(r.cands) }
 
-func (r *refPolicy) Add(e Entry[int32]) {
+func (r *refPolicy) Add(e Entry) {
 	r.seq++
 	r.cands[e.Key] = &refCand{e: e, arrival: r.seq}
 	r.rebalance()
@@ -163,7 +163,7 @@ func (r *refPolicy) before(a, b *refCand) bool {
 	panic("refPolicy: unknown kind " + r.kind)
 }
 
-func refEffective(e Entry[int32], now uint64) int {
+func refEffective(e Entry, now uint64) int {
 	switch {
 	case e.Priority == 0:
 		return DefaultPriority

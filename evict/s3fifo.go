@@ -1,10 +1,21 @@
 package evict
 
 import (
-	"cmp"
 	"fmt"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
+// s3fifo is the policy NewS3FIFO returns.
+type s3fifo struct {
+	small, main rankHeap
+	seq         uint64
+	percent     int
+	chk         checker
+}
+
+// NewS3FIFO returns an empty S3FIFO policy whose small queue is drained first while it holds
+// at least percent of the candidates; percent outside 1..100 means DefaultSmallPercent.
+//
 // DefaultSmallPercent is S3FIFO's default small-queue share of the candidates.
 const DefaultSmallPercent = 10
 
@@ -25,30 +36,21 @@ const DefaultSmallPercent = 10
 // are block IDs, reused for other content after eviction, so a ghost hit would be a lie;
 // the cache's Hits count is the frequency history instead. Add, Remove and Victim are
 // O(log n).
-type S3FIFO[K cmp.Ordered] struct {
-	small, main rankHeap[K]
-	seq         uint64
-	percent     int
-	v           verifier
-}
-
-// NewS3FIFO returns an empty S3FIFO policy whose small queue is drained first while it holds
-// at least percent of the candidates; percent outside 1..100 means DefaultSmallPercent.
-func NewS3FIFO[K cmp.Ordered](percent int) *S3FIFO[K] {
+func NewS3FIFO(capacity int, percent int) Policy {
 	if percent < 1 || percent > 100 {
 		percent = DefaultSmallPercent
 	}
-	return &S3FIFO[K]{small: newRankHeap[K](), main: newRankHeap[K](), percent: percent}
+	return &s3fifo{small: newRankHeap(capacity), main: newRankHeap(capacity), percent: percent}
 }
 
 // Name returns "s3fifo".
-func (p *S3FIFO[K]) Name() string { return "s3fifo" }
+func (p *s3fifo) Name() string { return "s3fifo" }
 
 // SmallPercent is the small queue's share of the candidates from which it is drained first.
-func (p *S3FIFO[K]) SmallPercent() int { return p.percent }
+func (p *s3fifo) SmallPercent() int { return p.percent }
 
 // Add makes e.Key the newest candidate of its queue.
-func (p *S3FIFO[K]) Add(e Entry[K]) {
+func (p *s3fifo) Add(e Entry) {
 	p.small.remove(e.Key)
 	p.main.remove(e.Key)
 	p.seq++
@@ -57,55 +59,55 @@ func (p *S3FIFO[K]) Add(e Entry[K]) {
 	} else {
 		p.small.push(e.Key, p.seq, 0)
 	}
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *S3FIFO[K]) Remove(key K) bool {
+func (p *s3fifo) Remove(key int32) bool {
 	ok := p.small.remove(key) || p.main.remove(key)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
 // Victim pops the oldest one-hit wonder while they hold their share, else the oldest
 // reused candidate.
-func (p *S3FIFO[K]) Victim() (K, bool) {
-	var k K
+func (p *s3fifo) Victim() (int32, bool) {
+	var k int32
 	var ok bool
 	if s := p.small.len(); s > 0 && (p.main.len() == 0 || 100*s >= p.percent*p.Len()) {
 		k, ok = p.small.pop()
 	} else {
 		k, ok = p.main.pop()
 	}
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
 // Len is the number of candidates.
-func (p *S3FIFO[K]) Len() int { return p.small.len() + p.main.len() }
+func (p *s3fifo) Len() int { return p.small.len() + p.main.len() }
 
 // Reset drops every candidate.
-func (p *S3FIFO[K]) Reset() {
+func (p *s3fifo) Reset() {
 	p.small.reset()
 	p.main.reset()
 	p.seq = 0
 }
 
 // CheckInvariants verifies both queues and that no key is in both.
-func (p *S3FIFO[K]) CheckInvariants() error {
+func (p *s3fifo) check() error {
 	if err := p.small.check(); err != nil {
 		return fmt.Errorf("s3fifo small: %w", err)
 	}
 	if err := p.main.check(); err != nil {
 		return fmt.Errorf("s3fifo main: %w", err)
 	}
-	for k := range p.main.index {
+	for _, k := range p.main.heap {
 		if p.small.has(k) {
 			return fmt.Errorf("s3fifo: key %v is in both queues", k)
 		}

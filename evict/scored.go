@@ -1,10 +1,23 @@
 package evict
 
 import (
-	"cmp"
+	"github.com/kvpage/kvpage/internal/invariant"
 	"math"
 )
 
+// scored is the policy NewScored returns.
+type scored struct {
+	name  string
+	score func(Entry) float64
+	h     rankHeap
+	chk   checker
+}
+
+// NewScored returns an empty policy named name (as Name will report it; "scored" when
+// empty) that ranks candidates by score(e), smallest evicted first. score must be
+// deterministic (a function of the entry and of logical clocks only) for runs to be
+// reproducible.
+//
 // Scored is a policy built from a caller's scoring function, for trying out new ideas
 // without writing a policy: Victim pops the candidate with the smallest score, ties broken
 // by smallest key.
@@ -15,61 +28,50 @@ import (
 // below every other score, so a candidate scored NaN is evicted first. Add, Remove and
 // Victim are O(log n) plus one call of the function per Add; Scored allocates nothing the
 // function does not.
-type Scored[K cmp.Ordered] struct {
-	name  string
-	score func(Entry[K]) float64
-	h     rankHeap[K]
-	v     verifier
-}
-
-// NewScored returns an empty policy named name (as Name will report it; "scored" when
-// empty) that ranks candidates by score(e), smallest evicted first. score must be
-// deterministic (a function of the entry and of logical clocks only) for runs to be
-// reproducible.
-func NewScored[K cmp.Ordered](name string, score func(Entry[K]) float64) *Scored[K] {
+func NewScored(capacity int, name string, score func(Entry) float64) Policy {
 	if name == "" {
 		name = "scored"
 	}
-	return &Scored[K]{name: name, score: score, h: newRankHeap[K]()}
+	return &scored{name: name, score: score, h: newRankHeap(capacity)}
 }
 
 // Name returns the name given to NewScored.
-func (p *Scored[K]) Name() string { return p.name }
+func (p *scored) Name() string { return p.name }
 
 // Add makes e.Key a candidate ranked by score(e).
-func (p *Scored[K]) Add(e Entry[K]) {
+func (p *scored) Add(e Entry) {
 	p.h.push(e.Key, orderedBits(p.score(e)), 0)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *Scored[K]) Remove(key K) bool {
+func (p *scored) Remove(key int32) bool {
 	ok := p.h.remove(key)
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
 // Victim pops the candidate with the smallest score.
-func (p *Scored[K]) Victim() (K, bool) {
+func (p *scored) Victim() (int32, bool) {
 	k, ok := p.h.pop()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
 // Len is the number of candidates.
-func (p *Scored[K]) Len() int { return p.h.len() }
+func (p *scored) Len() int { return p.h.len() }
 
 // Reset drops every candidate.
-func (p *Scored[K]) Reset() { p.h.reset() }
+func (p *scored) Reset() { p.h.reset() }
 
 // CheckInvariants verifies the heap order and the key index.
-func (p *Scored[K]) CheckInvariants() error { return p.h.check() }
+func (p *scored) check() error { return p.h.check() }
 
 // orderedBits maps a float64 to a uint64 with the same order: NaN first, then -Inf up to
 // +Inf, with -0 and +0 equal.

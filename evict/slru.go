@@ -1,10 +1,21 @@
 package evict
 
 import (
-	"cmp"
 	"fmt"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
+// slru is the policy NewSLRU returns.
+type slru struct {
+	probation rankHeap
+	protected rankHeap
+	percent   int
+	chk       checker
+}
+
+// NewSLRU returns an empty SLRU policy whose protected segment holds at most percent of
+// the candidates; percent outside 1..100 means DefaultProtectedPercent.
+//
 // ReusedHits is the Entry.Hits from which a block counts as reused: its content was stored
 // (one use) and hit at least once since. SLRU protects such blocks and S3FIFO keeps them in
 // its main queue; blocks below it are one-hit wonders.
@@ -28,30 +39,21 @@ const DefaultProtectedPercent = 80
 // Segment sizes are shares of the candidates (the evictable blocks), not of the whole
 // cache, because that is all a policy sees. Each operation changes n by one, so at most one
 // demotion follows it: Add, Remove and Victim are O(log n).
-type SLRU[K cmp.Ordered] struct {
-	probation rankHeap[K]
-	protected rankHeap[K]
-	percent   int
-	v         verifier
-}
-
-// NewSLRU returns an empty SLRU policy whose protected segment holds at most percent of
-// the candidates; percent outside 1..100 means DefaultProtectedPercent.
-func NewSLRU[K cmp.Ordered](percent int) *SLRU[K] {
+func NewSLRU(capacity int, percent int) Policy {
 	if percent < 1 || percent > 100 {
 		percent = DefaultProtectedPercent
 	}
-	return &SLRU[K]{probation: newRankHeap[K](), protected: newRankHeap[K](), percent: percent}
+	return &slru{probation: newRankHeap(capacity), protected: newRankHeap(capacity), percent: percent}
 }
 
 // Name returns "slru".
-func (p *SLRU[K]) Name() string { return "slru" }
+func (p *slru) Name() string { return "slru" }
 
 // ProtectedPercent is the protected segment's maximum share of the candidates.
-func (p *SLRU[K]) ProtectedPercent() int { return p.percent }
+func (p *slru) ProtectedPercent() int { return p.percent }
 
 // Add makes e.Key a candidate, protected if its content has been reused.
-func (p *SLRU[K]) Add(e Entry[K]) {
+func (p *slru) Add(e Entry) {
 	p.probation.remove(e.Key)
 	p.protected.remove(e.Key)
 	if e.Hits >= ReusedHits {
@@ -60,39 +62,39 @@ func (p *SLRU[K]) Add(e Entry[K]) {
 		p.probation.push(e.Key, e.LastAccess, 0)
 	}
 	p.rebalance()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 }
 
 // Remove withdraws key and reports whether it was a candidate.
-func (p *SLRU[K]) Remove(key K) bool {
+func (p *slru) Remove(key int32) bool {
 	ok := p.protected.remove(key) || p.probation.remove(key)
 	p.rebalance()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return ok
 }
 
 // Victim pops the least recently used probation candidate, else the least recently used
 // protected one.
-func (p *SLRU[K]) Victim() (K, bool) {
+func (p *slru) Victim() (int32, bool) {
 	k, ok := p.probation.pop()
 	if !ok {
 		k, ok = p.protected.pop()
 	}
 	p.rebalance()
-	if checking {
-		p.v.after(p.CheckInvariants)
+	if invariant.Enabled {
+		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
 // protectedCap is the most candidates the protected segment may hold.
-func (p *SLRU[K]) protectedCap() int { return p.Len() * p.percent / 100 }
+func (p *slru) protectedCap() int { return p.Len() * p.percent / 100 }
 
-func (p *SLRU[K]) rebalance() {
+func (p *slru) rebalance() {
 	for p.protected.len() > p.protectedCap() {
 		key, t, _, _ := p.protected.peek()
 		p.protected.pop()
@@ -101,23 +103,23 @@ func (p *SLRU[K]) rebalance() {
 }
 
 // Len is the number of candidates.
-func (p *SLRU[K]) Len() int { return p.probation.len() + p.protected.len() }
+func (p *slru) Len() int { return p.probation.len() + p.protected.len() }
 
 // Reset drops every candidate.
-func (p *SLRU[K]) Reset() {
+func (p *slru) Reset() {
 	p.probation.reset()
 	p.protected.reset()
 }
 
 // CheckInvariants verifies both segments, that no key is in both, and the protected cap.
-func (p *SLRU[K]) CheckInvariants() error {
+func (p *slru) check() error {
 	if err := p.probation.check(); err != nil {
 		return fmt.Errorf("slru probation: %w", err)
 	}
 	if err := p.protected.check(); err != nil {
 		return fmt.Errorf("slru protected: %w", err)
 	}
-	for k := range p.protected.index {
+	for _, k := range p.protected.heap {
 		if p.probation.has(k) {
 			return fmt.Errorf("slru: key %v is in both segments", k)
 		}

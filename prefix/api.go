@@ -29,11 +29,28 @@ type MMInput struct {
 }
 
 // Prompt is what the index matches and stores: tokens in a namespace, with the multimodal
-// inputs they contain (sorted by Offset; nil for text).
+// inputs they contain (sorted by Offset; nil for text), and how long Commit should try to
+// keep its blocks.
 type Prompt struct {
 	Namespace Namespace
 	Tokens    []int32
 	MM        []MMInput
+	// Retention is given to every block Commit caches or finds cached for this prompt. The
+	// zero value asks for nothing: new blocks get the default priority and blocks already
+	// cached keep theirs.
+	Retention Retention
+}
+
+// Retention is a retention priority with an optional time limit, as TensorRT-LLM's
+// KvCacheRetentionConfig gives it: the eviction policy sees it in evict.Entry (Priority,
+// PriorityUntil). Only a policy that reads it ("priority") changes order by it; the
+// default LRU ignores it.
+type Retention struct {
+	// Priority is 1 (evicted first) to 100 (kept longest); 0 means evict.DefaultPriority.
+	Priority uint8
+	// Until is the logical time (the index's clock) after which Priority lapses to the
+	// default; 0 means never.
+	Until uint64
 }
 
 // Extra is a block's identity beyond its tokens, in vLLM's order: the LoRA name, the
@@ -102,7 +119,7 @@ type Option func(*config)
 
 type config struct {
 	blockSize int
-	policy    evict.Policy[blocks.ID]
+	policy    evict.Factory
 	hasher    Hasher
 	observer  Observer
 	clock     evict.Clock
@@ -114,9 +131,10 @@ type config struct {
 	history int
 }
 
-// WithPolicy sets the eviction policy (default: LRU by last access, built into the index
-// for speed and ordering exactly as evict.NewLRU does).
-func WithPolicy(p evict.Policy[blocks.ID]) Option { return func(c *config) { c.policy = p } }
+// WithPolicy sets the eviction policy: New calls f with the pool's NumBlocks (keys are
+// block IDs) and the index's clock. The default is evict.NewLRU; any Factory of
+// evict.ByName, or a caller's own, plugs in the same way.
+func WithPolicy(f evict.Factory) Option { return func(c *config) { c.policy = f } }
 
 // WithHasher sets the block hasher (default: the fast 64-bit hasher).
 func WithHasher(h Hasher) Option { return func(c *config) { c.hasher = h } }

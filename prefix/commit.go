@@ -62,6 +62,9 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		return res, err
 	}
 	t := x.tick()
+	if p.Retention.Until != 0 && x.until == nil {
+		x.until = make([]uint64, x.nb+1) // on the first time limit asked for; block nodes only
+	}
 	for i := 0; i < newFrom; i++ {
 		c := x.nodeBuf[i]
 		if c == nodeOf(ids[i]) {
@@ -69,6 +72,9 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		} else {
 			res.Duplicates++
 			x.nodes[c].hits++
+		}
+		if p.Retention.Priority != 0 {
+			x.retain(c, p.Retention)
 		}
 		x.touch(c, t)
 		at = c
@@ -185,6 +191,7 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		n := nodeOf(id)
 		nd := &x.nodes[n]
 		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}
+		x.retain(n, p.Retention)
 		b := start + i
 		if x.bs == 16 {
 			// Through a local, so that the compiler knows source and destination do not
@@ -222,13 +229,19 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 	return at
 }
 
+// retain gives block node n retention r. The caller puts n's entry in the eviction set
+// afterwards if n is there (touch does).
+func (x *Index) retain(n int32, r Retention) {
+	x.nodes[n].prio = r.Priority
+	if x.until != nil {
+		x.until[n] = r.Until
+	}
+}
+
 // touch sets node n's last access to t, keeping its place in the eviction set right.
 func (x *Index) touch(n int32, t uint64) {
-	if x.nodes[n].flags&flagPinned == 0 && x.nodes[n].children == 0 {
-		x.evRemove(n)
-		x.nodes[n].lastAccess = t
-		x.evAdd(n)
-		return
-	}
 	x.nodes[n].lastAccess = t
+	if evictable(&x.nodes[n]) {
+		x.evAdd(n) // re-ranks it
+	}
 }

@@ -77,9 +77,8 @@
 // access (not the time it became a leaf). The default order is LRU by last use on a logical
 // clock, ties by block ID: every Acquire and Commit touches the blocks involved (one tick
 // per call), Release touches them from last to first (one tick each, so a request's tail is
-// older than its head, as vLLM frees in reverse), and Match touches nothing. The built-in
-// LRU is a dense heap over block IDs that orders exactly as evict.LRU (a test holds them to
-// the same victims); WithPolicy plugs in any policy of package evict. The pool's free list
+// older than its head, as vLLM frees in reverse), and Match touches nothing. The default
+// policy is evict.NewLRU over block IDs; WithPolicy plugs in any other evict.Factory. The pool's free list
 // is always used before anything is evicted.
 //
 // Reclaimable is exact: it is the number of cached blocks no request holds and that lie
@@ -132,7 +131,7 @@
 //
 // Match, Acquire, Release, Commit and Reclaim are O(blocks touched) (Reclaim adds
 // O(log evictable) per victim) and allocate nothing in steady state. Memory is fixed at New:
-// per pool block, 40 bytes of node, 4 bytes of hint, 4 bytes per token, 8 bytes of LRU heap
+// per pool block, 40 bytes of node, 4 bytes of hint, 4 bytes per token, 12 bytes of LRU heap
 // and position, and 8 bytes of child table; per live namespace (at the peak), a root
 // slot of 44 bytes, its rootInfo and its map entry.
 package prefix

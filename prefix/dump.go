@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -27,10 +28,7 @@ import (
 //	  counters lookups=1 lookedup=8 hittokens=0 inserts=2 duplicates=0 evictions=0 dropped=0
 func (x *Index) WriteState(w io.Writer) error {
 	var b bytes.Buffer
-	policy := "lru"
-	if x.policy != nil {
-		policy = x.policy.Name()
-	}
+	policy := x.policy.Name()
 	fmt.Fprintf(&b, "index blocksize=%d cached=%d pinned=%d reclaimable=%d namespaces=%d policy=%s clock=%d\n",
 		x.bs, x.cached, x.pinned, x.Reclaimable(), x.numRoots(), policy, x.clock.Now())
 	children := make(map[int32][]int32)
@@ -64,13 +62,10 @@ func (x *Index) WriteState(w io.Writer) error {
 		x.dumpTree(&b, children, r, 2)
 	}
 	slices.SortFunc(evictable, func(a, c blocks.ID) int {
-		if x.lruLess(a, c) {
-			return -1
+		if d := cmp.Compare(x.nodes[nodeOf(a)].lastAccess, x.nodes[nodeOf(c)].lastAccess); d != 0 {
+			return d // in LRU order, whatever the policy: the dump is the same for every one
 		}
-		if x.lruLess(c, a) {
-			return 1
-		}
-		return 0
+		return cmp.Compare(a, c)
 	})
 	b.WriteString("  evictable")
 	for _, id := range evictable {

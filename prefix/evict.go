@@ -5,9 +5,37 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
-// evictEntry describes block node nd as an eviction candidate.
-func evictEntry(id blocks.ID, nd *node) evict.Entry[blocks.ID] {
-	return evict.Entry[blocks.ID]{Key: id, LastAccess: nd.lastAccess, Hits: nd.hits}
+// The eviction set is exactly the unreferenced cached leaves (cached, not pinned, no
+// child), kept in x.policy keyed by block ID. The index knows from a node's own flags
+// whether it is in the set, so it asks the policy only to change the set, never to test it:
+// along a hit path, Acquire pays no call for the blocks above the leaf.
+
+// evictable reports whether block node nd is in the eviction set.
+func evictable(nd *node) bool {
+	return nd.flags&(flagCached|flagPinned) == flagCached && nd.children == 0
+}
+
+// evictEntry describes block node n as an eviction candidate.
+func (x *Index) evictEntry(n int32) evict.Entry {
+	nd := &x.nodes[n]
+	e := evict.Entry{Key: int32(blockOf(n)), LastAccess: nd.lastAccess, Hits: nd.hits, Priority: nd.prio}
+	if x.until != nil {
+		e.PriorityUntil = x.until[n]
+	}
+	return e
+}
+
+// evAdd puts node n (which just became an unreferenced leaf, or was touched as one) into
+// the eviction set, or re-ranks it there.
+func (x *Index) evAdd(n int32) { x.policy.Add(x.evictEntry(n)) }
+
+// evRemove takes node n out of the eviction set if it is there: call it before n gains a
+// child or a pin. Small enough to inline, so that the common answer (not in the set) costs
+// one load of the node's flags.
+func (x *Index) evRemove(n int32) {
+	if nd := &x.nodes[n]; evictable(nd) {
+		x.policy.Remove(int32(blockOf(n)))
+	}
 }
 
 // Evict evicts up to n evictable cached blocks, in policy order, and returns how many.
@@ -52,18 +80,11 @@ func (x *Index) evictUpTo(n int) int {
 	ids := x.idBuf[:0]
 	hashes := x.hashBuf[:0]
 	for len(ids) < n {
-		var id blocks.ID
-		if x.policy == nil {
-			if len(x.lru.heap) == 0 {
-				break
-			}
-			id = x.lru.heap[0]
-		} else {
-			var ok bool
-			if id, ok = x.policy.Victim(); !ok {
-				break
-			}
+		k, ok := x.policy.Victim()
+		if !ok {
+			break
 		}
+		id := blocks.ID(k)
 		nd := x.nodeOfVictim(id)
 		if x.ctl.ghost.on() {
 			x.recordEvicted(nodeOf(id))
@@ -71,20 +92,10 @@ func (x *Index) evictUpTo(n int) int {
 		if x.obs != nil {
 			hashes = x.appendHash(hashes, nodeOf(id))
 		}
-		p := x.unlink(nodeOf(id), nd)
-		if x.policy != nil {
-			if p != 0 {
-				x.evAdd(p)
-			}
-		} else if p != 0 {
-			// The parent takes the victim's place at the top and sinks to its own rank: one
-			// sift instead of a pop and a push. Along a chain released tail first it is
-			// usually the next victim, and the sift stops at once.
-			x.lru.pos[id] = 0
-			x.lruSet(0, blockOf(p))
-			x.lruDown(0)
-		} else {
-			x.lruRemoveAt(0)
+		if p := x.unlink(nodeOf(id), nd); p != 0 {
+			// Right after Victim: evict.NewLRU lets the parent take the victim's place at
+			// the top of its heap, one sift instead of a pop and a push.
+			x.evAdd(p)
 		}
 		ids = append(ids, id)
 	}
@@ -123,7 +134,7 @@ func (x *Index) unlink(n int32, nd *node) int32 {
 		delete(x.mm, n)
 	}
 	p := nd.parent
-	nd.flags = 0
+	nd.flags, nd.prio = 0, 0
 	nd.gen++
 	nd.parent = 0
 	x.poisonFreed(n)
@@ -173,7 +184,7 @@ func (x *Index) Reset() error {
 	x.table.clear()
 	clear(x.hint)
 	clear(x.mm)
-	x.evReset()
+	x.policy.Reset()
 	x.cached = 0
 	if err := x.pool.Release(ids...); err != nil {
 		panic("kvpage: broken invariant: releasing cached blocks on reset failed: " + err.Error())

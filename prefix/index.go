@@ -36,9 +36,12 @@ type Index struct {
 	freeRoots []int32    // free root slots, reused last freed first
 	idleRoot  int32      // the root Cursor created last, maybe still childless, or 0
 
-	// Eviction order: the built-in dense LRU, or a policy of package evict.
-	policy evict.Policy[blocks.ID]
-	lru    denseLRU
+	// Eviction order over the unreferenced leaves, keyed by block ID (WithPolicy; evict.NewLRU
+	// by default).
+	policy evict.Policy
+	// until is, per block node, the logical time after which its retention priority lapses (0 =
+	// never); nil until a Commit asks for a time limit, so that it costs nothing otherwise.
+	until []uint64
 
 	// Hashes reported in events. With the default hasher they are the table keys and
 	// hashes stays nil; otherwise hashSize bytes per block, indexed by block ID.
@@ -78,6 +81,7 @@ type node struct {
 	gen        uint32
 	hits       uint32
 	flags      uint8
+	prio       uint8 // retention priority (Prompt.Retention); 0 = evict.DefaultPriority
 }
 
 const (
@@ -133,15 +137,16 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		tokens: make([]int32, nb*blockSize),
 		mm:     make(map[int32][]string),
 		roots:  make(map[Namespace]int32),
-		policy: cfg.policy,
 		hasher: cfg.hasher,
 	}
 	if x.clock == nil {
 		x.clock = &evict.Counter{}
 	}
 	x.ctr, _ = x.clock.(*evict.Counter)
-	if x.policy == nil {
-		x.lru.init(nb)
+	if cfg.policy == nil {
+		x.policy = evict.NewLRU(nb)
+	} else if x.policy = cfg.policy(nb, x.clock); x.policy == nil {
+		return nil, fmt.Errorf("%w: the eviction policy factory returned nil", ErrInvalidArgument)
 	}
 	if x.hasher == nil {
 		x.hasher = Fast64{}

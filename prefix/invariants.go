@@ -3,7 +3,6 @@ package prefix
 import (
 	"fmt"
 
-	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
 )
 
@@ -35,9 +34,6 @@ func (x *Index) CheckInvariants() error {
 		if nd.flags&flagCached == 0 {
 			if nd.flags != 0 || nd.children != 0 || nd.pinnedKids != 0 {
 				return fmt.Errorf("uncached block %d has flags %#x, %d children, %d pinned children", n-1, nd.flags, nd.children, nd.pinnedKids)
-			}
-			if x.inEvictSet(blockOf(n)) {
-				return fmt.Errorf("uncached block %d is an eviction candidate", n-1)
 			}
 			continue
 		}
@@ -83,9 +79,6 @@ func (x *Index) CheckInvariants() error {
 		if evictable {
 			leaves++
 		}
-		if x.policy == nil && x.inEvictSet(id) != evictable {
-			return fmt.Errorf("block %d: evictable=%v but eviction candidate=%v", id, evictable, !evictable)
-		}
 	}
 	if err := x.checkRoots(children); err != nil {
 		return err
@@ -93,8 +86,8 @@ func (x *Index) CheckInvariants() error {
 	if cached != x.cached || pinned != x.pinned {
 		return fmt.Errorf("counted %d cached (%d pinned) but the index says %d (%d)", cached, pinned, x.cached, x.pinned)
 	}
-	if x.evLen() != leaves {
-		return fmt.Errorf("%d eviction candidates but %d unreferenced leaves", x.evLen(), leaves)
+	if x.policy.Len() != leaves {
+		return fmt.Errorf("%d eviction candidates but %d unreferenced leaves", x.policy.Len(), leaves)
 	}
 	inTable := 0
 	for _, n := range x.table.slots {
@@ -111,7 +104,7 @@ func (x *Index) CheckInvariants() error {
 	if err := x.checkHints(); err != nil {
 		return err
 	}
-	return x.checkLRU()
+	return nil
 }
 
 // checkRoots verifies the namespace root slots against children, the children counted
@@ -234,26 +227,6 @@ func (x *Index) checkKey(n, r int32) error {
 	want := x.childKey(x.nodes[nd.parent].key, x.blockTokens(n), x.root(r), !x.isBlock(nd.parent), x.mm[n])
 	if want != nd.key {
 		return fmt.Errorf("block %d has key %#x but its tokens hash to %#x", n-1, nd.key, want)
-	}
-	return nil
-}
-
-func (x *Index) inEvictSet(id blocks.ID) bool {
-	return x.policy == nil && x.lru.pos[id] != 0
-}
-
-// checkLRU verifies the dense LRU heap's order and position map.
-func (x *Index) checkLRU() error {
-	if x.policy != nil {
-		return nil
-	}
-	for i, id := range x.lru.heap {
-		if int(x.lru.pos[id]) != i+1 {
-			return fmt.Errorf("LRU heap: block %d at %d but recorded at %d", id, i, x.lru.pos[id]-1)
-		}
-		if i > 0 && x.lruLess(id, x.lru.heap[(i-1)/2]) {
-			return fmt.Errorf("LRU heap order broken at %d", i)
-		}
 	}
 	return nil
 }

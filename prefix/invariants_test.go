@@ -24,8 +24,8 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		"tokens":                  func(x *Index, r *request) { x.tokens[int(r.ids[1])*testBS]++ },
 		"cached count":            func(x *Index, r *request) { x.cached++ },
 		"refcount vs pinned":      func(x *Index, r *request) { require.NoError(t, x.pool.Release(r.ids[3])) },
-		"evictable set":           func(x *Index, r *request) { x.lruAdd(r.ids[3]) },
-		"lost eviction candidate": func(x *Index, r *request) { x.lruRemoveAt(0) },
+		"evictable set":           func(x *Index, r *request) { x.policy.Add(x.evictEntry(nodeOf(r.ids[3]))) },
+		"lost eviction candidate": func(x *Index, r *request) { x.policy.Victim() },
 	}
 	for name, corrupt := range corruptions {
 		t.Run(name, func(t *testing.T) {

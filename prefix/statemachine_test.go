@@ -50,7 +50,11 @@ func newMachine(t *rapid.T) *machine {
 		opts = append(opts, WithHasher(NewSHA256()))
 	}
 	if rapid.Bool().Draw(t, "evictLRU") {
-		opts = append(opts, WithPolicy(evict.NewLRU[blocks.ID]())) // must order exactly as the built-in LRU
+		lru, err := evict.ByName("lru") // the WithPolicy path, with the default's order
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, WithPolicy(lru))
 	}
 	if rapid.Bool().Draw(t, "collide") {
 		opts = append(opts, withKeyMask(0x3)) // four keys for every block: constant collisions

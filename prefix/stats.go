@@ -48,7 +48,7 @@ func (x *Index) Stats() Stats {
 		LookedUpTokens: x.stats.lookedUp,
 		HitTokens:      x.stats.hitTokens,
 		Cached:         x.cached,
-		Evictable:      x.evLen(),
+		Evictable:      x.policy.Len(),
 		Reclaimable:    x.Reclaimable(),
 		Namespaces:     x.numRoots(),
 		Inserts:        x.stats.inserts,

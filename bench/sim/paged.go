@@ -49,7 +49,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
 	}
 	mc := blocktable.Config{Pool: pool, BlockSize: s.BlockSize, Watermark: s.Watermark, Clock: clock, Preemption: preempt}
 	if s.PrefixSharing {
-		policy, err := NewEvictionPolicy(s.EvictionName(), clock)
+		policy, err := NewEvictionPolicy(s.EvictionName())
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
 )
 
@@ -164,7 +163,7 @@ func (s Scheme) validateBlocks(c *Config) error {
 		return fmt.Errorf("%w: watermark %v outside [0, 1)", ErrInvalidConfig, s.Watermark)
 	}
 	if s.PrefixSharing {
-		if _, err := NewEvictionPolicy(s.EvictionName(), &evict.Counter{}); err != nil {
+		if _, err := NewEvictionPolicy(s.EvictionName()); err != nil {
 			return err
 		}
 	}
@@ -180,14 +179,14 @@ func (s Scheme) validateBlocks(c *Config) error {
 	return nil
 }
 
-// NewEvictionPolicy returns a fresh eviction policy of package evict called name (see
-// evict.Names), on the given logical clock.
-func NewEvictionPolicy(name string, clock evict.Clock) (evict.Policy[blocks.ID], error) {
-	p, err := evict.New[blocks.ID](name, clock)
+// NewEvictionPolicy returns the factory of the eviction policy of package evict called name
+// (see evict.Names), for prefix.WithPolicy. "lru" is the index's own default.
+func NewEvictionPolicy(name string) (evict.Factory, error) {
+	f, err := evict.ByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return p, nil
+	return f, nil
 }
 
 // NewPreemptionPolicy returns the preemption policy of package evict called name (see

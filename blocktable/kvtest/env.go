@@ -37,8 +37,9 @@ type Config struct {
 	// wrapped in a RecordingPolicy so that every victim is logged. "" keeps the index's
 	// built-in LRU, whose evictions are logged from the index's events instead.
 	Eviction string
-	// EvictionPolicy, when set, is used (wrapped in a RecordingPolicy) instead of Eviction.
-	EvictionPolicy evict.Policy[blocks.ID]
+	// EvictionPolicy, when set, builds the policy (wrapped in a RecordingPolicy) instead of
+	// Eviction.
+	EvictionPolicy evict.Factory
 	// Preemption is the preemption policy (default evict.NewFCFSPreemption, the Manager's
 	// own default order); it is wrapped in a RecordingPreemption.
 	Preemption evict.Preemption
@@ -68,7 +69,7 @@ type Env struct {
 	Log *Log
 	// Evictions is the recording wrapper of Config.Eviction or EvictionPolicy (nil with
 	// the built-in LRU); Preemptions wraps the preemption policy.
-	Evictions   *RecordingPolicy[blocks.ID]
+	Evictions   *RecordingPolicy
 	Preemptions *RecordingPreemption
 
 	tb     TB
@@ -145,13 +146,15 @@ func build(tb TB, cfg Config) (*Env, error) {
 		iopts := []prefix.Option{prefix.WithClock(e.Clock), prefix.WithObserver(&eventLogger{env: e, next: cfg.Observer})}
 		policy := cfg.EvictionPolicy
 		if policy == nil && cfg.Eviction != "" {
-			if policy, err = evict.New[blocks.ID](cfg.Eviction, e.Clock); err != nil {
+			if policy, err = evict.ByName(cfg.Eviction); err != nil {
 				return nil, err
 			}
 		}
 		if policy != nil {
-			e.Evictions = RecordEvictions(policy, e.Log)
-			iopts = append(iopts, prefix.WithPolicy(e.Evictions))
+			iopts = append(iopts, prefix.WithPolicy(func(n int, c evict.Clock) evict.Policy {
+				e.Evictions = RecordEvictions(policy(n, c), e.Log)
+				return e.Evictions
+			}))
 		}
 		if e.Index, err = prefix.New(e.Pool, cfg.BlockSize, iopts...); err != nil {
 			return nil, err

@@ -1,7 +1,6 @@
 package kvtest
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
 
@@ -39,43 +38,43 @@ func (l *Log) String() string { return strings.Join(l.entries, "\n") }
 
 // RecordingPolicy wraps an eviction policy and logs every victim it picks, with the last
 // access and hit count it was added with, so that a test can assert the eviction order.
-// It is itself an evict.Policy, to plug in with prefix.WithPolicy.
-type RecordingPolicy[K cmp.Ordered] struct {
-	inner   evict.Policy[K]
+// It is itself an evict.Policy; Env plugs one in through prefix.WithPolicy.
+type RecordingPolicy struct {
+	inner   evict.Policy
 	log     *Log
-	entries map[K]evict.Entry[K]
-	victims []K
+	entries map[int32]evict.Entry
+	victims []blocks.ID
 }
 
 // RecordEvictions wraps p; victims go to log (which may be nil).
-func RecordEvictions[K cmp.Ordered](p evict.Policy[K], log *Log) *RecordingPolicy[K] {
-	return &RecordingPolicy[K]{inner: p, log: log, entries: map[K]evict.Entry[K]{}}
+func RecordEvictions(p evict.Policy, log *Log) *RecordingPolicy {
+	return &RecordingPolicy{inner: p, log: log, entries: map[int32]evict.Entry{}}
 }
 
 // Name is the wrapped policy's name.
-func (r *RecordingPolicy[K]) Name() string { return r.inner.Name() }
+func (r *RecordingPolicy) Name() string { return r.inner.Name() }
 
 // Add records e and passes it on.
-func (r *RecordingPolicy[K]) Add(e evict.Entry[K]) {
+func (r *RecordingPolicy) Add(e evict.Entry) {
 	r.entries[e.Key] = e
 	r.inner.Add(e)
 }
 
 // Remove passes key on.
-func (r *RecordingPolicy[K]) Remove(key K) bool {
+func (r *RecordingPolicy) Remove(key int32) bool {
 	delete(r.entries, key)
 	return r.inner.Remove(key)
 }
 
 // Victim asks the wrapped policy and logs its answer.
-func (r *RecordingPolicy[K]) Victim() (K, bool) {
+func (r *RecordingPolicy) Victim() (int32, bool) {
 	k, ok := r.inner.Victim()
 	if !ok {
 		return k, false
 	}
 	e := r.entries[k]
 	delete(r.entries, k)
-	r.victims = append(r.victims, k)
+	r.victims = append(r.victims, blocks.ID(k))
 	if r.log != nil {
 		r.log.Addf("victim %v policy=%s last=%d hits=%d", k, r.inner.Name(), e.LastAccess, e.Hits)
 	}
@@ -83,16 +82,16 @@ func (r *RecordingPolicy[K]) Victim() (K, bool) {
 }
 
 // Len is the wrapped policy's Len.
-func (r *RecordingPolicy[K]) Len() int { return r.inner.Len() }
+func (r *RecordingPolicy) Len() int { return r.inner.Len() }
 
 // Reset resets the wrapped policy.
-func (r *RecordingPolicy[K]) Reset() {
+func (r *RecordingPolicy) Reset() {
 	clear(r.entries)
 	r.inner.Reset()
 }
 
 // Victims returns every victim so far, in order.
-func (r *RecordingPolicy[K]) Victims() []K { return append([]K(nil), r.victims...) }
+func (r *RecordingPolicy) Victims() []blocks.ID { return append([]blocks.ID(nil), r.victims...) }
 
 // RecordingPreemption wraps a preemption policy and logs every choice it makes: the need,
 // each candidate as the policy saw it, and the victims in order. It is itself an

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kvpage/kvpage/bench/sim"
-	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocks/sizing"
 	"github.com/kvpage/kvpage/evict"
 )
@@ -395,7 +394,7 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 		return nil, badFlag("--prefix-sharing: %v", err)
 	}
 	policies, err := splitList(f.eviction, func(s string) (string, error) {
-		_, err := evict.New[blocks.ID](s, &evict.Counter{})
+		_, err := evict.ByName(s)
 		return s, err
 	})
 	if err != nil {
