@@ -164,7 +164,9 @@ type SeqInfo struct {
 	State SeqState
 	// Tokens is the sequence's length.
 	Tokens int
-	// Reserved is the number of slots beyond Tokens (lookahead) that its blocks cover.
+	// Reserved is the number of lookahead slots beyond Tokens that the last Append (or
+	// Admit) reserved, all in blocks the sequence alone holds (0 after Truncate, or after a
+	// Fork that shares the block holding position Tokens).
 	Reserved int
 	// Blocks is the length of its table (null entries of a sliding window included).
 	Blocks int

@@ -66,7 +66,7 @@ func BenchmarkFillSlotsAndRow(b *testing.B) {
 	row := make([]int32, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = m.FillSlots(1, 2047, slots)
+		_, _ = m.FillSlots(1, 2047, 0, slots)
 		_, _ = m.FillRow(1, row)
 	}
 }

@@ -9,9 +9,13 @@
 // slot, what paged-attention kernels and vLLM's slot_mapping consume, is block x B +
 // offset. A block is allocated only when every slot so far is taken; lookahead slots for
 // draft tokens are reserved without being committed. FillRow and FillSlots write a table
-// row (int32, padded with the null block 0) and a step's slot mapping (int64, padded
-// with -1) into the caller's slices, and Batch packs many rows into one reused,
-// row-major [batch x maxBlocks] buffer.
+// row (int32, padded with the null block 0) and a step's slot mapping (int64: the
+// positions that hold tokens, then as many reserved lookahead slots as the caller names,
+// padded with -1; never the empty tail of the last block) into the caller's slices, and
+// Batch packs many rows into one reused, row-major [batch x maxBlocks] buffer. Every slot
+// handed out for writing, a new token's or a reserved one's, lies in a block private to
+// the sequence: reserving slots in a shared block copies it as writing does, and a Fork or
+// Truncate that leaves the next position in a shared block cancels the reservation.
 //
 // Fork shares every block holding tokens (one more reference each). The first write into
 // a shared, partly filled block copies it and reports a CopyOp{Src, Dst} that the server
@@ -49,8 +53,11 @@
 //
 // Bad input and lack of memory return errors wrapping a sentinel (ErrUnknownSeq,
 // ErrDuplicateSeq, ErrNotRunning, ErrOutOfBlocks, ErrShortBuffer, ErrNoHostPool,
-// ErrInvalidArgument), tested with errors.Is, and leave every structure exactly as it
-// was. A finished, aborted or recompute-preempted sequence is forgotten, so appending to
+// ErrInvalidArgument, ErrTooLarge), tested with errors.Is, and leave every structure
+// exactly as it was. Every size, count and position is checked against the pool's
+// capacity in slots before any arithmetic on it: a request the pool could never hold
+// (ErrTooLarge, a *SizeError) is told apart from one that must wait for memory
+// (ErrOutOfBlocks), and no sum can overflow. A finished, aborted or recompute-preempted sequence is forgotten, so appending to
 // it returns ErrUnknownSeq. The package panics only for a broken invariant.
 //
 // # Invariants

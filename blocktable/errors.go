@@ -27,7 +27,33 @@ var (
 	// ErrInvalidArgument: an empty prompt, a negative count, a position or length out of
 	// range, a bad configuration.
 	ErrInvalidArgument = errors.New("blocktable: invalid argument")
+	// ErrTooLarge: a size or count that no amount of preemption could ever satisfy (more
+	// slots than the whole pool holds) or that would overflow. Unlike ErrOutOfBlocks,
+	// retrying after a Preempt cannot help: reject the request. Also matches
+	// ErrInvalidArgument.
+	ErrTooLarge = errors.New("blocktable: size beyond the pool's capacity")
 )
+
+// SizeError reports a size, count or position beyond what the pool could ever hold, or
+// one whose arithmetic would overflow. It matches ErrTooLarge and ErrInvalidArgument.
+type SizeError struct {
+	// Op is the operation ("admit", "append", "new", ...).
+	Op string
+	// Seq is the sequence concerned (0 for a Table or a configuration).
+	Seq SeqID
+	// What names the argument ("lookahead", "prompt", ...).
+	What string
+	// N is the value passed; Max the largest the call could accept.
+	N, Max int
+}
+
+// Error names the operation, the argument and the limit.
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("blocktable: %s seq %d: %s %d beyond the limit %d", e.Op, e.Seq, e.What, e.N, e.Max)
+}
+
+// Unwrap returns ErrTooLarge and ErrInvalidArgument.
+func (e *SizeError) Unwrap() []error { return []error{ErrTooLarge, ErrInvalidArgument} }
 
 // OutOfBlocksError says which operation lacked memory and by how much. It matches both
 // ErrOutOfBlocks and blocks.ErrOutOfBlocks.

@@ -28,7 +28,7 @@ func Example() {
 
 	// The prefill step: the slot mapping of the prompt's tokens and the block table row.
 	slots := make([]int64, len(prompt))
-	_, _ = m.FillSlots(1, 0, slots)
+	_, _ = m.FillSlots(1, 0, 0, slots)
 	row := make([]int32, 4)
 	_, _ = m.FillRow(1, row)
 	fmt.Println("slots:", slots)

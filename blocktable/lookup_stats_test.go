@@ -20,7 +20,7 @@ func TestManagerLookupStatsCountAdmissionsOnce(t *testing.T) {
 	require.Equal(t, 12, res.HitTokens)
 	require.Equal(t, base, s.idx.Stats(), "CanAdmit is a dry run")
 
-	big := &Request{Prompt: seqOf(60, 1)} // needs 12 new blocks: refused
+	big := &Request{Prompt: seqOf(32, 1000)} // needs 8 new blocks, 5 are free: refused
 	_, err = s.m.Admit(3, big)
 	require.ErrorIs(t, err, ErrOutOfBlocks)
 	require.Equal(t, base, s.idx.Stats(), "a refused admission is not counted")

@@ -2,6 +2,8 @@ package blocktable
 
 import (
 	"fmt"
+	"math"
+	"reflect"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
@@ -20,6 +22,9 @@ type Manager struct {
 	clock    evict.Clock
 	preempt  evict.Preemption
 	wmBlocks int
+	// maxSlots is the pool's capacity in tokens: no sequence's live slots can exceed it,
+	// so every size a caller passes is checked against it before any arithmetic.
+	maxSlots int
 
 	// release is m.releaseBlocks bound once: a method value allocates each time it is made.
 	release func([]blocks.ID) error
@@ -77,19 +82,46 @@ type sequence struct {
 // committed is how many of the sequence's blocks lie on its path in the index.
 func (s *sequence) committed() int { return s.cur.Blocks() }
 
-// New returns a Manager over cfg.Pool (and cfg.Index, when set).
+// New returns a Manager over cfg.Pool (and cfg.Index, when set). With an Index, Pool,
+// BlockSize and Clock may be left zero and are taken from it; set, they must be the
+// index's own (the same pool, block size and clock), or New fails with ErrInvalidArgument
+// rather than let a later call break an invariant. Every size is checked: a block size
+// outside [1, prefix.MaxBlockSize], a watermark outside [0, 1) (NaN included), a negative
+// window, a host pool that is the device pool.
 func New(cfg Config) (*Manager, error) {
+	if x := cfg.Index; x != nil {
+		switch {
+		case cfg.Pool == nil:
+			cfg.Pool = x.Pool()
+		case cfg.Pool != x.Pool():
+			return nil, fmt.Errorf("%w: Config.Pool is not the pool Config.Index caches", ErrInvalidArgument)
+		}
+		switch {
+		case cfg.BlockSize == 0:
+			cfg.BlockSize = x.BlockSize()
+		case cfg.BlockSize != x.BlockSize():
+			return nil, fmt.Errorf("%w: block size %d, the index's is %d", ErrInvalidArgument, cfg.BlockSize, x.BlockSize())
+		}
+		switch {
+		case cfg.Clock == nil:
+			cfg.Clock = x.Clock()
+		case !sameClock(cfg.Clock, x.Clock()):
+			return nil, fmt.Errorf("%w: Config.Clock is not the index's clock (leave it nil to share the index's)", ErrInvalidArgument)
+		}
+	}
 	switch {
 	case cfg.Pool == nil:
 		return nil, fmt.Errorf("%w: Config.Pool is nil", ErrInvalidArgument)
-	case cfg.BlockSize <= 0:
-		return nil, fmt.Errorf("%w: block size %d", ErrInvalidArgument, cfg.BlockSize)
-	case cfg.Watermark < 0 || cfg.Watermark >= 1:
+	case cfg.BlockSize <= 0 || cfg.BlockSize > prefix.MaxBlockSize:
+		return nil, &SizeError{Op: "new", What: "block size", N: cfg.BlockSize, Max: prefix.MaxBlockSize}
+	case !(cfg.Watermark >= 0 && cfg.Watermark < 1): // NaN fails both comparisons
 		return nil, fmt.Errorf("%w: watermark %v outside [0, 1)", ErrInvalidArgument, cfg.Watermark)
 	case cfg.SlidingWindow < 0:
 		return nil, fmt.Errorf("%w: sliding window %d", ErrInvalidArgument, cfg.SlidingWindow)
 	case cfg.SlidingWindow > 0 && !cfg.Pool.HasNullBlock():
 		return nil, fmt.Errorf("%w: a sliding window needs a pool with a null block", ErrInvalidArgument)
+	case cfg.HostPool == cfg.Pool:
+		return nil, fmt.Errorf("%w: Config.HostPool is the device pool", ErrInvalidArgument)
 	}
 	m := &Manager{
 		cfg:      cfg,
@@ -99,6 +131,8 @@ func New(cfg Config) (*Manager, error) {
 		clock:    cfg.Clock,
 		preempt:  cfg.Preemption,
 		wmBlocks: int(cfg.Watermark * float64(cfg.Pool.Capacity())),
+		// Capacity < 2^31 and BlockSize <= 2^16: no overflow in an int64.
+		maxSlots: int(min(int64(cfg.Pool.Capacity())*int64(cfg.BlockSize), math.MaxInt)),
 		seqs:     make(map[SeqID]*sequence),
 	}
 	m.release = m.releaseBlocks
@@ -113,6 +147,13 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.reclaimBase = m.pool.Stats().Reclaimed
 	return m, nil
+}
+
+// sameClock reports whether a and b are one clock, without panicking on a clock type that
+// cannot be compared (such a clock passed twice counts as two).
+func sameClock(a, b evict.Clock) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // Config returns the configuration the Manager was built with.
@@ -187,8 +228,18 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	if _, dup := m.seqs[seq]; dup {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrDuplicateSeq}
 	}
-	if req == nil || len(req.Prompt) == 0 || req.Prefill < 0 || req.Lookahead < 0 {
+	if req == nil || len(req.Prompt) == 0 || req.Prefill < 0 || req.Lookahead < 0 || req.MaxTokens < 0 {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrInvalidArgument}
+	}
+	// Sizes first, against the pool's capacity in slots, so that no sum below overflows
+	// and no request the pool could never hold is mistaken for one that must wait.
+	if m.cfg.SlidingWindow == 0 {
+		if len(req.Prompt) > m.maxSlots {
+			return p, &SizeError{Op: "admit", Seq: seq, What: "prompt tokens", N: len(req.Prompt), Max: m.maxSlots}
+		}
+		if req.MaxTokens > m.maxSlots {
+			return p, &SizeError{Op: "admit", Seq: seq, What: "max tokens", N: req.MaxTokens, Max: m.maxSlots}
+		}
 	}
 	if m.caching() {
 		// Peek: CanAdmit and refused admissions must not count as lookups in the index's
@@ -198,11 +249,21 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 		p.hits = m.hits
 	}
 	hitTokens := len(p.hits) * m.bs
-	p.tokens = len(req.Prompt)
-	if req.Prefill > 0 {
-		p.tokens = min(p.tokens, hitTokens+req.Prefill)
+	p.tokens = max(len(req.Prompt), hitTokens)
+	if req.Prefill > 0 && req.Prefill < p.tokens-hitTokens { // no hitTokens+Prefill: it may overflow
+		p.tokens = hitTokens + req.Prefill
 	}
-	p.tokens = max(p.tokens, hitTokens)
+	if p.tokens > m.maxSlots {
+		return p, &SizeError{Op: "admit", Seq: seq, What: "prefill tokens", N: p.tokens, Max: m.maxSlots}
+	}
+	if req.Lookahead > m.maxSlots-p.tokens {
+		return p, &SizeError{Op: "admit", Seq: seq, What: "lookahead", N: req.Lookahead, Max: m.maxSlots - p.tokens}
+	}
+	for _, id := range p.hits {
+		if m.pool.RefCount(id) == blocks.MaxRefCount {
+			return p, &SeqError{Op: "admit", Seq: seq, Err: &blocks.BlockError{Op: "retain", ID: id, Err: blocks.ErrRefCountOverflow}}
+		}
+	}
 	p.need = ceilDiv(p.tokens+req.Lookahead, m.bs) - len(p.hits)
 	p.res = AdmitResult{HitTokens: hitTokens, HitBlocks: len(p.hits), NewBlocks: p.need, Tokens: p.tokens}
 
@@ -240,10 +301,11 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	s.arrival = m.clock.Tick()
 	s.hit = p.res.HitTokens
 	s.promptLen = len(req.Prompt)
-	if req.MaxTokens > cap(s.tokens) {
-		s.tokens = make([]int32, 0, req.MaxTokens)
+	hint := min(req.MaxTokens, m.maxSlots) // a window's sequences may outgrow the pool: a hint only
+	if hint > cap(s.tokens) {
+		s.tokens = make([]int32, 0, hint)
 	}
-	if nb := ceilDiv(max(req.MaxTokens, p.tokens+req.Lookahead), m.bs); nb > cap(s.t.ids) {
+	if nb := ceilDiv(max(hint, p.tokens+req.Lookahead), m.bs); nb > cap(s.t.ids) {
 		s.t.ids = make([]blocks.ID, 0, nb)
 	}
 	s.tokens = append(s.tokens, req.Prompt[:p.tokens]...)
@@ -355,8 +417,11 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 	if !s.t.appendInLast(len(tokens), lookahead) { // in line for a decode step
 		var err error
 		if res, err = s.t.Append(len(tokens), lookahead); err != nil {
-			if oob, ok := err.(*OutOfBlocksError); ok {
-				oob.Seq = seq
+			switch e := err.(type) {
+			case *OutOfBlocksError:
+				e.Seq = seq
+			case *SizeError:
+				e.Seq = seq
 			}
 			return res, err
 		}

@@ -133,9 +133,11 @@ func TestManagerAdmitCountsHitBlocksItTakesOffTheEvictableSet(t *testing.T) {
 	_, err := s.m.Admit(1, &Request{Prompt: shared})
 	require.NoError(t, err)
 	require.NoError(t, s.m.Finish(1))
-	// 6 free + 4 cached evictable: 10 available, but the 4 cached are the hit.
-	require.Equal(t, 10, s.pool.Available())
-	long := append(slices.Clone(shared), seqOf(28, 500)...) // 44 tokens, 11 blocks
+	_, err = s.m.Admit(3, &Request{Prompt: seqOf(4, 900)}) // takes a free block
+	require.NoError(t, err)
+	// 5 free + 4 cached evictable: 9 available, but the 4 cached are the hit.
+	require.Equal(t, 9, s.pool.Available())
+	long := append(slices.Clone(shared), seqOf(24, 500)...) // 40 tokens, 10 blocks
 	before := s.state(t)
 	_, err = s.m.CanAdmit(2, &Request{Prompt: long})
 	var oob *OutOfBlocksError
@@ -144,19 +146,19 @@ func TestManagerAdmitCountsHitBlocksItTakesOffTheEvictableSet(t *testing.T) {
 	require.ErrorIs(t, err, ErrOutOfBlocks)
 	require.ErrorAs(t, err, &oob)
 	require.Equal(t, AdmitResult{}, res)
-	require.Equal(t, 7, oob.Needed)
-	require.Equal(t, 6, oob.Available)
+	require.Equal(t, 6, oob.Needed)
+	require.Equal(t, 5, oob.Available)
 	require.Equal(t, 1, oob.Missing())
 	after := s.state(t)
 	require.Equal(t, uint64(1), after.Stats.RejectedAdmissions)
 	after.Stats.RejectedAdmissions = 0
 	require.Equal(t, before, after, "a refused admission changes nothing")
-	require.Equal(t, 10, s.pool.Available())
+	require.Equal(t, 9, s.pool.Available())
 
 	// One block shorter fits exactly: the hit plus every other block.
-	res, err = s.m.Admit(2, &Request{Prompt: long[:40]})
+	res, err = s.m.Admit(2, &Request{Prompt: long[:36]})
 	require.NoError(t, err)
-	require.Equal(t, AdmitResult{HitTokens: 16, HitBlocks: 4, NewBlocks: 6, Tokens: 40}, res)
+	require.Equal(t, AdmitResult{HitTokens: 16, HitBlocks: 4, NewBlocks: 5, Tokens: 36}, res)
 	require.Zero(t, s.pool.Available())
 	s.done(t)
 }
@@ -450,7 +452,7 @@ func TestManagerTypedErrorsChangeNothing(t *testing.T) {
 		{"swap in running", func() error { _, err := s.m.SwapIn(2, nil); return err }, ErrNotRunning},
 		{"slot outside", func() error { _, err := s.m.Slot(2, 8); return err }, ErrInvalidArgument},
 		{"slot unknown", func() error { _, err := s.m.Slot(9, 0); return err }, ErrUnknownSeq},
-		{"fill slots outside", func() error { _, err := s.m.FillSlots(2, 9, make([]int64, 2)); return err }, ErrInvalidArgument},
+		{"fill slots outside", func() error { _, err := s.m.FillSlots(2, 9, 0, make([]int64, 2)); return err }, ErrInvalidArgument},
 		{"fill row short", func() error { _, err := s.m.FillRow(2, make([]int32, 1)); return err }, ErrShortBuffer},
 		{"pack unknown", func() error { return s.m.Pack(&Batch{}, []SeqID{2, 9}) }, ErrUnknownSeq},
 		{"seq unknown", func() error { _, err := s.m.Seq(9); return err }, ErrUnknownSeq},
@@ -481,14 +483,20 @@ func TestManagerSlotsRowsAndPack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2*4+1), slot)
 	slots := make([]int64, 6)
-	n, err := s.m.FillSlots(2, 2, slots)
+	n, err := s.m.FillSlots(2, 0, 0, slots)
 	require.NoError(t, err)
-	require.Equal(t, 6, n, "lookahead slots are real slots")
-	require.Equal(t, []int64{14, 15, 16, 17, 18, 19}, slots)
-	n, err = s.m.FillSlots(2, 6, slots[:4])
+	require.Equal(t, 2, n, "only positions that hold tokens, not the block's empty tail")
+	require.Equal(t, []int64{12, 13, -1, -1, -1, -1}, slots)
+	n, err = s.m.FillSlots(2, 1, 3, slots)
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	require.Equal(t, []int64{18, 19, -1, -1}, slots[:4])
+	require.Equal(t, 4, n, "the last token, then the 3 lookahead slots asked for")
+	require.Equal(t, []int64{13, 14, 15, 16, -1, -1}, slots)
+	_, err = s.m.FillSlots(2, 0, 4, slots)
+	require.ErrorIs(t, err, ErrInvalidArgument, "more lookahead than reserved")
+	_, err = s.m.FillSlots(2, 0, 3, slots[:4])
+	require.ErrorIs(t, err, ErrShortBuffer)
+	_, err = s.m.FillSlots(2, 3, 0, slots)
+	require.ErrorIs(t, err, ErrInvalidArgument, "a position past the tokens")
 
 	var b Batch
 	require.NoError(t, s.m.Pack(&b, []SeqID{2, 1}))
@@ -548,17 +556,21 @@ func TestManagerAppendDoesNotAllocate(t *testing.T) {
 	slots := make([]int64, 1)
 	row := make([]int32, 128)
 	allocs := testing.AllocsPerRun(2000, func() {
-		if info, _ := s.m.Seq(seq); info.Tokens >= 1000 {
+		info, _ := s.m.Seq(seq)
+		if info.Tokens >= 1000 {
 			_ = s.m.Finish(seq)
 			seq++
 			if _, err := s.m.Admit(seq, req); err != nil {
 				panic(err)
 			}
+			info.Tokens = len(prompt)
 		}
 		if _, err := s.m.Append(seq, tok, 0); err != nil {
 			panic(err)
 		}
-		_, _ = s.m.FillSlots(seq, 0, slots)
+		if n, err := s.m.FillSlots(seq, info.Tokens, 0, slots); err != nil || n != 1 {
+			panic(err)
+		}
 		_, _ = s.m.FillRow(seq, row)
 	})
 	require.Zero(t, allocs, "a decode step allocates nothing")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/prefix"
 )
@@ -251,8 +252,10 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	if rematch {
 		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:s.committed()*m.bs], MM: s.prompt.MM}
 		m.hits, cur = m.index.Peek(m.hits, &p, false)
-		if len(m.hits) == 0 {
-			cur = m.index.Cursor(s.prompt.Namespace)
+	}
+	for _, id := range m.hits {
+		if m.pool.RefCount(id) == blocks.MaxRefCount {
+			return dst, &SeqError{Op: "swap in", Seq: seq, Err: &blocks.BlockError{Op: "retain", ID: id, Err: blocks.ErrRefCountOverflow}}
 		}
 	}
 	k := len(m.hits)
@@ -262,6 +265,10 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	}
 	if need > avail {
 		return dst, &OutOfBlocksError{Op: "swap in", Seq: seq, Needed: need, Available: avail}
+	}
+	if rematch && k == 0 {
+		// Only now that SwapIn will succeed: a failed one must not create a root.
+		cur = m.index.Cursor(s.prompt.Namespace)
 	}
 	if k > 0 {
 		if err := m.index.Acquire(m.hits); err != nil {

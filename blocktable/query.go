@@ -70,7 +70,8 @@ func (m *Manager) Blocks(seq SeqID) ([]blocks.ID, error) {
 }
 
 // Slot returns the flat KV slot (block x BlockSize + offset) of token position pos of
-// the running sequence seq, lookahead slots included.
+// the running sequence seq: a token's, or one of its reserved lookahead slots (pos <
+// Len + Reserved).
 func (m *Manager) Slot(seq SeqID, pos int) (int64, error) {
 	s, err := m.running("slot", seq)
 	if err != nil {
@@ -79,16 +80,22 @@ func (m *Manager) Slot(seq SeqID, pos int) (int64, error) {
 	return s.t.Slot(pos)
 }
 
-// FillSlots writes into dst the flat slots of seq's positions from, from+1, ...: the slot
-// mapping of a step's new tokens, as vLLM's slot_mapping. Entries past the sequence's
-// last reserved slot are -1 (padding). It returns how many entries are real slots and
+// FillSlots writes into dst the flat slots of seq's positions [from, Len+lookahead): the
+// slot mapping of a step, as vLLM's slot_mapping. Positions from..Len-1 hold the tokens
+// appended (from is typically Len before the Append); then come the first lookahead of the
+// slots the last Append reserved (0 <= lookahead <= SeqInfo.Reserved), for the draft tokens
+// a speculative step writes. The rest of dst is padded with -1, and the count returned is
+// only the positions written: never the empty tail of the last block. Every slot in it
+// past the sequence's committed tokens lies in a block the sequence alone holds, so
+// writing them cannot touch another sequence's KV. ErrShortBuffer when dst is too short,
+// ErrInvalidArgument for a position or lookahead out of range, writing nothing. It
 // allocates nothing.
-func (m *Manager) FillSlots(seq SeqID, from int, dst []int64) (int, error) {
+func (m *Manager) FillSlots(seq SeqID, from, lookahead int, dst []int64) (int, error) {
 	s, err := m.running("fill slots", seq)
 	if err != nil {
 		return 0, err
 	}
-	return s.t.FillSlots(from, dst)
+	return s.t.FillSlots(from, lookahead, dst)
 }
 
 // FillRow writes seq's block table into dst (int32 block IDs, what paged-attention

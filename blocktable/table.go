@@ -2,6 +2,7 @@ package blocktable
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
@@ -16,13 +17,19 @@ import (
 // is allocated only when the slots so far are all taken. Blocks past the last token's
 // block are private to the table (never shared, never cached), so a write can only ever
 // meet a shared block at the block holding the next position: at most one copy-on-write
-// per Append.
+// per Append. Every slot the table hands out for writing, the new tokens' and the reserved
+// lookahead slots', lies in a block private to it: reserving copies a shared block just as
+// writing does, and a Fork or Truncate that leaves the next position in a shared block
+// cancels the reservation.
 type Table struct {
 	pool   *blocks.Pool
 	bs     int
 	window int
 	ids    []blocks.ID
 	tokens int
+	// reserved is how many lookahead slots past tokens the last Append reserved: all in
+	// blocks the table alone holds, so a caller may write them (see Reserved).
+	reserved int
 	// nulls is how many leading entries a sliding window has released (all NullID).
 	nulls int
 	// release drops the table's reference on blocks: pool.Release for a plain table, the
@@ -74,8 +81,10 @@ func (t *Table) poolRelease(ids []blocks.ID) error { return t.pool.Release(ids..
 // Len is the number of tokens in the table.
 func (t *Table) Len() int { return t.tokens }
 
-// Reserved is the number of lookahead slots beyond Len that the table's blocks cover.
-func (t *Table) Reserved() int { return len(t.ids)*t.bs - t.tokens }
+// Reserved is the number of lookahead slots beyond Len that the last Append reserved
+// (0 after Truncate, and after a Fork that shares the block holding position Len). They
+// lie in blocks the table alone holds, so the caller may write them.
+func (t *Table) Reserved() int { return t.reserved }
 
 // NumBlocks is the length of the table, null entries included.
 func (t *Table) NumBlocks() int { return len(t.ids) }
@@ -101,7 +110,8 @@ func (t *Table) grow(n, lookahead int) int {
 	return ceilDiv(need-have, t.bs)
 }
 
-// needsCopy reports whether writing n > 0 tokens at the end meets a shared block.
+// needsCopy reports whether writing or reserving n > 0 slots at the end meets a shared
+// block: only the block holding position Len can be shared.
 func (t *Table) needsCopy(n int) bool {
 	if n == 0 {
 		return false
@@ -148,35 +158,60 @@ func (t *Table) appendInLast(n, lookahead int) bool {
 		return false
 	}
 	t.tokens += n
+	t.reserved = 0
 	return true
 }
 
 // Need returns how many blocks Append(n, lookahead) would allocate now, a copy-on-write
 // included, without changing anything.
 func (t *Table) Need(n, lookahead int) int {
+	if t.checkSizes(n, lookahead) != nil {
+		return math.MaxInt // can never be satisfied
+	}
 	k := t.grow(n, lookahead)
-	if t.needsCopy(n) {
+	if t.needsCopy(n + lookahead) {
 		k++
 	}
 	return k
 }
 
+// checkSizes refuses counts that could never fit the pool, before any arithmetic on them
+// can overflow: the table's live slots after the append (tokens past the released window,
+// plus n, plus lookahead) must fit the pool's capacity in slots.
+func (t *Table) checkSizes(n, lookahead int) error {
+	if n < 0 || lookahead < 0 {
+		return fmt.Errorf("%w: append %d tokens, lookahead %d", ErrInvalidArgument, n, lookahead)
+	}
+	limit := t.pool.Capacity() * t.bs // < 2^31 x 2^16 (the Manager and prefix bound the block size)
+	live := t.tokens - (t.nulls+t.windowDrop())*t.bs // what the window keeps
+	if n > limit-live {
+		return &SizeError{Op: "append", What: "tokens", N: n, Max: limit - live}
+	}
+	if lookahead > limit-live-n {
+		return &SizeError{Op: "append", What: "lookahead", N: lookahead, Max: limit - live - n}
+	}
+	return nil
+}
+
 // Append adds n tokens and makes sure lookahead more slots exist, allocating a block only
 // when the last one is full, copying a shared block on first write (reported in the
-// result). With a sliding window, blocks that fell out of the window are released first.
-// All or nothing: on error (ErrOutOfBlocks, ErrInvalidArgument) nothing changed. It
-// allocates no memory once the table's slice has grown to its working size.
+// result). Reserving lookahead slots in a shared block copies it too, so that every slot
+// handed out for writing is the table's own; Reserved is then lookahead. With a sliding
+// window, blocks that fell out of the window are released first. All or nothing: on error
+// (ErrOutOfBlocks, ErrInvalidArgument, ErrTooLarge for counts beyond the pool's capacity)
+// nothing changed. It allocates no memory once the table's slice has grown to its working
+// size.
 func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 	if t.appendInLast(n, lookahead) {
 		t.check()
 		return AppendResult{}, nil
 	}
 	var res AppendResult
-	if n < 0 || lookahead < 0 {
-		return res, fmt.Errorf("%w: append %d tokens, lookahead %d", ErrInvalidArgument, n, lookahead)
+	if err := t.checkSizes(n, lookahead); err != nil {
+		return res, err
 	}
 	grow := t.grow(n, lookahead)
-	cow := t.needsCopy(n)
+	cow := t.needsCopy(n + lookahead)
 	need := grow
 	if cow {
 		need++
@@ -217,6 +252,7 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 		res.NewBlocks = len(t.ids) - before
 	}
 	t.tokens += n
+	t.reserved = lookahead
 	t.check()
 	return res, nil
 }
@@ -237,8 +273,10 @@ func (t *Table) mustRelease(id blocks.ID) {
 }
 
 // Truncate cuts the table to n tokens (rejected speculative tokens) and releases the
-// blocks no longer needed, lookahead reservations included. With a sliding window, n must
-// keep every position the next token attends to (ErrInvalidArgument otherwise).
+// blocks no longer needed, lookahead reservations included: Reserved is 0 after it, and
+// the next Append copies the block holding position n if it is shared (cached, or forked).
+// With a sliding window, n must keep every position the next token attends to
+// (ErrInvalidArgument otherwise).
 func (t *Table) Truncate(n int) error {
 	if n < 0 || n > t.tokens {
 		return fmt.Errorf("%w: truncate to %d tokens, table has %d", ErrInvalidArgument, n, t.tokens)
@@ -255,12 +293,15 @@ func (t *Table) Truncate(n int) error {
 		t.ids = t.ids[:keep]
 	}
 	t.tokens = n
+	t.reserved = 0
 	t.check()
 	return nil
 }
 
 // Fork returns a new table sharing all of t's token blocks (one more reference each).
-// Lookahead blocks past the last token are not shared: they hold nothing yet.
+// Lookahead blocks past the last token are not shared: they hold nothing yet. The fork
+// reserves nothing; if t's last token block is partly filled, it is now shared, so t's own
+// reservation is cancelled too (Reserved 0) and its next Append copies that block first.
 func (t *Table) Fork() (*Table, error) {
 	c := &Table{}
 	if err := t.forkInto(c); err != nil {
@@ -283,7 +324,11 @@ func (t *Table) forkInto(c *Table) error {
 	if c.release == nil {
 		c.release = c.poolRelease
 	}
+	if len(live) > 0 && t.tokens%t.bs != 0 {
+		t.reserved = 0 // its reserved slots began in the block now shared
+	}
 	c.check()
+	t.check()
 	return nil
 }
 
@@ -298,14 +343,16 @@ func (t *Table) Release() error {
 	poisonIDs(t.ids)
 	t.ids = t.ids[:0]
 	t.tokens = 0
+	t.reserved = 0
 	t.nulls = 0
 	return nil
 }
 
-// Slot returns the flat slot of position pos (lookahead slots included).
+// Slot returns the flat slot of position pos: a token's, or a reserved lookahead slot's
+// (pos < Len + Reserved).
 func (t *Table) Slot(pos int) (int64, error) {
-	if pos < 0 || pos >= len(t.ids)*t.bs {
-		return -1, fmt.Errorf("%w: position %d outside the table's %d slots", ErrInvalidArgument, pos, len(t.ids)*t.bs)
+	if pos < 0 || pos >= t.tokens+t.reserved {
+		return -1, fmt.Errorf("%w: position %d outside the table's %d tokens and %d reserved slots", ErrInvalidArgument, pos, t.tokens, t.reserved)
 	}
 	if pos < t.nulls*t.bs {
 		return -1, fmt.Errorf("%w: position %d is outside the sliding window", ErrInvalidArgument, pos)
@@ -313,13 +360,24 @@ func (t *Table) Slot(pos int) (int64, error) {
 	return int64(t.ids[pos/t.bs])*int64(t.bs) + int64(pos%t.bs), nil
 }
 
-// FillSlots writes the slots of positions from, from+1, ... into dst, -1 past the last
-// reserved slot, and returns how many are real. It allocates nothing.
-func (t *Table) FillSlots(from int, dst []int64) (int, error) {
-	if from < t.nulls*t.bs || from > len(t.ids)*t.bs {
-		return 0, fmt.Errorf("%w: slots from position %d, table covers [%d, %d)", ErrInvalidArgument, from, t.nulls*t.bs, len(t.ids)*t.bs)
+// FillSlots writes into dst the slots of positions [from, Len+lookahead): the tokens from
+// position from on, then the first lookahead reserved slots (0 <= lookahead <= Reserved),
+// pads the rest of dst with -1, and returns how many it wrote. The empty tail of the last
+// block is never included: only positions that hold tokens, and reserved slots the caller
+// names. ErrShortBuffer when dst cannot hold them all, ErrInvalidArgument for a position
+// outside [window start, Len] or a lookahead outside [0, Reserved], writing nothing
+// either way. It allocates nothing.
+func (t *Table) FillSlots(from, lookahead int, dst []int64) (int, error) {
+	if from < t.nulls*t.bs || from > t.tokens {
+		return 0, fmt.Errorf("%w: slots from position %d, table holds tokens [%d, %d)", ErrInvalidArgument, from, t.nulls*t.bs, t.tokens)
 	}
-	real := min(len(dst), len(t.ids)*t.bs-from)
+	if lookahead < 0 || lookahead > t.reserved {
+		return 0, fmt.Errorf("%w: %d lookahead slots, %d reserved", ErrInvalidArgument, lookahead, t.reserved)
+	}
+	real := t.tokens + lookahead - from
+	if len(dst) < real {
+		return 0, fmt.Errorf("%w: %d slots for %d positions", ErrShortBuffer, len(dst), real)
+	}
 	bs := int64(t.bs)
 	for i := range real {
 		p := from + i
@@ -370,6 +428,14 @@ func (t *Table) CheckInvariants() error {
 		}
 		if i >= ceilDiv(t.tokens, t.bs) && rc != 1 {
 			return fmt.Errorf("table: lookahead entry %d (block %d) has %d holders, want 1", i, id, rc)
+		}
+	}
+	if t.reserved < 0 || t.reserved > len(t.ids)*t.bs-t.tokens {
+		return fmt.Errorf("table: %d reserved slots past %d tokens in %d blocks of %d", t.reserved, t.tokens, len(t.ids), t.bs)
+	}
+	if t.reserved > 0 && t.tokens%t.bs != 0 {
+		if i := t.tokens / t.bs; t.pool.RefCount(t.ids[i]) != 1 {
+			return fmt.Errorf("table: reserved slots start in block %d, which has %d holders, want 1", t.ids[i], t.pool.RefCount(t.ids[i]))
 		}
 	}
 	return nil

@@ -59,21 +59,23 @@ func TestTableSlotsAndRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []blocks.ID{2, 3}, tb.Blocks())
 
-	for pos, want := range []int64{8, 9, 10, 11, 12, 13, 14, 15} {
+	for pos, want := range []int64{8, 9, 10, 11, 12, 13} {
 		got, err := tb.Slot(pos)
 		require.NoError(t, err)
 		require.Equal(t, want, got, "pos %d", pos)
 	}
+	_, err = tb.Slot(6)
+	require.ErrorIs(t, err, ErrInvalidArgument, "the empty tail of the last block is not reserved")
 	_, err = tb.Slot(8)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	_, err = tb.Slot(-1)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 
 	slots := []int64{7, 7, 7, 7, 7}
-	n, err := tb.FillSlots(5, slots)
+	n, err := tb.FillSlots(4, 0, slots)
 	require.NoError(t, err)
-	require.Equal(t, 3, n) // positions 5, 6, 7 are slots of block 3; then padding
-	require.Equal(t, []int64{13, 14, 15, -1, -1}, slots)
+	require.Equal(t, 2, n) // positions 4 and 5 hold tokens; 6 and 7 are the empty tail, padding
+	require.Equal(t, []int64{12, 13, -1, -1, -1}, slots)
 
 	row := []int32{9, 9, 9, 9}
 	n, err = tb.FillRow(row)
@@ -91,9 +93,12 @@ func TestTableSlotsAndRow(t *testing.T) {
 }
 
 func TestTableOutOfBlocksChangesNothing(t *testing.T) {
-	p := newPool(t, 3) // 2 usable
+	p := newPool(t, 4) // 3 usable
+	other, _ := NewTable(p, 4)
+	_, err := other.Append(1, 0) // holds one
+	require.NoError(t, err)
 	tb, _ := NewTable(p, 4)
-	_, err := tb.Append(5, 0)
+	_, err = tb.Append(5, 0)
 	require.NoError(t, err)
 	_, err = tb.Append(4, 0) // would need a third block
 	var oob *OutOfBlocksError
@@ -105,7 +110,10 @@ func TestTableOutOfBlocksChangesNothing(t *testing.T) {
 	require.Equal(t, 2, tb.NumBlocks())
 	_, err = tb.Append(-1, 0)
 	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = tb.Append(8, 0) // more than the pool's 12 slots, ever
+	require.ErrorIs(t, err, ErrTooLarge)
 	require.NoError(t, tb.Release())
+	require.NoError(t, other.Release())
 	requireNoLeak(t, p)
 }
 
@@ -315,7 +323,7 @@ func TestTableAppendDoesNotAllocate(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		_, _ = tb.FillSlots(tb.Len()-1, slots)
+		_, _ = tb.FillSlots(tb.Len()-1, 0, slots)
 	})
 	require.Zero(t, allocs)
 	require.NoError(t, tb.Release())

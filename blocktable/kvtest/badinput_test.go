@@ -261,13 +261,14 @@ func tableCases(t *testing.T) badGroup {
 	return badGroup{name: "Table", snapshot: snapshotOf(dump), check: check, cases: []badCase{
 		{"Table.Append", "a negative count", func() error { _, err := tbl.Append(-1, 0); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Append", "a negative lookahead", func() error { _, err := tbl.Append(1, -1); return err }, errs(blocktable.ErrInvalidArgument), false},
-		{"Table.Append", "more blocks than the pool has", func() error { _, err := tbl.Append(100, 0); return err }, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
+		{"Table.Append", "more blocks than are free", func() error { _, err := tbl.Append(20, 0); return err }, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
+		{"Table.Append", "more slots than the pool has", func() error { _, err := tbl.Append(100, 0); return err }, errs(blocktable.ErrTooLarge, blocktable.ErrInvalidArgument), false},
 		{"Table.Truncate", "a negative length", func() error { return tbl.Truncate(-1) }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Truncate", "past the end", func() error { return tbl.Truncate(7) }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Truncate", "into the released window", func() error { return win.Truncate(5) }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.FillRow", "a row too short", func() error { _, err := tbl.FillRow(row); return err }, errs(blocktable.ErrShortBuffer), false},
-		{"Table.FillSlots", "a negative position", func() error { _, err := tbl.FillSlots(-1, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
-		{"Table.FillSlots", "a position in the released window", func() error { _, err := win.FillSlots(1, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
+		{"Table.FillSlots", "a negative position", func() error { _, err := tbl.FillSlots(-1, 0, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
+		{"Table.FillSlots", "a position in the released window", func() error { _, err := win.FillSlots(1, 0, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Slot", "past the reserved slots", func() error { _, err := tbl.Slot(8); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Slot", "in the released window", func() error { _, err := win.Slot(0); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"PackTables", "a batch narrower than a table", func() error {
@@ -301,16 +302,21 @@ func managerCases(t *testing.T) badGroup {
 			_, err := m.Admit(unknown, &blocktable.Request{Prompt: []int32{1}, Lookahead: -1})
 			return err
 		}, errs(blocktable.ErrInvalidArgument), false},
-		{"Manager.Admit", "more blocks than free and evictable", func() error { _, err := m.Admit(unknown, req("0..199")); return err }, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), true},
+		{"Manager.Admit", "more blocks than free and evictable", func() error { _, err := m.Admit(unknown, req("0..59")); return err }, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), true},
+		{"Manager.Admit", "more slots than the pool has", func() error { _, err := m.Admit(unknown, req("0..199")); return err }, errs(blocktable.ErrTooLarge), false},
 		{"Manager.CanAdmit", "a duplicate sequence", func() error { _, err := m.CanAdmit(a, req("1")); return err }, errs(blocktable.ErrDuplicateSeq), false},
-		{"Manager.CanAdmit", "more blocks than free and evictable", func() error { _, err := m.CanAdmit(unknown, req("0..199")); return err }, errs(blocktable.ErrOutOfBlocks), true},
+		{"Manager.CanAdmit", "more blocks than free and evictable", func() error { _, err := m.CanAdmit(unknown, req("0..59")); return err }, errs(blocktable.ErrOutOfBlocks), true},
 		{"Manager.Append", "an unknown sequence", func() error { _, err := m.Append(unknown, []int32{1}, 0); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Append", "a swapped sequence", func() error { _, err := m.Append(c, []int32{1}, 0); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Append", "a negative lookahead", func() error { _, err := m.Append(a, []int32{1}, -1); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Append", "more blocks than free and evictable", func() error {
-			_, err := m.Append(a, make([]int32, 200), 0)
+			_, err := m.Append(a, make([]int32, 50), 0)
 			return err
 		}, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
+		{"Manager.Append", "more slots than the pool has", func() error {
+			_, err := m.Append(a, make([]int32, 200), 0)
+			return err
+		}, errs(blocktable.ErrTooLarge), false},
 		{"Manager.Finish", "an unknown sequence", func() error { return m.Finish(unknown) }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Abort", "an unknown sequence", func() error { return m.Abort(unknown) }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Fork", "an unknown parent", func() error { return m.Fork(unknown, unknown+1) }, errs(blocktable.ErrUnknownSeq), false},
@@ -348,7 +354,7 @@ func managerCases(t *testing.T) badGroup {
 		{"Manager.Seq", "an unknown sequence", func() error { _, err := m.Seq(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Slot", "a position past the table", func() error { _, err := m.Slot(a, 12); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Slot", "a swapped sequence", func() error { _, err := m.Slot(c, 0); return err }, errs(blocktable.ErrNotRunning), false},
-		{"Manager.FillSlots", "a negative position", func() error { _, err := m.FillSlots(a, -1, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
+		{"Manager.FillSlots", "a negative position", func() error { _, err := m.FillSlots(a, -1, 0, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.FillRow", "a row too short", func() error { _, err := m.FillRow(a, row); return err }, errs(blocktable.ErrShortBuffer), false},
 		{"Manager.Pack", "an unknown sequence", func() error { return m.Pack(batch, []blocktable.SeqID{a, unknown}) }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Pack", "a batch narrower than a table", func() error { return m.Pack(batch, []blocktable.SeqID{a}) }, errs(blocktable.ErrShortBuffer), false},

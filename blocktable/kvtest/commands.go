@@ -339,8 +339,12 @@ func (r *Runner) cmdSlots(a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	look, err := a.num("lookahead", 0, -maxTokens, maxTokens)
+	if err != nil {
+		return "", err
+	}
 	dst := make([]int64, n)
-	real, err := r.env.Manager.FillSlots(id, from, dst)
+	real, err := r.env.Manager.FillSlots(id, from, look, dst)
 	if err != nil {
 		return result(err, ""), a.done()
 	}

@@ -32,7 +32,7 @@ import (
 //	tick [N]                      advance the shared clock
 //	fail-alloc K | shrink N | heal
 //	                              fault injection (see Env.FailAllocation, Env.Shrink)
-//	table SEQ | slots SEQ [from=0] [n=8] | log | stats | dump
+//	table SEQ | slots SEQ [from=0] [lookahead=0] [n=8] | log | stats | dump
 //	expect KEY=VALUE ...          assert values (see Runner.Value for the keys)
 //
 // A command's output is its result ("ok ...", or "error: ..." when the stack refused it)
