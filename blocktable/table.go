@@ -182,7 +182,7 @@ func (t *Table) checkSizes(n, lookahead int) error {
 	if n < 0 || lookahead < 0 {
 		return fmt.Errorf("%w: append %d tokens, lookahead %d", ErrInvalidArgument, n, lookahead)
 	}
-	limit := t.pool.Capacity() * t.bs // < 2^31 x 2^16 (the Manager and prefix bound the block size)
+	limit := t.pool.Capacity() * t.bs                // < 2^31 x 2^16 (the Manager and prefix bound the block size)
 	live := t.tokens - (t.nulls+t.windowDrop())*t.bs // what the window keeps
 	if n > limit-live {
 		return &SizeError{Op: "append", What: "tokens", N: n, Max: limit - live}
