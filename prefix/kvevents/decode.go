@@ -27,8 +27,21 @@ func DecodeBatch(payload []byte) (*Batch, error) {
 // mid 2026), and also the map form that later vLLM writes for each event. It skips what it
 // does not know (extra trailing array elements, unknown map keys), so that fields added
 // later do not break it. A Decoder may be reused; it is not safe for concurrent use.
+//
+// Every payload is treated as hostile: a Decoder refuses payloads longer than MaxPayload,
+// byte-string hashes of another length than HashSize, declared lengths the remaining bytes
+// cannot hold, unknown elements nested deeper than 32 levels, and payloads that would
+// build more than 12 bytes of Go memory per payload byte (real batches build 2 to 6).
 type Decoder struct {
+	// HashSize is the length of a block hash sent as a byte string: the servers' hasher's
+	// Size() (32 for vLLM's sha256 schemes, 8 for prefix.Fast64). 0 means DefaultHashSize.
+	// Integer hashes (vLLM's VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES) are accepted in any width.
+	HashSize int
+	// MaxPayload is the longest payload accepted; 0 means DefaultMaxPayload.
+	MaxPayload int
+
 	payload []byte
+	budget  int
 	r       bytes.Reader
 	d       *msgpack.Decoder
 	scratch []byte
@@ -42,16 +55,23 @@ const maxInterned = 1024
 // filled stay valid until the Batch is passed to Decode again. On error b holds a partial
 // batch, and the error wraps ErrMalformed.
 func (d *Decoder) Decode(payload []byte, b *Batch) error {
+	b.Events = b.Events[:0]
+	b.hashes, b.bytes, b.tokens = b.hashes[:0], b.bytes[:0], b.tokens[:0]
+	b.Timestamp, b.DataParallelRank, b.HasDataParallelRank = 0, 0, false
+	if len(payload) > d.maxPayload() {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(payload), d.maxPayload())
+	}
+	if hs := d.hashSize(); hs < 1 || hs > MaxHashSize {
+		return fmt.Errorf("%w: decoder hash size %d", ErrMalformed, hs)
+	}
 	d.payload = payload
+	d.budget = allocFactor*len(payload) + allocSlack
 	d.r.Reset(payload)
 	if d.d == nil {
 		d.d = msgpack.NewDecoder(&d.r)
 	} else {
 		d.d.Reset(&d.r)
 	}
-	b.Events = b.Events[:0]
-	b.hashes, b.bytes, b.tokens = b.hashes[:0], b.bytes[:0], b.tokens[:0]
-	b.Timestamp, b.DataParallelRank, b.HasDataParallelRank = 0, 0, false
 	if err := d.batch(b); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
@@ -79,7 +99,10 @@ func (d *Decoder) batch(b *Batch) error {
 	for i := range nev {
 		// Appending before decoding, never during, keeps the pointer valid. Slices taken
 		// from the arenas stay valid when an arena grows: the old array keeps its bytes.
-		b.Events = append(b.Events, Event{})
+		if err := d.charge(eventCost); err != nil {
+			return err
+		}
+		b.Events = append(reserve(b.Events, 1), Event{})
 		if err := d.event(b, &b.Events[len(b.Events)-1]); err != nil {
 			return fmt.Errorf("event %d: %w", i, err)
 		}
@@ -168,7 +191,7 @@ func (d *Decoder) event(b *Batch, e *Event) error {
 				return err
 			}
 			got++
-		} else if err := d.d.Skip(); err != nil {
+		} else if err := d.skipOne(); err != nil {
 			return err
 		}
 	}

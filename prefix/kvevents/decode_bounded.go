@@ -54,7 +54,13 @@ func (d *Decoder) checkBounded(depth int) error {
 		}
 		n *= 2
 	default:
-		return d.d.Skip()
+		if err := d.charge(anyCost); err != nil {
+			return err
+		}
+		return d.skipOne()
+	}
+	if err := d.charge(anyCost * n); err != nil {
+		return err
 	}
 	for range n {
 		if err := d.checkBounded(depth + 1); err != nil {

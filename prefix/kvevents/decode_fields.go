@@ -46,7 +46,7 @@ func (d *Decoder) field(b *Batch, e *Event, name string) error {
 	case fieldExtraKeys:
 		err = d.extraKeys(e)
 	default:
-		err = d.d.Skip()
+		err = d.skipOne()
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -59,6 +59,10 @@ func (d *Decoder) hashList(b *Batch, e *Event) error {
 	if err != nil {
 		return err
 	}
+	if err := d.charge(hashCost * n); err != nil {
+		return err
+	}
+	b.hashes = reserve(b.hashes, n)
 	from := len(b.hashes)
 	for range n {
 		var h ExternalHash
@@ -89,11 +93,18 @@ func (d *Decoder) hash(b *Batch, h *ExternalHash) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if n < 0 || n > d.r.Len() {
+		if n != d.hashSize() {
+			return false, fmt.Errorf("hash of %d bytes, want %d", n, d.hashSize())
+		}
+		if n > d.r.Len() {
 			return false, fmt.Errorf("hash of %d bytes in %d", n, d.r.Len())
 		}
+		if err := d.charge(n); err != nil {
+			return false, err
+		}
+		b.bytes = reserve(b.bytes, n)
 		from := len(b.bytes)
-		b.bytes = append(b.bytes, make([]byte, n)...)
+		b.bytes = b.bytes[:from+n]
 		if err := d.d.ReadFull(b.bytes[from:]); err != nil {
 			return false, err
 		}
@@ -116,6 +127,10 @@ func (d *Decoder) tokenList(b *Batch, e *Event) error {
 	if err != nil {
 		return err
 	}
+	if err := d.charge(tokenCost * n); err != nil {
+		return err
+	}
+	b.tokens = reserve(b.tokens, n)
 	from := len(b.tokens)
 	// The common forms (non-negative integers up to uint32) are read straight from the
 	// payload, which the msgpack decoder reads unbuffered through d.r; anything else goes
@@ -163,6 +178,9 @@ func (d *Decoder) extraKeys(e *Event) error {
 	if err != nil {
 		return err
 	}
+	if err := d.charge(keysCost * n); err != nil {
+		return err
+	}
 	e.ExtraKeys = make([][]any, n)
 	for i := range n {
 		ok, err := d.notNil()
@@ -174,6 +192,9 @@ func (d *Decoder) extraKeys(e *Event) error {
 		}
 		k, err := d.arrayLen()
 		if err != nil {
+			return err
+		}
+		if err := d.charge(anyCost * k); err != nil {
 			return err
 		}
 		keys := make([]any, k)
@@ -270,13 +291,4 @@ func (d *Decoder) nilNext() (bool, error) {
 		return true, d.d.DecodeNil()
 	}
 	return false, nil
-}
-
-func (d *Decoder) skip(n int) error {
-	for range n {
-		if err := d.d.Skip(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
