@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -37,15 +38,24 @@ import (
 // RootMismatches: the seed or the scheme differs, and routing to that server would fail
 // silently otherwise.
 //
-// A ClusterIndex is safe for concurrent use: one mutex guards it.
-var _ Index = (*ClusterIndex)(nil)
-
+// Everything a server sends is bounded: the index holds at most WithMaxBlocksPerServer
+// blocks for one server (stores past it are counted in Refused, not recorded), and an
+// AllBlocksCleared drops a server's set at once.
+//
+// A ClusterIndex is safe for concurrent use: one mutex guards it, and Apply releases it
+// every applyChunk blocks, so that a lookup never waits for a whole batch (a 100k-block
+// batch kept a Route waiting 333 ms when Apply held the lock throughout). A lookup may
+// therefore see a batch partly applied, as it would see the batch before or after. One
+// server's batches are applied one at a time, in the order Apply was called.
 type ClusterIndex struct {
-	mu      sync.Mutex
-	hasher  prefix.Hasher
-	bs      int
-	servers []*clusterServer // sorted by name: ties go to the first name
-	byName  map[string]*clusterServer
+	mu        sync.Mutex
+	hasher    prefix.Hasher
+	bs        int
+	maxBlocks int
+	chunk     int                 // blocks per hold of the lock in Apply: applyChunk
+	onHold    func(acquired bool) // benchmarks: called as Apply takes and releases the lock
+	servers   []*clusterServer    // sorted by name: ties go to the first name
+	byName    map[string]*clusterServer
 
 	// Lookup scratch.
 	parent, cur []byte
@@ -55,10 +65,13 @@ type ClusterIndex struct {
 	applied     uint64 // batches applied, for sampling invariant checks
 }
 
+var _ Index = (*ClusterIndex)(nil)
+
 type clusterServer struct {
-	name   string
-	blocks map[uint64]struct{}
-	stats  ServerStats
+	applying sync.Mutex // held by the Apply of this server's batch, across lock releases
+	name     string
+	blocks   map[uint64]struct{}
+	stats    ServerStats
 }
 
 // ServerStats counts what the index learnt about one server.
@@ -74,6 +87,9 @@ type ServerStats struct {
 	Orphans uint64
 	// UnknownRemovals counts removed blocks the server was not known to hold.
 	UnknownRemovals uint64
+	// Refused counts stored blocks not recorded because the server was at the index's
+	// per-server cap (WithMaxBlocksPerServer).
+	Refused uint64
 	// BlockSizeMismatches counts BlockStored events with another block size.
 	BlockSizeMismatches uint64
 	// RootMismatches counts chains from the root whose first hash the index computes
@@ -81,28 +97,59 @@ type ServerStats struct {
 	RootMismatches uint64
 }
 
+// Option configures a ClusterIndex.
+type Option func(*ClusterIndex)
+
+// DefaultMaxBlocksPerServer is the per-server cap of a ClusterIndex: about 84 MB of index
+// per server at the cap, more blocks than a server with a large host-memory tier holds.
+const DefaultMaxBlocksPerServer = 1 << 21
+
+// WithMaxBlocksPerServer caps the blocks the index records for one server (default
+// DefaultMaxBlocksPerServer), so that one server, or whoever speaks for it, cannot make the
+// router hold unbounded memory. It must be at least 1.
+func WithMaxBlocksPerServer(n int) Option { return func(c *ClusterIndex) { c.maxBlocks = n } }
+
+// applyChunk is how many blocks Apply handles per hold of the lock: about 50 µs of map
+// work.
+const applyChunk = 1024
+
 // NewClusterIndex returns an empty index that hashes prompts with h (the servers' scheme:
-// for vLLM servers, NewSHA256CBOR with their PYTHONHASHSEED) in blocks of blockSize tokens.
-// h is used under the index's lock only. A nil h or a block size below 1 is refused with an
-// error wrapping ErrInvalidArgument.
-func NewClusterIndex(h prefix.Hasher, blockSize int) (*ClusterIndex, error) {
-	if h == nil || h.Size() < 1 {
+// for vLLM servers, vllmhash.NewSHA256CBOR with their PYTHONHASHSEED) in blocks of
+// blockSize tokens. h is used under the index's lock only. A nil h, a block size below 1
+// or a cap below 1 is refused with an error wrapping ErrInvalidArgument.
+func NewClusterIndex(h prefix.Hasher, blockSize int, opts ...Option) (*ClusterIndex, error) {
+	if h == nil || h.Size() < 1 || h.Size() > kvevents.MaxHashSize {
 		return nil, fmt.Errorf("%w: hasher %v", ErrInvalidArgument, h)
 	}
 	if blockSize < 1 {
 		return nil, fmt.Errorf("%w: block size %d", ErrInvalidArgument, blockSize)
 	}
-	return &ClusterIndex{
-		hasher: h,
-		bs:     blockSize,
-		byName: make(map[string]*clusterServer),
-		parent: make([]byte, h.Size()),
-		cur:    make([]byte, h.Size()),
-	}, nil
+	c := &ClusterIndex{maxBlocks: DefaultMaxBlocksPerServer, chunk: applyChunk}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.maxBlocks < 1 {
+		return nil, fmt.Errorf("%w: at most %d blocks per server", ErrInvalidArgument, c.maxBlocks)
+	}
+	*c = ClusterIndex{
+		maxBlocks: c.maxBlocks,
+		chunk:     c.chunk,
+		onHold:    c.onHold,
+		hasher:    h,
+		bs:        blockSize,
+		byName:    make(map[string]*clusterServer),
+		parent:    make([]byte, h.Size()),
+		cur:       make([]byte, h.Size()),
+	}
+	return c, nil
 }
 
 // BlockSize returns the block size of lookups.
 func (c *ClusterIndex) BlockSize() int { return c.bs }
+
+// HashSize returns the length of the servers' byte-string block hashes (the hasher's
+// Size()): what a subscriber's kvevents.Decoder must accept.
+func (c *ClusterIndex) HashSize() int { return c.hasher.Size() }
 
 // AddServer registers a server (Apply does it on first sight); registering twice is
 // harmless.
@@ -123,24 +170,57 @@ func (c *ClusterIndex) server(name string) *clusterServer {
 	return s
 }
 
-// Apply applies one batch of a server's events, in order. A nil batch is refused with an
-// error wrapping ErrInvalidArgument.
+// Apply applies one batch of a server's events, in order. It holds the index's lock for
+// at most applyChunk blocks at a time. A nil batch is refused with an error wrapping
+// ErrInvalidArgument.
 func (c *ClusterIndex) Apply(server string, b *kvevents.Batch) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrInvalidArgument)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.server(server)
+	c.mu.Unlock()
+	s.applying.Lock()
+	defer s.applying.Unlock()
+	c.lock()
+	defer c.unlock()
 	s.stats.Batches++
+	work := 0
 	for i := range b.Events {
-		c.apply(s, &b.Events[i])
+		c.apply(s, &b.Events[i], &work)
 	}
 	c.applied++
 	if invariant.Sample(c.applied) {
 		invariant.Check(c.checkInvariants)
 	}
 	return nil
+}
+
+// yield counts one block of work and, every applyChunk blocks, lets waiting lookups in.
+// Called with c.mu held; s.applying keeps the server's batch to itself meanwhile.
+func (c *ClusterIndex) yield(work *int) {
+	if *work++; *work < c.chunk {
+		return
+	}
+	*work = 0
+	c.unlock()
+	runtime.Gosched() // a waiter woken by Unlock gets to run before we lock again
+	c.lock()
+}
+
+// lock and unlock are Apply's hold of the lock.
+func (c *ClusterIndex) lock() {
+	c.mu.Lock()
+	if c.onHold != nil {
+		c.onHold(true)
+	}
+}
+
+func (c *ClusterIndex) unlock() {
+	if c.onHold != nil {
+		c.onHold(false)
+	}
+	c.mu.Unlock()
 }
 
 // CheckInvariants verifies the index's bookkeeping: servers sorted by name and reachable
@@ -170,7 +250,7 @@ func (c *ClusterIndex) checkInvariants() error {
 	return nil
 }
 
-func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event) {
+func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event, work *int) {
 	s.stats.Events++
 	switch e.Kind {
 	case kvevents.KindBlockStored:
@@ -185,11 +265,18 @@ func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event) {
 			c.checkRoot(s, e)
 		}
 		for _, h := range e.Hashes {
-			s.blocks[h.Uint64()] = struct{}{}
+			c.yield(work)
+			k := h.Uint64()
+			if _, ok := s.blocks[k]; !ok && len(s.blocks) >= c.maxBlocks {
+				s.stats.Refused++
+				continue
+			}
+			s.blocks[k] = struct{}{}
+			s.stats.Stored++
 		}
-		s.stats.Stored += uint64(len(e.Hashes))
 	case kvevents.KindBlockRemoved:
 		for _, h := range e.Hashes {
+			c.yield(work)
 			k := h.Uint64()
 			if _, ok := s.blocks[k]; !ok {
 				s.stats.UnknownRemovals++
@@ -199,7 +286,8 @@ func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event) {
 			s.stats.Removed++
 		}
 	case kvevents.KindAllBlocksCleared:
-		clear(s.blocks)
+		c.yield(work)
+		s.blocks = make(map[uint64]struct{}) // O(1): clear would walk every bucket
 		s.stats.Cleared++
 	}
 	s.stats.Blocks = len(s.blocks)
@@ -211,7 +299,8 @@ func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event) {
 // depends only on their order.
 func (c *ClusterIndex) checkRoot(s *clusterServer, e *kvevents.Event) {
 	h, ok := c.hasher.(*vllmhash.SHA256CBOR)
-	if !ok || e.BlockSize != c.bs || len(e.Tokens) < c.bs || e.ExtraKeys == nil || e.Hashes[0].IsInt {
+	// extra_keys may be present and empty (`[]`): nothing to rehash with, as without it.
+	if !ok || e.BlockSize != c.bs || len(e.Tokens) < c.bs || len(e.ExtraKeys) == 0 || e.Hashes[0].IsInt {
 		return
 	}
 	c.mm = c.mm[:0]
