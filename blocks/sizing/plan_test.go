@@ -165,7 +165,7 @@ func TestResolveCacheDType(t *testing.T) {
 // Hand-checked: Llama 3.1 70B on H100s, 10,000 conversations of 8,000 tokens. At TP 8 each
 // GPU holds 1 KV head: 40,960 B a token, 327,680,000 B a request; the budget is
 // 76,968,728,985 - 17,638,426,624 - 2 GiB = 57,182,818,713 B: 174 requests a replica,
-// 58 replicas, 464 GPUs, fewer than any other size needs.
+// 58 replicas, 464 GPUs, fewer than any other size needs (30% fewer than TP 4's 668).
 func TestPlanFleetChoosesTheFewestGPUs(t *testing.T) {
 	m, err := ModelPreset("llama-3.1-70b")
 	require.NoError(t, err)
@@ -182,6 +182,8 @@ func TestPlanFleetChoosesTheFewestGPUs(t *testing.T) {
 	assert.Equal(t, int64(464), f.GPUs)
 	assert.Equal(t, int64(10_000)*327_680_000*8, f.CacheBytes)
 	assert.True(t, f.Fits())
+	assert.Equal(t, int64(464), f.FewestGPUs)
+	assert.Equal(t, 8, f.FewestGPUsTP)
 	for _, tp := range []int{1, 2, 4, 16} {
 		other, err := PlanFleet(FleetConfig{Plan: PlanConfig{Model: m, GPU: g, TensorParallel: tp, RuntimeOverhead: DefaultRuntimeOverhead}, Concurrent: 10_000, AvgContext: 8_000})
 		require.NoError(t, err)
@@ -190,6 +192,21 @@ func TestPlanFleetChoosesTheFewestGPUs(t *testing.T) {
 			assert.Greater(t, other.GPUs, f.GPUs, "TP %d", tp)
 		}
 	}
+}
+
+// Llama 3 8B fits one H100: TP 1 needs 179 GPUs for 10,000 requests of 8,000 tokens,
+// TP 4 152 (15% fewer) and TP 8 152; a saving under TPSaving keeps TP 1.
+func TestPlanFleetKeepsASmallModelOnOneGPU(t *testing.T) {
+	m, err := ModelPreset("llama-3-8b")
+	require.NoError(t, err)
+	g, err := GPUPreset("h100-80gb")
+	require.NoError(t, err)
+	f, err := PlanFleet(FleetConfig{Plan: PlanConfig{Model: m, GPU: g, RuntimeOverhead: DefaultRuntimeOverhead}, Concurrent: 10_000, AvgContext: 8_000})
+	require.NoError(t, err)
+	assert.Equal(t, 1, f.Replica.Config.TensorParallel)
+	assert.Equal(t, int64(179), f.GPUs)
+	assert.Equal(t, int64(152), f.FewestGPUs)
+	assert.Equal(t, 4, f.FewestGPUsTP)
 }
 
 func TestPlanFleetThatDoesNotFit(t *testing.T) {

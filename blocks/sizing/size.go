@@ -2,6 +2,7 @@ package sizing
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -127,4 +128,52 @@ func parsePythonInt(v string) (n int64, ok, overflow bool) {
 		n = -n
 	}
 	return n, true, false
+}
+
+// MaxBytes bounds ParseBytes: 2^56 bytes (64 PiB), beyond any GPU or model.
+const MaxBytes = 1 << 56
+
+// byteUnits maps a unit, lower-cased, to its multiplier. Decimal units are SI (a GB is
+// 10^9 bytes, as disk and GPU vendors count: an "80 GB" H100); binary ones carry an i
+// (a GiB is 2^30, as nvidia-smi and vLLM's logs count).
+var byteUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+	"ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20, "gi": 1 << 30, "gib": 1 << 30, "ti": 1 << 40, "tib": 1 << 40,
+}
+
+// ParseBytes reads a byte size: a non-negative decimal number ("80", "0.05", no
+// exponent) and an optional unit, letters in any case, space allowed before it:
+//
+//   - B or none: bytes;
+//   - k, kB, M, MB, G, GB, T, TB: 10^3, 10^6, 10^9, 10^12 (80GB and 80G are
+//     80,000,000,000);
+//   - KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti): 2^10, 2^20, 2^30, 2^40 (80GiB is
+//     85,899,345,920).
+//
+// For bytes K is 1000, as for every decimal unit; token counts (ParseSize) follow vLLM,
+// where K is 1024. The value is exact (0.05MB is 50,000), rounded down to a whole byte,
+// and at most MaxBytes. Errors wrap ErrBadSize.
+func ParseBytes(s string) (int64, error) {
+	v := strings.TrimSpace(s)
+	i := 0
+	for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+		i++
+	}
+	num, unit := v[:i], strings.ToLower(strings.TrimSpace(v[i:]))
+	mult, ok := byteUnits[unit]
+	intPart, frac, _ := strings.Cut(num, ".")
+	if !ok || num == "" || strings.Count(num, ".") > 1 || (intPart == "" && frac == "") {
+		return 0, &SizeError{Input: s, Reason: "not a byte size: want a number and a unit such as 80GB (10^9 bytes) or 80GiB (2^30 bytes)"}
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, &SizeError{Input: s, Reason: "not a number"}
+	}
+	r.Mul(r, new(big.Rat).SetInt64(mult))
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	if !n.IsInt64() || n.Int64() > MaxBytes {
+		return 0, &SizeError{Input: s, Reason: "too large: at most 64 PiB"}
+	}
+	return n.Int64(), nil
 }

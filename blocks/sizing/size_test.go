@@ -133,3 +133,24 @@ func TestSizeErrorUnwrap(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrBadSize))
 	assert.False(t, errors.Is(err, ErrInvalidArgument))
 }
+
+func TestParseBytes(t *testing.T) {
+	good := map[string]int64{
+		"80GiB": 80 << 30, "80 GiB": 80 << 30, "80gib": 80 << 30, "80Gi": 80 << 30,
+		"80GB": 80e9, "80G": 80e9, "80gb": 80e9, "14GB": 14e9, "5GB": 5e9,
+		"0.05MB": 50_000, "0.05 mb": 50_000, ".5KiB": 512, "81559MiB": 81559 << 20,
+		"1": 1, "1024B": 1024, "1.9": 1, "2k": 2000, "2K": 2000, "2KiB": 2048, "1TB": 1e12, "1TiB": 1 << 40,
+		"0.29kB": 290, "64PiB": 0,
+	}
+	delete(good, "64PiB")
+	for in, want := range good {
+		got, err := ParseBytes(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{"", "GB", "80XB", "-1GB", "1e308", "1e3", "1.2.3GB", "80 G B", "80GiBs", "99999999TB", "0x10"} {
+		_, err := ParseBytes(in)
+		assert.ErrorIs(t, err, ErrBadSize, in)
+	}
+}
