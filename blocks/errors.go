@@ -3,6 +3,7 @@ package blocks
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Every error the pool returns for bad input wraps one of these, so callers
@@ -53,7 +54,9 @@ type BlockError struct {
 	Err error
 }
 
-func (e *BlockError) Error() string { return fmt.Sprintf("blocks: %s block %d: %v", e.Op, e.ID, e.Err) }
+func (e *BlockError) Error() string {
+	return fmt.Sprintf("blocks: %s block %d: %s", e.Op, e.ID, strings.TrimPrefix(e.Err.Error(), "blocks: "))
+}
 
 // Unwrap returns the sentinel error.
 func (e *BlockError) Unwrap() error { return e.Err }
@@ -66,7 +69,7 @@ type CountError struct {
 }
 
 func (e *CountError) Error() string {
-	return fmt.Sprintf("blocks: %s %d blocks: %v", e.Op, e.N, ErrInvalidArgument)
+	return fmt.Sprintf("blocks: %s %d blocks: invalid argument", e.Op, e.N)
 }
 
 // Unwrap returns ErrInvalidArgument.

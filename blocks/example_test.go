@@ -37,7 +37,7 @@ func Example() {
 	// free after A: 5 refcount of 1 is 1
 	// C holds [4 5 6 7 3]
 	// D wants 1, 0 available: true
-	// blocks: release block 3: blocks: double free | double free: true | unchanged: 1
+	// blocks: release block 3: double free | double free: true | unchanged: 1
 }
 
 // lruCache is the smallest useful Reclaimer: it keeps one reference on each cached block and

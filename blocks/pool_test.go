@@ -192,9 +192,9 @@ func TestErrorMessages(t *testing.T) {
 	_, err := p.Allocate(nil, 5)
 	assert.EqualError(t, err, "blocks: out of blocks: requested 5, available 2 (free + reclaimable)")
 	_, err = p.Allocate(nil, -2)
-	assert.EqualError(t, err, "blocks: allocate -2 blocks: blocks: invalid argument")
-	assert.EqualError(t, p.Release(1), "blocks: release block 1: blocks: double free")
-	assert.EqualError(t, p.Retain(0), "blocks: retain block 0: blocks: the null block is reserved")
+	assert.EqualError(t, err, "blocks: allocate -2 blocks: invalid argument")
+	assert.EqualError(t, p.Release(1), "blocks: release block 1: double free")
+	assert.EqualError(t, p.Retain(0), "blocks: retain block 0: the null block is reserved")
 }
 
 func TestRetainRelease(t *testing.T) {

@@ -3,6 +3,7 @@ package blocktable
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kvpage/kvpage/blocks"
 )
@@ -89,7 +90,7 @@ type SeqError struct {
 
 // Error names the operation, the sequence and the sentinel.
 func (e *SeqError) Error() string {
-	return fmt.Sprintf("blocktable: %s seq %d: %v", e.Op, e.Seq, e.Err)
+	return fmt.Sprintf("blocktable: %s seq %d: %s", e.Op, e.Seq, strings.TrimPrefix(e.Err.Error(), "blocktable: "))
 }
 
 // Unwrap returns the sentinel error.

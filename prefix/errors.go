@@ -3,6 +3,7 @@ package prefix
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kvpage/kvpage/blocks"
 )
@@ -62,7 +63,7 @@ type BlockError struct {
 }
 
 func (e *BlockError) Error() string {
-	return fmt.Sprintf("prefix: %s block %d: %v", e.Op, e.ID, e.Err)
+	return fmt.Sprintf("prefix: %s block %d: %s", e.Op, e.ID, strings.TrimPrefix(e.Err.Error(), "prefix: "))
 }
 
 // Unwrap returns the wrapped error.
