@@ -87,6 +87,10 @@ type Request struct {
 	Lookahead int
 	// Priority is the scheduling priority; as in vLLM, a larger value is less important.
 	Priority int
+	// Retention is the eviction priority of the blocks the sequence commits to the prefix
+	// index (see prefix.Prompt.Retention); the zero value asks for none. Only the "priority"
+	// eviction policy reads it.
+	Retention prefix.Retention
 	// MaxTokens, when positive, is a hint of the sequence's final length, so that its
 	// token and block buffers are sized once.
 	MaxTokens int

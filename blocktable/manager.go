@@ -309,7 +309,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 		s.t.ids = make([]blocks.ID, 0, nb)
 	}
 	s.tokens = append(s.tokens, req.Prompt[:p.tokens]...)
-	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: req.MM}
+	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: req.MM, Retention: req.Retention}
 
 	if len(p.hits) > 0 {
 		if err := m.index.Acquire(p.hits); err != nil {
@@ -317,10 +317,8 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 		}
 		s.t.ids = append(s.t.ids, p.hits...)
 		s.t.tokens = len(p.hits) * m.bs
-		s.cur = p.cur
-	} else if m.caching() {
-		s.cur = m.index.Cursor(req.Namespace)
 	}
+	s.cur = p.cur // at the end of the hit; the zero Cursor (the namespace's root) without one
 	if m.caching() {
 		if req.Resumed {
 			m.index.RecordResumedLookup(&p.prompt, p.cur)
@@ -394,9 +392,6 @@ func (m *Manager) commitFull(s *sequence) int {
 func (m *Manager) rematch(s *sequence, upto int) {
 	p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:upto*m.bs], MM: s.prompt.MM}
 	m.hits, s.cur = m.index.Peek(m.hits[:0], &p, false) // a re-match, not a new lookup
-	if len(m.hits) == 0 {
-		s.cur = m.index.Cursor(s.prompt.Namespace)
-	}
 }
 
 // Append appends tokens to a running sequence (one decode step, or a prefill chunk, or

@@ -266,10 +266,6 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	if need > avail {
 		return dst, &OutOfBlocksError{Op: "swap in", Seq: seq, Needed: need, Available: avail}
 	}
-	if rematch && k == 0 {
-		// Only now that SwapIn will succeed: a failed one must not create a root.
-		cur = m.index.Cursor(s.prompt.Namespace)
-	}
 	if k > 0 {
 		if err := m.index.Acquire(m.hits); err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant: acquiring the cached prefix of seq %d: %v", seq, err))

@@ -147,11 +147,13 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } }
 
 // Cursor remembers where in the tree a sequence's committed blocks end, so that committing
-// one more block as it fills costs O(1) instead of a walk from the root. Index.Cursor or
-// Index.Match positions one; Commit takes the zero Cursor as the root of the prompt's
-// namespace (a sequence with no hit in a namespace that has nothing cached). A cursor whose
-// node has left the tree since (an evicted block, or a freed namespace root) is stale, and
-// Commit finds its place again by walking the prompt from the namespace's current root.
+// one more block as it fills costs O(1) instead of a walk from the root. Match (or Peek)
+// returns one at the end of the hit, and Commit advances it. The zero Cursor stands at the
+// root of the prompt's namespace, whether or not that namespace has anything cached yet: a
+// sequence that matched nothing commits with it, and its first block creates the root. A
+// cursor whose node has left the tree since (an evicted block, or a namespace root freed
+// with its last block) is stale, and Commit finds its place again by walking the prompt
+// from the namespace's current root.
 type Cursor struct {
 	node   int32  // internal node index; 0 means not positioned, -1 detached
 	blocks int32  // how many blocks of the sequence lie on the path to node

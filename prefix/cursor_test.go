@@ -59,7 +59,8 @@ func TestDuplicateCopyEvictedUnderCursor(t *testing.T) {
 
 func TestCursorOfAnotherNamespaceIsRejected(t *testing.T) {
 	pool, x := newTestIndex(t, 16)
-	c := x.Cursor(Namespace{LoRA: "a"})
+	admit(t, x, pool, Prompt{Tokens: toks(50, testBS), Namespace: Namespace{LoRA: "a"}}).finish(t, x)
+	_, c := x.Peek(nil, &Prompt{Tokens: toks(1, testBS), Namespace: Namespace{LoRA: "a"}}, false) // at a's root
 	ids, err := pool.Allocate(nil, 1)
 	require.NoError(t, err)
 	_, err = x.Commit(&c, &Prompt{Tokens: toks(1, testBS), Namespace: Namespace{LoRA: "b"}}, ids)
@@ -87,7 +88,7 @@ func TestReleaseRepeatedBlock(t *testing.T) {
 func TestPresentBlockCommittedAgain(t *testing.T) {
 	pool, x := newTestIndex(t, 16)
 	r := admit(t, x, pool, Prompt{Tokens: toks(1, 2*testBS)})
-	c := x.Cursor(Namespace{})
+	var c Cursor
 	res, err := x.Commit(&c, &r.p, r.ids)
 	require.NoError(t, err)
 	assert.Equal(t, CommitResult{Present: 2}, res, "committing the same blocks again is harmless")

@@ -44,14 +44,10 @@
 // creates a namespace's root, evicting its last block frees it, and Reset frees them all.
 // Freed root slots (a node, a hint, the namespace's strings and its map entry) go on a
 // free list that later namespaces reuse, so there are never more root slots than the peak
-// number of live namespaces. Cursor creates the root of a sequence with no hit before
-// anything is committed under it; such a root stays until Reset, until its namespace's
-// blocks are committed and later evicted, or until Cursor next creates a root while it is
-// still childless, which frees it: at most one root is ever childless. Freeing a root
-// bumps its generation, so a cursor at a freed root, or at one reused by another
-// namespace, is stale like a cursor at an evicted block: Commit walks the prompt from its
-// namespace's current root (creating it again for a cursor at the root) and never commits
-// under whoever holds the slot now.
+// number of live namespaces. Freeing a root bumps its generation, so a cursor at a freed
+// root, or at one reused by another namespace, is stale like a cursor at an evicted block:
+// Commit walks the prompt from its namespace's current root (creating it again for a cursor
+// at the root) and never commits under whoever holds the slot now.
 //
 // Multimodal extra keys are stored for the blocks that carry any and take part in equality
 // and in hashes. Equality is always decided on tokens and extra keys: a hash picks a table
@@ -114,8 +110,7 @@
 // parent in the child table with its own tokens; keys are the chained hashes of the tokens;
 // a block is pinned exactly when a request holds it or a child is pinned; the evictable set
 // is exactly the unpinned leaves; a node's hint is one of its cached text-only children or
-// none; every live namespace root is its namespace's map entry and has a child (but the one
-// Cursor created last), every free root slot is blank, on the free list once and in no
+// none; every live namespace root is its namespace's map entry and has a child, every free root slot is blank, on the free list once and in no
 // map entry, and live roots plus free slots are all the slots; cached = inserts -
 // evictions - dropped. CheckInvariants
 // verifies all of them; under the kvinvariants build tag (and -race) every mutation

@@ -29,12 +29,11 @@ type Index struct {
 
 	// Namespaces. A root lives while its namespace has cached blocks (see freeRoot), so
 	// root slots nb+1.. are reused: freeRoots lists the free ones, and there are never
-	// more slots than the peak number of live namespaces (plus one idle root).
+	// more slots than the peak number of live namespaces.
 	roots     map[Namespace]int32
 	rootInfo  []rootInfo // indexed by node - nb - 1; zero for a free slot
 	defRoot   int32      // root of the zero Namespace, 0 while it has none
 	freeRoots []int32    // free root slots, reused last freed first
-	idleRoot  int32      // the root Cursor created last, maybe still childless, or 0
 
 	// Eviction order over the unreferenced leaves, keyed by block ID (WithPolicy; evict.NewLRU
 	// by default).
@@ -293,7 +292,7 @@ func (x *Index) dropRoot(ns Namespace) {
 }
 
 // freeRoot frees root r, which has no child: its namespace has nothing cached. The root's
-// generation is bumped, so a cursor at r (from Cursor, Match or Peek) is stale from now on
+// generation is bumped, so a cursor at r (from Match, Peek or Commit) is stale from now on
 // and Commit walks its prompt from the namespace's current root instead, creating it again
 // if need be (see resolve): a cursor never commits under whoever reuses the slot.
 func (x *Index) freeRoot(r int32) {
@@ -314,9 +313,6 @@ func (x *Index) releaseRoot(r int32, gen uint32) {
 	*ri = rootInfo{}
 	x.nodes[r] = node{gen: gen}
 	x.hint[r] = 0
-	if x.idleRoot == r {
-		x.idleRoot = 0
-	}
 	x.freeRoots = append(x.freeRoots, r)
 }
 
@@ -325,23 +321,3 @@ func (x *Index) numRoots() int { return len(x.roots) }
 
 // root returns the namespace information of root node r.
 func (x *Index) root(r int32) *rootInfo { return &x.rootInfo[int(r)-x.nb-1] }
-
-// Cursor returns a cursor at the root of ns, for a sequence with no hit. A root that
-// Cursor creates has no child until the sequence commits; it stays until Reset, until
-// its namespace's last block is evicted after a commit, or until Cursor next creates a
-// root for another namespace while it is still childless. A cursor at a freed root is
-// stale and Commit recreates the root, so an early free only costs that.
-func (x *Index) Cursor(ns Namespace) Cursor {
-	if x.cfg.requireNS && ns == (Namespace{}) {
-		return Cursor{}
-	}
-	r := x.rootOf(ns)
-	if r == 0 {
-		if i := x.idleRoot; i != 0 && x.nodes[i].children == 0 {
-			x.freeRoot(i) // never committed under: at most one childless root at a time
-		}
-		r = x.ensureRoot(ns)
-		x.idleRoot = r
-	}
-	return Cursor{node: r, gen: x.nodes[r].gen, root: r}
-}

@@ -110,8 +110,9 @@ func (x *Index) CheckInvariants() error {
 // checkRoots verifies the namespace root slots against children, the children counted
 // per node: a live root counts its children and is its namespace's entry in the map; a
 // free slot is zero but for its generation, has no rootInfo, is on the free list exactly
-// once and in no map entry; live roots and free slots add up to the slots there are; the
-// only root that may be childless is the idle one Cursor created last.
+// once and in no map entry; live roots and free slots add up to the slots there are; every
+// live root has a child (Commit creates a root with its first block, and the last block's
+// eviction frees it).
 func (x *Index) checkRoots(children []int32) error {
 	slots := len(x.nodes) - x.nb - 1
 	if len(x.rootInfo) != slots {
@@ -146,7 +147,7 @@ func (x *Index) checkRoots(children []int32) error {
 		if nd.children != children[r] {
 			return fmt.Errorf("namespace root %d counts %d children but has %d", r, nd.children, children[r])
 		}
-		if nd.children == 0 && r != x.idleRoot {
+		if nd.children == 0 {
 			return fmt.Errorf("namespace root %d has no child and nothing will free it", r)
 		}
 		if x.roots[ri.ns] != r {
@@ -158,9 +159,6 @@ func (x *Index) checkRoots(children []int32) error {
 	}
 	if x.defRoot != x.roots[Namespace{}] {
 		return fmt.Errorf("default root %d but the map says %d", x.defRoot, x.roots[Namespace{}])
-	}
-	if x.idleRoot != 0 && (!x.isRootSlot(x.idleRoot) || x.nodes[x.idleRoot].flags&flagRoot == 0) {
-		return fmt.Errorf("idle root %d is not a live root", x.idleRoot)
 	}
 	return nil
 }

@@ -19,8 +19,7 @@ func salted(i int) Namespace { return Namespace{Salt: "tenant-" + strconv.Itoa(i
 
 // TestNamespacesComeAndGo runs 10,000 tenants through the index, each with its own cache
 // salt, a few live at a time: every tenant's root is freed once its blocks are evicted
-// (or, for a tenant that never committed, once another root is created) and its slot is
-// reused, so the root slots, rootInfo, hints and the map stay at the peak number of live
+// (and a tenant that never committed gets none) and its slot is reused, so the root slots, rootInfo, hints and the map stay at the peak number of live
 // namespaces instead of growing with every tenant ever seen.
 func TestNamespacesComeAndGo(t *testing.T) {
 	const tenants = 10000
@@ -28,7 +27,7 @@ func TestNamespacesComeAndGo(t *testing.T) {
 		name string
 		live int // tenants with cached blocks at once
 		// commit: the tenant's prompt fills blocks that are committed; otherwise it is
-		// shorter than a block and the tenant only ever gets a root from Cursor.
+		// shorter than a block and the tenant never gets a root.
 		commit bool
 		// maxSlots is the peak number of live namespaces: a new tenant caches its blocks
 		// before the oldest one's are evicted.
@@ -36,7 +35,7 @@ func TestNamespacesComeAndGo(t *testing.T) {
 	}{
 		{name: "one at a time", live: 1, commit: true, maxSlots: 2},
 		{name: "eight at a time", live: 8, commit: true, maxSlots: 9},
-		{name: "never committed", live: 1, commit: false, maxSlots: 1},
+		{name: "never committed", live: 1, commit: false, maxSlots: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,13 +46,13 @@ func TestNamespacesComeAndGo(t *testing.T) {
 				if tc.commit {
 					admit(t, x, pool, Prompt{Namespace: ns, Tokens: toks(int32(i), 3*testBS)}).finish(t, x)
 				} else {
-					c := x.Cursor(ns)
+					var c Cursor
 					_, err := x.Commit(&c, &Prompt{Namespace: ns, Tokens: toks(1, testBS-1)}, nil)
 					require.NoError(t, err)
 				}
 				window = append(window, ns)
-				if len(window) > tc.live && !tc.commit {
-					window = window[1:] // the last tenant's idle root made way for this one's
+				if !tc.commit {
+					window = window[:0] // nothing committed: no root
 				}
 				if len(window) > tc.live && tc.commit {
 					// The oldest tenant leaves: its three blocks are the LRU victims.
@@ -70,7 +69,7 @@ func TestNamespacesComeAndGo(t *testing.T) {
 			require.NoError(t, x.CheckInvariants())
 			assert.Len(t, x.rootInfo, rootSlots(x))
 			assert.Len(t, x.hint, len(x.nodes))
-			assert.Equal(t, tc.live, x.Stats().Namespaces)
+			assert.Equal(t, len(window), x.Stats().Namespaces)
 			assert.Len(t, x.roots, x.Stats().Namespaces)
 			assert.Equal(t, pool.NumBlocks()+1+tc.maxSlots, len(x.nodes), "the slots that were needed, no more")
 			require.NoError(t, x.Reset())
@@ -108,59 +107,54 @@ func TestRootFreedWithItsLastBlock(t *testing.T) {
 	assert.NotContains(t, buf.String(), "alice")
 }
 
-// TestResetFreesRoots: Reset frees every root, the default one and one Cursor created
-// without committing included, and the next namespaces take the freed slots.
+// TestResetFreesRoots: Reset frees every root, the default one included, and the next
+// namespaces take the freed slots.
 func TestResetFreesRoots(t *testing.T) {
 	pool, x := newTestIndex(t, 32)
 	for _, ns := range []Namespace{{}, {LoRA: "a"}, {Salt: "s"}} {
 		admit(t, x, pool, Prompt{Namespace: ns, Tokens: toks(1, 2*testBS)}).finish(t, x)
 	}
-	x.Cursor(Namespace{Salt: "idle"})
-	require.Equal(t, 4, x.Stats().Namespaces)
+	require.Equal(t, 3, x.Stats().Namespaces)
 	require.NoError(t, x.Reset())
 	assert.Zero(t, x.Stats().Namespaces)
 	assert.Zero(t, x.defRoot)
-	assert.Len(t, x.freeRoots, 4)
+	assert.Len(t, x.freeRoots, 3)
 	require.NoError(t, x.CheckInvariants())
 	for _, ns := range []Namespace{{LoRA: "b"}, {Salt: "t"}, {}, {LoRA: "a"}, {Salt: "u"}} {
 		admit(t, x, pool, Prompt{Namespace: ns, Tokens: toks(1, 2*testBS)}).finish(t, x)
 	}
-	assert.Equal(t, 5, rootSlots(x), "four slots reused, one added")
+	assert.Equal(t, 5, rootSlots(x), "three slots reused, two added")
 	assert.Equal(t, 5, x.Stats().Namespaces)
 	require.NoError(t, x.CheckInvariants())
 }
 
-// A root Cursor created and nobody committed under is freed when Cursor next creates one,
-// so at most one childless root ever exists; a root that got a child meanwhile is kept.
-func TestCursorRootWithoutCommit(t *testing.T) {
+// TestNoRootWithoutCommit: roots are created by the first block a namespace commits, never
+// by a lookup, an empty commit or a failed one, so that no root is ever childless.
+func TestNoRootWithoutCommit(t *testing.T) {
 	pool, x := newTestIndex(t, 16)
-	a, b := Namespace{Salt: "a"}, Namespace{Salt: "b"}
-	ca := x.Cursor(a)
-	ra := x.rootOf(a)
-	assert.Equal(t, ca, x.Cursor(a), "an existing root is returned, not replaced")
-	x.Cursor(b)
-	assert.Zero(t, x.rootOf(a), "a's childless root made way for b's")
-	assert.Equal(t, ra, x.rootOf(b), "in the same slot")
-	require.NoError(t, x.CheckInvariants())
-
-	// a's cursor is stale: its commit recreates a's root and lands under a, not under b.
+	a := Namespace{Salt: "a"}
+	p := Prompt{Namespace: a, Tokens: toks(1, testBS)}
+	_, c := x.Match(nil, &p, false)
+	assert.Equal(t, Cursor{}, c, "a namespace with nothing cached matches at the zero Cursor")
+	_, err := x.Commit(&c, &Prompt{Namespace: a, Tokens: toks(1, testBS-1)}, nil)
+	require.NoError(t, err)
 	ids, err := pool.Allocate(nil, 1)
 	require.NoError(t, err)
-	res, err := x.Commit(&ca, &Prompt{Namespace: a, Tokens: toks(1, testBS)}, ids)
-	require.NoError(t, err)
-	assert.Equal(t, CommitResult{Stored: 1}, res)
-	got, _ := x.Match(nil, &Prompt{Namespace: a, Tokens: toks(1, testBS)}, false)
-	assert.Equal(t, ids, got)
-	got, _ = x.Match(nil, &Prompt{Namespace: b, Tokens: toks(1, testBS)}, false)
-	assert.Empty(t, got)
+	_, err = x.Commit(&c, &Prompt{Namespace: a, Tokens: toks(1, testBS-1)}, ids)
+	assert.ErrorIs(t, err, ErrLengthMismatch)
+	assert.Zero(t, x.Stats().Namespaces, "no lookup or failed commit creates a root")
+	assert.Empty(t, x.freeRoots, "nor takes a slot")
 	require.NoError(t, x.CheckInvariants())
 
-	// b is still the idle root; creating c frees it, but a keeps its root: it has a block.
-	x.Cursor(Namespace{Salt: "c"})
-	assert.Zero(t, x.rootOf(b))
-	assert.NotZero(t, x.rootOf(a))
-	assert.Equal(t, 2, x.Stats().Namespaces)
+	res, err := x.Commit(&c, &p, ids)
+	require.NoError(t, err)
+	assert.Equal(t, CommitResult{Stored: 1}, res)
+	assert.Equal(t, 1, x.Stats().Namespaces)
+	got, _ := x.Match(nil, &p, false)
+	assert.Equal(t, ids, got)
 	require.NoError(t, x.Release(ids))
+	require.Equal(t, 1, x.Evict(1))
+	assert.Zero(t, x.Stats().Namespaces, "the root goes with the namespace's last block")
 	require.NoError(t, x.CheckInvariants())
 }
 
@@ -199,15 +193,14 @@ func TestStaleCursorAtFreedRoot(t *testing.T) {
 				other := admit(t, x, pool, Prompt{Namespace: mine, Tokens: tk})
 				ids, err := pool.Allocate(nil, 1)
 				require.NoError(t, err)
-				cur = x.Cursor(mine)
-				res, err := x.Commit(&cur, &p, ids)
+				res, err := x.Commit(&cur, &p, ids) // the zero Cursor: at mine's root
 				require.NoError(t, err)
 				require.Equal(t, CommitResult{Duplicates: 1}, res)
 				other.finish(t, x)
 				held = ids
 			} else {
 				admit(t, x, pool, Prompt{Namespace: mine, Tokens: toks(100, testBS)}).finish(t, x)
-				cur = x.Cursor(mine)
+				_, cur = x.Peek(nil, &p, false) // no hit: a cursor at mine's live root
 			}
 			slot := x.rootOf(mine)
 			tc.free(t, x)
@@ -310,8 +303,7 @@ func TestCheckInvariantsCatchesRootCorruption(t *testing.T) {
 		"live root listed as free":  func(x *Index) { x.freeRoots = append(x.freeRoots, x.defRoot) },
 		"live root not in the map":  func(x *Index) { delete(x.roots, Namespace{}) },
 		"default root mislaid":      func(x *Index) { x.defRoot = 0 },
-		"childless root not idle":   func(x *Index) { x.Cursor(Namespace{Salt: "idle"}); x.idleRoot = 0 },
-		"idle root is a free slot":  func(x *Index) { x.idleRoot = free(x) },
+		"childless root":            func(x *Index) { x.ensureRoot(Namespace{Salt: "idle"}) },
 		"rootInfo longer than slot": func(x *Index) { x.rootInfo = append(x.rootInfo, rootInfo{}) },
 	}
 	for name, corrupt := range corruptions {

@@ -221,27 +221,27 @@ func TestBadInputChangesNothing(t *testing.T) {
 		want error
 	}{
 		{"commit beyond the prompt", func() error {
-			c := x.Cursor(Namespace{})
+			var c Cursor
 			_, err := x.Commit(&c, &Prompt{Tokens: toks(9, testBS)}, own)
 			return err
 		}, ErrLengthMismatch},
 		{"commit a free block", func() error {
-			c := x.Cursor(Namespace{})
+			var c Cursor
 			_, err := x.Commit(&c, &Prompt{Tokens: toks(9, 2*testBS)}, []blocks.ID{own[0], free[0]})
 			return err
 		}, ErrNotHeld},
 		{"commit the null block", func() error {
-			c := x.Cursor(Namespace{})
+			var c Cursor
 			_, err := x.Commit(&c, &Prompt{Tokens: toks(9, testBS)}, []blocks.ID{blocks.NullID})
 			return err
 		}, ErrNotHeld},
 		{"commit a block cached elsewhere", func() error {
-			c := x.Cursor(Namespace{})
+			var c Cursor
 			_, err := x.Commit(&c, &Prompt{Tokens: toks(9, 2*testBS)}, []blocks.ID{own[0], a.ids[0]})
 			return err
 		}, ErrAlreadyCached},
 		{"commit one block twice", func() error {
-			c := x.Cursor(Namespace{})
+			var c Cursor
 			_, err := x.Commit(&c, &Prompt{Tokens: toks(9, 2*testBS)}, []blocks.ID{own[0], own[0]})
 			return err
 		}, ErrAlreadyCached},

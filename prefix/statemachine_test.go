@@ -127,11 +127,6 @@ func (mc *machine) Admit(t *rapid.T) {
 		t.Fatalf("match %v: got %v, model %v", r.p, r.ids, want)
 	}
 	r.committed = len(r.ids)
-	if len(r.ids) == 0 && rapid.Bool().Draw(t, "cursor") {
-		// As the manager does for a sequence with no hit: the namespace gets a root now,
-		// maybe freeing another's idle one, and maybe freed itself before r commits.
-		r.cur = mc.x.Cursor(r.p.Namespace)
-	}
 	if err := mc.x.Acquire(r.ids); err != nil {
 		t.Fatal(err)
 	}

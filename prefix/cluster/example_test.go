@@ -20,7 +20,7 @@ func Example() {
 		prefix.WithObserver(events))
 	p := &prefix.Prompt{Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
 	ids, _ := pool.Allocate(nil, 3)
-	cur := index.Cursor(p.Namespace)
+	var cur prefix.Cursor // no hit: the namespace's root
 	_, _ = index.Commit(&cur, p, ids)
 	_ = index.Release(ids)
 	batch, _ := kvevents.DecodeBatch(events.AppendBatch(nil, 1700000000))

@@ -23,7 +23,7 @@ func Example() {
 	// The server caches a 3-block prompt, as a finished request leaves it.
 	p := &prefix.Prompt{Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
 	ids, _ := pool.Allocate(nil, 3)
-	cur := index.Cursor(p.Namespace)
+	var cur prefix.Cursor // no hit: the namespace's root
 	_, _ = index.Commit(&cur, p, ids)
 	_ = index.Release(ids)
 

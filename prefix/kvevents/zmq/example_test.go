@@ -33,7 +33,7 @@ func ExampleNewPublisher() {
 	// One scheduler step caches a prompt; the step ends with a Flush.
 	p := &prefix.Prompt{Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8}}
 	ids, _ := pool.Allocate(nil, 2)
-	cur := index.Cursor(p.Namespace)
+	var cur prefix.Cursor // no hit: the namespace's root
 	_, _ = index.Commit(&cur, p, ids)
 	_ = index.Release(ids)
 	seq, _ := pub.Flush()
