@@ -1,0 +1,59 @@
+// Package redisindex keeps a router's cluster index in Redis, in the layout of llm-d's
+// KV-cache indexer (llm-d-kv-cache, pkg/kvcache/kvblock/redis.go at commit 7be76e1), so
+// that kvpage routers and llm-d's scheduler can share one Redis, and any number of router
+// replicas share what they learnt and keep it across their restarts. Valkey speaks the
+// same protocol and works unchanged (point the client at it); the tests run against
+// redis-server.
+//
+// # Layout
+//
+// Blocks are named by request keys: llm-d's chained FNV-64a hashes of the block tokens
+// (KeyHasher), which depend only on the tokens, the seed and the model, not on a server.
+//
+//   - "<request key>" (the decimal number) is a hash whose fields are the servers holding
+//     the block: each field is llm-d's PodEntry as JSON, {"PodIdentifier":...,
+//     "DeviceTier":...,"Speculative":...,"HasGroup":...,"GroupIdx":...}, with an empty
+//     value (Entry). A server holding a block on two tiers, or in two KV-cache groups, has
+//     two fields.
+//   - "engine:<engine key>" is a sorted set mapping a server's own block hash (its 64-bit
+//     form, as events carry it) to the request keys it covers, scored by position: what
+//     BlockRemoved events and chained BlockStored events are resolved through.
+//   - Two Lua scripts prune atomically: a block's hash once it has no field left, and an
+//     engine set once every hash it maps to is empty.
+//
+// Lookups (Lookup, Match) send one pipelined HKEYS per block: one round trip per request
+// whatever the prompt's length. Writes (Apply, Add, Evict) are pipelined too.
+//
+// # Liveness
+//
+// Redis 7.0 cannot expire a hash field, so a server that vanishes would be routed to
+// forever. The router's liveness rule clears it instead: Seen marks a server heard from,
+// Sweep clears (Clear, a SCAN of the keyspace) every server not heard from for a given
+// time. Times are the caller's, so tests and simulations stay deterministic.
+//
+// # Hostile input, failures
+//
+// Batches come from the network: a batch of more blocks than Config.MaxBatchBlocks, an
+// empty or over-long server name, are refused with a typed error before anything is
+// written. What Redis returns is bounded too: fields over MaxFieldBytes or not entries are
+// skipped, at most MaxEntriesPerBlock entries per block and MaxLookupBlocks blocks per
+// lookup are read. Every call has a deadline (Config.Timeout). A failure to reach Redis
+// returns an error wrapping ErrUnavailable; every write is idempotent, so applying a batch
+// again after the failure is safe. CheckRestart tells a Redis restart (a lost index
+// without persistence) from a blip: replay the event stream then.
+//
+// # Concurrency
+//
+// An Index is safe for concurrent use. Its own state (the request-key hasher, the
+// liveness table, counters) is under one mutex held for no network call; Redis is the
+// shared state, and llm-d's layout is safe for concurrent writers through the scripts.
+//
+// # Differences from llm-d, none visible in Redis
+//
+// A batch's writes go in as few round trips as its reads allow, where llm-d sends several
+// per event; the keys written are the same (a test compares them byte for byte with the
+// keys llm-d's own code wrote from the same batches, and another reads those keys).
+// Entries carry the KV-cache group when the caller gives one (Add); Apply writes none
+// until kvevents decodes vLLM's group_idx. This package imports go-redis; the packages a
+// server embeds (blocks, prefix, blocktable, evict) do not import it.
+package redisindex

@@ -1,0 +1,28 @@
+package redisindex
+
+import "errors"
+
+// The errors the index returns; each is recognised by errors.Is.
+var (
+	// ErrBlockSize: a block size outside [1, MaxBlockSize].
+	ErrBlockSize = errors.New("redisindex: block size out of range")
+	// ErrInvalid: an argument that cannot be stored (no keys, no entries, an empty or
+	// oversized server name, a negative group).
+	ErrInvalid = errors.New("redisindex: invalid argument")
+	// ErrTooLarge: a batch or a prompt over the configured bounds; nothing was written.
+	ErrTooLarge = errors.New("redisindex: over the configured bound")
+	// ErrUnavailable wraps every failure to talk to Redis (connection refused, reset,
+	// deadline, a server error). Writes are idempotent: applying the same batch again once
+	// Redis is back leaves the index as one application would have.
+	ErrUnavailable = errors.New("redisindex: redis unavailable")
+)
+
+// Bounds on what the index stores or reads back.
+const (
+	// MaxBlockSize is the largest block size in tokens.
+	MaxBlockSize = 1 << 16
+	// MaxFieldBytes bounds a hash field read back; longer fields are skipped.
+	MaxFieldBytes = 1024
+	// MaxServerName bounds a server identifier.
+	MaxServerName = 256
+)

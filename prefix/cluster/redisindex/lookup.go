@@ -1,0 +1,116 @@
+package redisindex
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Lookup returns the entries of each request key in order, up to the first key no server
+// holds (the prefix chain breaks there, as in llm-d's Lookup): one pipelined round trip of
+// HKEYS. Fields that are not entries are skipped. When servers is not empty only their
+// entries count.
+func (x *Index) Lookup(ctx context.Context, requestKeys []uint64, servers []string) ([][]Entry, error) {
+	if len(requestKeys) > x.cfg.MaxLookupBlocks {
+		requestKeys = requestKeys[:x.cfg.MaxLookupBlocks]
+	}
+	if len(requestKeys) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := x.ctx(ctx)
+	defer cancel()
+	pipe := x.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(requestKeys))
+	for i, k := range requestKeys {
+		cmds[i] = pipe.HKeys(ctx, RequestKeyString(k))
+	}
+	if _, err := pipe.Exec(ctx); execErr(err) != nil {
+		return nil, execErr(err)
+	}
+	out := make([][]Entry, 0, len(requestKeys))
+	for _, cmd := range cmds {
+		var es []Entry
+		for i, f := range cmd.Val() {
+			if i == x.cfg.MaxEntriesPerBlock {
+				break
+			}
+			e, ok := ParseField(f)
+			if ok && (len(servers) == 0 || slices.Contains(servers, e.Server)) {
+				es = append(es, e)
+			}
+		}
+		if len(es) == 0 {
+			break
+		}
+		out = append(out, es)
+	}
+	return out, nil
+}
+
+// Hit is one server's answer to Match.
+type Hit struct {
+	Server string
+	// Blocks is the number of the prompt's leading request blocks the server holds on
+	// any tier.
+	Blocks int
+	// GPUBlocks is the number of leading blocks it holds on the "gpu" tier.
+	GPUBlocks int
+}
+
+// Match appends to dst the hit of every server holding at least the prompt's first block,
+// the best first (most blocks, then name), and returns dst. It hashes tokens into request
+// keys under model ("" for the index's Model) and looks them up in one round trip.
+func (x *Index) Match(ctx context.Context, dst []Hit, model string, tokens []int32) ([]Hit, error) {
+	if model == "" {
+		model = x.cfg.Model
+	}
+	n := min(len(tokens)/x.cfg.BlockSize, x.cfg.MaxLookupBlocks)
+	x.mu.Lock()
+	keys := x.keys.Keys(make([]uint64, 0, n), 0, model, tokens[:n*x.cfg.BlockSize])
+	x.mu.Unlock()
+	per, err := x.Lookup(ctx, keys, nil)
+	if err != nil {
+		return dst, err
+	}
+	return appendHits(dst, per), nil
+}
+
+// appendHits turns the entries of each leading block into per-server hits: a server's hit
+// is the number of leading blocks it holds, without a gap.
+func appendHits(dst []Hit, per [][]Entry) []Hit {
+	from := len(dst)
+	at := make(map[string]int) // server -> index in dst
+	for b, es := range per {
+		for _, e := range es {
+			i, ok := at[e.Server]
+			if !ok {
+				if b > 0 {
+					continue // missed an earlier block: not a prefix hit
+				}
+				i = len(dst)
+				at[e.Server] = i
+				dst = append(dst, Hit{Server: e.Server})
+			}
+			h := &dst[i]
+			if h.Blocks == b {
+				h.Blocks = b + 1
+			}
+			if e.Tier == DefaultTier && h.GPUBlocks == b {
+				h.GPUBlocks = b + 1
+			}
+		}
+	}
+	slices.SortFunc(dst[from:], func(a, b Hit) int {
+		if a.Blocks != b.Blocks {
+			return b.Blocks - a.Blocks
+		}
+		return strings.Compare(a.Server, b.Server)
+	})
+	return dst
+}
+
+// String formats a hit for logs.
+func (h Hit) String() string { return fmt.Sprintf("%s:%d(gpu %d)", h.Server, h.Blocks, h.GPUBlocks) }
