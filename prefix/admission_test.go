@@ -71,7 +71,7 @@ func TestBatchSharing(t *testing.T) {
 	a := &Prompt{Tokens: cat(toks(1, 2*testBS), doc, toks(50, 3))}    // cached 2, then doc
 	b := &Prompt{Tokens: cat(toks(1, 2*testBS), doc[:2*testBS], toks(60, 5))}
 	c := &Prompt{Tokens: cat(toks(1, 2*testBS), toks(800, 2*testBS))} // its own
-	d := &Prompt{Tokens: cat(doc, toks(70, 2))}                        // doc without the cached head
+	d := &Prompt{Tokens: cat(doc, toks(70, 2))}                       // doc without the cached head
 	e := &Prompt{Tokens: cat(doc, toks(80, 2))}
 	f := &Prompt{Namespace: Namespace{Salt: "s"}, Tokens: cat(doc, toks(80, 2))}
 	var g BatchSharing
