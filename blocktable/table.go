@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/internal/invariant"
 )
 
@@ -65,8 +66,8 @@ func (t *Table) init(pool *blocks.Pool, blockSize int, opts ...TableOption) erro
 	switch {
 	case pool == nil:
 		return fmt.Errorf("%w: nil pool", ErrInvalidArgument)
-	case blockSize <= 0:
-		return fmt.Errorf("%w: block size %d", ErrInvalidArgument, blockSize)
+	case blockSize <= 0 || blockSize > prefix.MaxBlockSize:
+		return &SizeError{Op: "new table", What: "block size", N: blockSize, Max: prefix.MaxBlockSize}
 	case t.window < 0:
 		return fmt.Errorf("%w: window %d", ErrInvalidArgument, t.window)
 	case t.window > 0 && !pool.HasNullBlock():
