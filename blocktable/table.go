@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/kvpage/kvpage/blocks"
-	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // Table is one sequence's logical-to-physical block map: token position p lives in block
