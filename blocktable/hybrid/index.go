@@ -357,19 +357,32 @@ func (s *store) unpin(n int32) {
 }
 
 // unitKey chains a unit of tokens onto its parent's key. It only picks table slots:
-// equality is always decided on the tokens and the parent.
+// equality is always decided on the tokens and the parent. The tokens are folded in
+// pairs, NH-style ((t[i]+k[i]) * (t[i+1]+k[i+1]) summed), so the multiplies are
+// independent of one another rather than one dependent chain, then mixed once.
 func unitKey(parent uint64, toks []int32) uint64 {
-	h := parent ^ 0x243F6A8885A308D3
+	var sum uint64
 	i := 0
 	for ; i+1 < len(toks); i += 2 {
-		h ^= uint64(uint32(toks[i])) | uint64(uint32(toks[i+1]))<<32
-		h *= 0xBF58476D1CE4E5B9
-		h ^= h >> 31
+		k := nhKeys[(i/2)&(len(nhKeys)-1)]
+		sum += (uint64(uint32(toks[i])) + k[0]) * (uint64(uint32(toks[i+1])) + k[1])
 	}
 	if i < len(toks) {
-		h ^= uint64(uint32(toks[i]))
-		h *= 0x94D049BB133111EB
+		sum += (uint64(uint32(toks[i])) + 0x9E3779B9) * 0xC2B2AE3D27D4EB4F
 	}
-	h ^= h >> 29
-	return h
+	h := sum ^ (parent * 0x9E3779B97F4A7C15) ^ uint64(len(toks))
+	h ^= h >> 33
+	h *= 0xFF51AFD7ED558CCD
+	h ^= h >> 33
+	h *= 0xC4CEB9FE1A85EC53
+	return h ^ h>>33
+}
+
+// nhKeys are fixed odd 32-bit constants for unitKey's pairs (the fractional digits of
+// pi), repeated for units longer than 32 tokens.
+var nhKeys = [16][2]uint64{
+	{0x243F6A88, 0x85A308D3}, {0x13198A2E, 0x03707344}, {0xA4093822, 0x299F31D0}, {0x082EFA98, 0xEC4E6C89},
+	{0x452821E6, 0x38D01377}, {0xBE5466CF, 0x34E90C6C}, {0xC0AC29B7, 0xC97C50DD}, {0x3F84D5B5, 0xB5470917},
+	{0x9216D5D9, 0x8979FB1B}, {0xD1310BA6, 0x98DFB5AC}, {0x2FFD72DB, 0xD01ADFB7}, {0xB8E1AFED, 0x6A267E96},
+	{0xBA7C9045, 0xF12C7F99}, {0x24A19947, 0xB3916CF7}, {0x0801F2E2, 0x858EFC16}, {0x636920D8, 0x71574E69},
 }

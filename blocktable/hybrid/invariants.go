@@ -17,7 +17,9 @@ import (
 //     children count is right, and it has an entry, a child or a pin (no dead node);
 //   - every sequence's pin is on its path, and its path is a chain of live nodes;
 //   - full attention stays downward closed: a node with a block of a full-attention group
-//     has a parent with one too (leaf-only eviction for full attention).
+//     has a parent with one too, so eviction in queue order is leaf-only for full
+//     attention (unless EvictBlocks dropped an interior block, as vLLM's evict_blocks
+//     may: its descendants then stay cached but unreachable, as in vLLM).
 func (m *Manager) CheckInvariants() error {
 	st := m.st
 	nb := len(st.blks)
@@ -25,8 +27,8 @@ func (m *Manager) CheckInvariants() error {
 	pins := make([]int32, len(st.nodes))
 	for id, s := range m.seqs {
 		for g, t := range s.tables {
-			if len(t) != (len(s.tokens)+m.bs[g]-1)/m.bs[g] {
-				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens", id, g, len(t), len(s.tokens))
+			if len(t) != (s.computed+m.bs[g]-1)/m.bs[g] {
+				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens", id, g, len(t), s.computed)
 			}
 			for _, b := range t {
 				if b < 0 || int(b) >= nb {
@@ -160,7 +162,7 @@ func (m *Manager) CheckInvariants() error {
 			return fmt.Errorf("node %d not found under its parent", n)
 		}
 		for g, spec := range m.specs {
-			if spec.Downward() && nd.parent != 0 && m.k[g] == 1 && st.head[n*m.ng+g] != 0 && st.head[int(nd.parent)*m.ng+g] == 0 {
+			if spec.Downward() && st.dropped == 0 && nd.parent != 0 && m.k[g] == 1 && st.head[n*m.ng+g] != 0 && st.head[int(nd.parent)*m.ng+g] == 0 {
 				return fmt.Errorf("node %d: group %d (full attention) cached below an uncached parent", n, g)
 			}
 		}

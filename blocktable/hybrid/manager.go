@@ -36,6 +36,10 @@ type Request struct {
 	// SkipCacheRead admits without looking the prompt up (vLLM's
 	// skip_reading_prefix_cache, for prompt logprobs); its blocks are still cached.
 	SkipCacheRead bool
+	// Prefill, when positive, gives slots to only the hit plus this many prompt tokens
+	// (a chunked prefill's first chunk); Extend schedules the rest. 0 means the whole
+	// prompt.
+	Prefill int
 }
 
 // Stats are the Manager's counters.
@@ -66,10 +70,19 @@ type Manager struct {
 	kdone []bool
 	eagle bool
 	st    *store
+	// cacheable: some group caches its blocks; caches and skips per group (whether the
+	// group ever caches, ever releases early), so the decode path makes no interface call
+	// for groups that do neither.
+	cacheable bool
+	caches    []bool
+	skips     []bool
 
 	seqs  map[blocktable.SeqID]*seq
 	spare []*seq
-	view  cachedView
+	// The sequence looked up last: a decode loop appends to one sequence many times.
+	lastID  blocktable.SeqID
+	lastSeq *seq
+	view    cachedView
 
 	hitTokens, promptTokens uint64
 }
@@ -113,6 +126,9 @@ func New(cfg Config) (*Manager, error) {
 	for g, s := range m.specs {
 		m.bs = append(m.bs, s.BlockSize())
 		m.k = append(m.k, s.BlockSize()/m.unit)
+		m.cacheable = m.cacheable || s.Cacheable()
+		m.caches = append(m.caches, s.Cacheable())
+		m.skips = append(m.skips, s.Skipped(1<<40) > 0)
 		if _, ignore := s.(NonCacheable); ignore {
 			continue
 		}
@@ -275,6 +291,17 @@ func (m *Manager) walk(s *seq, maxUnits int) {
 	}
 }
 
+func (m *Manager) lookup(id blocktable.SeqID) (*seq, bool) {
+	if m.lastSeq != nil && m.lastID == id {
+		return m.lastSeq, true
+	}
+	s, ok := m.seqs[id]
+	if ok {
+		m.lastID, m.lastSeq = id, s
+	}
+	return s, ok
+}
+
 // Match returns the hit Admit would take for prompt, in tokens, touching nothing.
 func (m *Manager) Match(prompt []int32) int {
 	if len(prompt) == 0 {
@@ -336,11 +363,14 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		m.walk(s, (n-1)/m.unit)
 		hit = m.hit(s, n-1)
 	}
-	s.path = s.path[:hit/m.unit]
+	slots := n
+	if req.Prefill > 0 {
+		slots = min(n, hit+req.Prefill)
+	}
 	need := 0
 	for g, spec := range m.specs {
 		bs := m.bs[g]
-		required := (n + bs - 1) / bs
+		required := (slots + bs - 1) / bs
 		hb, skip := 0, 0
 		if hit > 0 && m.participates(g) {
 			hb = hit / bs
@@ -356,6 +386,11 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	if need > m.st.qlen {
 		m.spare = append(m.spare, s)
 		return 0, outOfBlocks("admit", id, need, m.st.qlen)
+	}
+	// Extend the matched path over the prompt's full units now, and pin its end, so that
+	// the evictions below cannot free a node of it and commit need not walk it again.
+	if m.cacheable {
+		m.extend(s, n/m.unit)
 	}
 	if len(s.path) > 0 {
 		s.pinned = s.path[len(s.path)-1]
@@ -379,10 +414,11 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		}
 		s.tables[g], s.numCached[g] = t, hb
 	}
-	m.grow(s, n)
-	m.commit(s, n)
-	s.computed = n
+	m.grow(s, slots)
+	m.commit(s, slots)
+	s.computed = slots
 	m.seqs[id] = s
+	m.lastID, m.lastSeq = id, s
 	m.hitTokens += uint64(hit)
 	m.promptTokens += uint64(n)
 	if invariant.Enabled {
@@ -407,8 +443,8 @@ func (m *Manager) grow(s *seq, tokens int) {
 // deepest node of its path.
 func (m *Manager) commit(s *seq, tokens int) {
 	units := 0
-	for g, spec := range m.specs {
-		if !spec.Cacheable() {
+	for g := range m.specs {
+		if !m.caches[g] {
 			continue
 		}
 		full := tokens / m.bs[g]
@@ -445,23 +481,58 @@ func (m *Manager) extend(s *seq, units int) {
 	}
 }
 
-// Append adds tokens to sequence id: every group first releases the blocks it no longer
-// needs (wholly outside its window, from the tokens computed before this call, as vLLM
-// frees them inside allocate_slots), then allocates for the new tokens, and newly full
-// blocks are cached. On error (out of blocks, too long) nothing changes.
+// Append adds tokens to sequence id and gives them slots: every group first releases the
+// blocks it no longer needs (wholly outside its window, from the tokens computed before
+// this call, as vLLM frees them inside allocate_slots), then allocates for the new tokens,
+// and newly full blocks are cached. A sequence still in a chunked prefill must Extend
+// first. On error (out of blocks, too long, prefill pending) nothing changes.
 func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
-	s, ok := m.seqs[id]
+	s, ok := m.lookup(id)
 	if !ok {
 		return seqErr("append", id, errUnknown)
 	}
-	if len(tokens) == 0 || len(tokens) > s.maxTokens-len(s.tokens) {
+	if len(tokens) == 0 || len(tokens) > s.maxTokens-len(s.tokens) || s.computed != len(s.tokens) {
 		return seqErr("append", id, errInvalid)
 	}
-	total := len(s.tokens) + len(tokens)
+	if err := m.schedule(id, s, s.computed+len(tokens)); err != nil {
+		return err
+	}
+	s.tokens = append(s.tokens, tokens...)
+	m.addKeys(s)
+	m.commit(s, s.computed+len(tokens))
+	s.computed += len(tokens)
+	if invariant.Enabled && invariant.Sample(64) {
+		invariant.Check(m.CheckInvariants)
+	}
+	return nil
+}
+
+// Extend gives slots to the next n prompt tokens of sequence id that Admit left without
+// (Request.Prefill): the next chunk of a chunked prefill. On error nothing changes.
+func (m *Manager) Extend(id blocktable.SeqID, n int) error {
+	s, ok := m.lookup(id)
+	if !ok {
+		return seqErr("extend", id, errUnknown)
+	}
+	if n <= 0 || n > len(s.tokens)-s.computed {
+		return seqErr("extend", id, errInvalid)
+	}
+	if err := m.schedule(id, s, s.computed+n); err != nil {
+		return err
+	}
+	m.commit(s, s.computed+n)
+	s.computed += n
+	return nil
+}
+
+// schedule releases what s no longer needs and allocates slots up to total tokens, or
+// changes nothing if the pool cannot cover it (counting the blocks the release frees).
+func (m *Manager) schedule(id blocktable.SeqID, s *seq, total int) error {
 	want, freed := 0, 0
 	for g, spec := range m.specs {
 		t := s.tables[g]
-		if sk := spec.Skipped(s.computed); sk > 0 {
+		if !m.skips[g] {
+		} else if sk := spec.Skipped(s.computed); sk > 0 {
 			for i := min(sk/m.bs[g], len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
 				if m.st.blks[t[i]].ref == 1 {
 					freed++
@@ -475,13 +546,6 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 	}
 	m.releaseSkipped(s)
 	m.grow(s, total)
-	s.tokens = append(s.tokens, tokens...)
-	m.addKeys(s)
-	m.commit(s, total)
-	s.computed = total
-	if invariant.Enabled && invariant.Sample(64) {
-		invariant.Check(m.CheckInvariants)
-	}
 	return nil
 }
 
@@ -489,6 +553,9 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 // last first, and points their table entries at the null block.
 func (m *Manager) releaseSkipped(s *seq) {
 	for g, spec := range m.specs {
+		if !m.skips[g] {
+			continue
+		}
 		sk := spec.Skipped(s.computed)
 		if sk <= 0 {
 			continue
@@ -504,7 +571,7 @@ func (m *Manager) releaseSkipped(s *seq) {
 // Finish ends sequence id: its cached blocks stay cached (and evictable once nobody holds
 // them); every group releases its blocks last first, group by group, as vLLM's free.
 func (m *Manager) Finish(id blocktable.SeqID) error {
-	s, ok := m.seqs[id]
+	s, ok := m.lookup(id)
 	if !ok {
 		return seqErr("finish", id, errUnknown)
 	}
@@ -520,6 +587,7 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 	m.st.unpin(s.pinned)
 	s.pinned = 0
 	delete(m.seqs, id)
+	m.lastSeq = nil
 	m.spare = append(m.spare, s)
 	if invariant.Enabled && invariant.Sample(16) {
 		invariant.Check(m.CheckInvariants)
@@ -542,7 +610,7 @@ func (m *Manager) EvictBlocks(ids []blocks.ID) {
 // Table returns sequence id's block table for group g (the null block where the group no
 // longer needs the tokens). It is valid until the next call that changes the sequence.
 func (m *Manager) Table(id blocktable.SeqID, g int) ([]blocks.ID, error) {
-	s, ok := m.seqs[id]
+	s, ok := m.lookup(id)
 	if !ok {
 		return nil, seqErr("table", id, errUnknown)
 	}

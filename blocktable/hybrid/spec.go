@@ -178,9 +178,14 @@ func (s ChunkedLocal) Hit(c Cached, maxBlocks, _ int, _ bool) int {
 
 // Mamba cache modes, as vLLM's mamba_cache_mode.
 const (
-	// MambaNone keeps only the running state: no prefix caching.
+	// MambaNone and MambaAll allocate and cache the state of every block, and keep only
+	// the latest one (vLLM's default path). vLLM serves "none" with a block as long as the
+	// model's context, so that in practice a sequence has one state block and no hits.
 	MambaNone = "none"
-	// MambaAlign caches the state at block boundaries; a hit is the last cached state.
+	MambaAll  = "all"
+	// MambaAlign caches the state at block boundaries aligned with the attention groups.
+	// Its allocation (a running block plus the last state, reused step to step) is
+	// vLLM's; the Manager allocates it as MambaAll does (not done: see the package doc).
 	MambaAlign = "align"
 )
 
@@ -189,7 +194,7 @@ const (
 type Mamba struct {
 	Block int
 	Bytes int64
-	Mode  string // MambaNone or MambaAlign
+	Mode  string // MambaNone, MambaAll or MambaAlign
 }
 
 // Kind implements Spec.
@@ -204,17 +209,14 @@ func (s Mamba) PageBytes() int64 { return s.Bytes }
 // Skipped implements Spec: every token but the last computed one.
 func (Mamba) Skipped(computed int) int { return max(0, computed-1) }
 
-// Cacheable implements Spec: only in align mode.
-func (s Mamba) Cacheable() bool { return s.Mode == MambaAlign }
+// Cacheable implements Spec: vLLM's MambaManager caches full blocks in every mode.
+func (Mamba) Cacheable() bool { return true }
 
 // Downward implements Spec.
 func (Mamba) Downward() bool { return false }
 
 // Hit implements Spec, as vLLM's MambaManager: the rightmost cached aligned block.
-func (s Mamba) Hit(c Cached, maxBlocks, align int, _ bool) int {
-	if !s.Cacheable() {
-		return 0
-	}
+func (Mamba) Hit(c Cached, maxBlocks, align int, _ bool) int {
 	for i := maxBlocks - 1; i >= 0; i-- {
 		if c.Cached(i) && (i+1)%align == 0 {
 			return i + 1
@@ -278,7 +280,7 @@ func validate(s Spec) error {
 			return fmt.Errorf("%w: chunk %d with block %d", errInvalid, v.Chunk, v.Block)
 		}
 	case Mamba:
-		if v.Mode != MambaNone && v.Mode != MambaAlign {
+		if v.Mode != MambaNone && v.Mode != MambaAll && v.Mode != MambaAlign {
 			return fmt.Errorf("%w: mamba cache mode %q", errInvalid, v.Mode)
 		}
 	}

@@ -30,13 +30,12 @@ type vmKey struct {
 }
 
 type vmBlock struct {
-	ref       int
-	hashed    bool // block.block_hash is not None
-	key       vmKey
-	prev      int // free-queue links; -1 at the ends
-	next      int
-	inQueue   bool
-	lastEvict bool
+	ref     int
+	hashed  bool // block.block_hash is not None
+	key     vmKey
+	prev    int // free-queue links; -1 at the ends
+	next    int
+	inQueue bool
 }
 
 // vmPool is vLLM's BlockPool with FreeKVCacheBlockQueue.
