@@ -401,16 +401,29 @@ func (m *Manager) rematch(s *sequence, upto int) {
 // it (see AppendResult.Copy). All or nothing: on ErrOutOfBlocks nothing changed; the
 // caller preempts (Preempt) and retries. Append allocates no memory in steady state.
 func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult, error) {
-	s := m.last
-	if s == nil || s.id != seq || s.state != Running { // in line for a decode loop's sequence
-		var err error
-		if s, err = m.running("append", seq); err != nil {
-			return AppendResult{}, err
+	// A decode step of the sequence the previous call named, into its own last block with
+	// room, filling no block: most calls, kept small enough to stay cheap.
+	if s := m.last; s != nil && s.id == seq && s.state == Running && len(tokens) == 1 &&
+		s.t.appendInLast(1, lookahead) {
+		s.tokens = append(s.tokens, tokens[0]) // no memmove call for 4 bytes
+		if len(s.tokens) >= (s.committed()+1)*m.bs || m.progressOrder {
+			return m.appended(s, AppendResult{}), nil
 		}
+		m.check()
+		return AppendResult{}, nil
+	}
+	return m.appendSlow(seq, tokens, lookahead)
+}
+
+// appendSlow is Append for every other case: another sequence, several tokens, lookahead,
+// a new block or a copy-on-write.
+func (m *Manager) appendSlow(seq SeqID, tokens []int32, lookahead int) (AppendResult, error) {
+	s, err := m.running("append", seq)
+	if err != nil {
+		return AppendResult{}, err
 	}
 	var res AppendResult
-	if !s.t.appendInLast(len(tokens), lookahead) { // in line for a decode step
-		var err error
+	if !s.t.appendInLast(len(tokens), lookahead) {
 		if res, err = s.t.Append(len(tokens), lookahead); err != nil {
 			switch e := err.(type) {
 			case *OutOfBlocksError:
@@ -424,11 +437,13 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 	if res.Copied {
 		m.st.CopyOnWrites++
 	}
-	if len(tokens) == 1 {
-		s.tokens = append(s.tokens, tokens[0]) // a decode step: no memmove call for 4 bytes
-	} else {
-		s.tokens = append(s.tokens, tokens...)
-	}
+	s.tokens = append(s.tokens, tokens...)
+	return m.appended(s, res), nil
+}
+
+// appended finishes an Append once s holds its new tokens: it commits the blocks that
+// filled and re-places s in a preemption order that reads progress.
+func (m *Manager) appended(s *sequence, res AppendResult) AppendResult {
 	if len(s.tokens) >= (s.committed()+1)*m.bs { // a block filled: otherwise no call
 		res.Committed = m.commitFull(s)
 	}
@@ -436,7 +451,7 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 		m.orderFix(s)
 	}
 	m.check()
-	return res, nil
+	return res
 }
 
 // Finish commits seq's full blocks to the prefix index and releases all of its blocks;

@@ -19,8 +19,13 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 		return nil
 	}
 	t := x.tick()
-	for _, id := range ids {
-		n := nodeOf(id)
+	// Last to first: along a path, pinning the tail pins every block above it in one walk,
+	// and the blocks above then find themselves pinned already. The outcome (which blocks
+	// are pinned, their pinned-children counts, the eviction set) does not depend on the
+	// order; only ancestors of a block are walked, and they have children, so none of them
+	// is in the eviction set.
+	for i := len(ids) - 1; i >= 0; i-- {
+		n := nodeOf(ids[i])
 		nd := &nodes[n]
 		if nd.flags&flagPinned == 0 {
 			x.evRemove(n) // inlined: along a hit path, only a leaf is in the set
