@@ -57,6 +57,12 @@ var evictionTraces = []*evictionTrace{
 // that orders its evictable leaves with the evict policy called policy, and a Manager, all
 // sharing one logical clock (the priority policy reads it).
 func evictionStack(tb testing.TB, policy string, poolBlocks int) *blocktable.Manager {
+	m, _ := evictionStackIndex(tb, policy, poolBlocks)
+	return m
+}
+
+// evictionStackIndex is evictionStack that also returns the index.
+func evictionStackIndex(tb testing.TB, policy string, poolBlocks int) (*blocktable.Manager, *prefix.Index) {
 	clock := &evict.Counter{}
 	p, err := evict.ByName(policy)
 	require.NoError(tb, err)
@@ -66,7 +72,7 @@ func evictionStack(tb testing.TB, policy string, poolBlocks int) *blocktable.Man
 	require.NoError(tb, err)
 	m, err := blocktable.New(blocktable.Config{Pool: pool, Index: x, BlockSize: BlockSize, Clock: clock})
 	require.NoError(tb, err)
-	return m
+	return m, x
 }
 
 // replay runs reqs through m one after another, as W3's steps say: admit (prefix hit,
@@ -161,7 +167,18 @@ func TestEvictionPoliciesOnChat(t *testing.T) {
 	for i, r := range tr.Requests {
 		reqs[i] = replayRequest{r.Prompt, r.Output}
 	}
-	rates := map[string]float64{}
+	// The operator retains the system prompts: each is admitted once, before the trace, at
+	// retention priority 90 (prefix.Retention through blocktable.Request). Only the
+	// priority policy reads it; the others order as if it were not there.
+	system := tr.System
+	if invariant.Enabled {
+		system = system[:2] // what the small pool holds beside the running requests
+	}
+	warm := make([]replayRequest, len(system))
+	for i, sys := range system {
+		warm[i] = replayRequest{Prompt: sys}
+	}
+	rates, retained, keptSystem := map[string]float64{}, map[string]float64{}, map[string]int{}
 	for _, policy := range evict.Names() {
 		m := evictionStack(t, policy, pool)
 		st, err := replay(m, reqs)
@@ -171,10 +188,56 @@ func TestEvictionPoliciesOnChat(t *testing.T) {
 		require.Equal(t, st.Capacity, st.Free+st.Evictable, policy)
 		require.Positive(t, st.Evictions, "%s: the pool is small enough to evict", policy)
 		rates[policy] = st.HitRate()
+
+		m, x := evictionStackIndex(t, policy, pool)
+		_, err = replayRetained(m, warm, prefix.Retention{Priority: 90}, 1<<20)
+		require.NoError(t, err, policy)
+		st, err = replayRetained(m, reqs, prefix.Retention{}, 1<<20+len(warm))
+		require.NoError(t, err, policy)
+		require.NoError(t, m.CheckInvariants(), policy)
+		retained[policy] = float64(st.HitTokens) / float64(st.PromptTokens)
+		kept := 0
+		for _, sys := range system {
+			if hit, _ := x.Peek(nil, &prefix.Prompt{Tokens: sys}, false); len(hit) == len(sys)/BlockSize {
+				kept++
+			}
+		}
+		keptSystem[policy] = kept
 	}
 	t.Logf("hit rates: %v", rates)
+	t.Logf("hit rates with the system prompts retained at priority 90: %v", retained)
+	t.Logf("system prompts wholly cached at the end: %v", keptSystem)
 	assert.Greater(t, rates["lru"], rates["mru"], "turns come back: LRU must beat MRU")
+	// Without retention priorities, priority is LRU: every block has the default priority.
 	assert.Equal(t, rates["lru"], rates["priority"], "without retention priorities, priority is LRU")
+	// With them, priority keeps every system prompt whole and evicts conversation turns
+	// instead, so its hit rate departs from LRU's, which ignores retention. (Here it is
+	// lower: the system prompts are hot anyway, and holding them costs conversation turns.
+	// Retention protects what an operator names; it is not a hit-rate policy.)
+	assert.Equal(t, len(system), keptSystem["priority"], "retention reaches the policy through the index")
+	assert.NotEqual(t, retained["lru"], retained["priority"])
+}
+
+// replayRetained is replay with every request's blocks committed at retention r, and
+// sequence IDs from first on, so that two replays can share one Manager.
+func replayRetained(m *blocktable.Manager, reqs []replayRequest, r prefix.Retention, first int) (blocktable.Stats, error) {
+	for i := range reqs {
+		rq := &reqs[i]
+		seq := blocktable.SeqID(first + i)
+		req := blocktable.Request{Prompt: rq.Prompt, MaxTokens: len(rq.Prompt) + len(rq.Output), Retention: r}
+		if _, err := m.Admit(seq, &req); err != nil {
+			return blocktable.Stats{}, fmt.Errorf("request %d: %w", i, err)
+		}
+		for j := range rq.Output {
+			if _, err := m.Append(seq, rq.Output[j:j+1], 0); err != nil {
+				return blocktable.Stats{}, fmt.Errorf("request %d: %w", i, err)
+			}
+		}
+		if err := m.Finish(seq); err != nil {
+			return blocktable.Stats{}, fmt.Errorf("request %d: %w", i, err)
+		}
+	}
+	return m.Stats(), nil
 }
 
 // TestConvTraceCheckValues pins the conversation trace: if any of these moves, the table
