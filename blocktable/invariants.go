@@ -77,7 +77,7 @@ func (m *Manager) CheckInvariants() error {
 		}
 		want := int(h)
 		if m.index != nil && m.index.IsCached(id) {
-			want++
+			want += 1 + m.index.Pins(id) // the index's reference, and one per pin
 		}
 		if got := m.pool.RefCount(id); got != want {
 			return fmt.Errorf("block %d has refcount %d but %d holders (%s)", id, got, want, m.holderNames(id))

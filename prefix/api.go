@@ -39,6 +39,9 @@ type Prompt struct {
 	// zero value asks for nothing: new blocks get the default priority and blocks already
 	// cached keep theirs.
 	Retention Retention
+	// RetentionRanges gives token ranges of the prompt their own retention (see
+	// RetentionRange); nil gives every block Retention.
+	RetentionRanges []RetentionRange
 }
 
 // Retention is a retention priority with an optional time limit, as TensorRT-LLM's
@@ -129,6 +132,8 @@ type config struct {
 	keyMask uint64
 	// history is the number of evictions Explain remembers (WithEvictionHistory).
 	history int
+	// pinBudget is the most blocks Pin may hold (WithPinBudget).
+	pinBudget int
 }
 
 // WithPolicy sets the eviction policy: New calls f with the pool's NumBlocks (keys are

@@ -62,7 +62,7 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		return res, err
 	}
 	t := x.tick()
-	if p.Retention.Until != 0 && x.until == nil {
+	if x.until == nil && p.needsUntil() {
 		x.until = make([]uint64, x.nb+1) // on the first time limit asked for; block nodes only
 	}
 	for i := 0; i < newFrom; i++ {
@@ -73,8 +73,8 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 			res.Duplicates++
 			x.nodes[c].hits++
 		}
-		if p.Retention.Priority != 0 {
-			x.retain(c, p.Retention)
+		if r := p.retentionAt(start+i, x.bs, t); r.Priority != 0 {
+			x.retain(c, r)
 		}
 		x.touch(c, t)
 		at = c
@@ -191,8 +191,8 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		n := nodeOf(id)
 		nd := &x.nodes[n]
 		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}
-		x.retain(n, p.Retention)
 		b := start + i
+		x.retain(n, p.retentionAt(b, x.bs, t))
 		if x.bs == 16 {
 			// Through a local, so that the compiler knows source and destination do not
 			// overlap and writes the 64-byte move out in line: no memmove call per block.

@@ -9,6 +9,13 @@ type control struct {
 	// cause is what the eviction under way is for, recorded in the history with each
 	// victim: EvictPolicy unless a quota or an epoch drives it.
 	cause EvictCause
+
+	// Pins (retention.go): pins per block, nil before the first Pin; pinned counts the
+	// blocks with at least one.
+	pins   []uint32
+	pinned int
+	// Session holds (retention.go), nil before the first.
+	sessions map[SessionID]*session
 }
 
 func (c *control) init(cfg *config) {

@@ -31,6 +31,8 @@ var (
 	ErrEmptyNamespace = errors.New("prefix: namespace required")
 	// ErrInvalidCursor: a cursor that no Match, Cursor or Commit of this index produced.
 	ErrInvalidCursor = errors.New("prefix: invalid cursor")
+	// ErrNotPinned: Unpin was given a block without a pin.
+	ErrNotPinned = errors.New("prefix: block not pinned")
 )
 
 // MaxBlockSize is the largest block size the index accepts: 2^16 tokens, far past any

@@ -176,6 +176,10 @@ func indexCases(t *testing.T) badGroup {
 	}
 	return badGroup{name: "Index", snapshot: snapshotOf(env.Dump), check: env.Check, cases: []badCase{
 		{"Index.Acquire", "an uncached block", func() error { return x.Acquire([]blocks.ID{partial}) }, errs(prefix.ErrNotCached), false},
+		{"Index.Pin", "an uncached block", func() error { _, err := x.Pin([]blocks.ID{partial}); return err }, errs(prefix.ErrNotCached), false},
+		{"Index.Pin", "a cached block, then an uncached one", func() error { _, err := x.Pin([]blocks.ID{cachedHeld, free}); return err }, errs(prefix.ErrNotCached), false},
+		{"Index.Unpin", "a block without a pin", func() error { return x.Unpin([]blocks.ID{cachedHeld}) }, errs(prefix.ErrNotPinned), false},
+		{"Index.Unpin", "an unknown block", func() error { return x.Unpin([]blocks.ID{-1}) }, errs(prefix.ErrNotPinned), false},
 		{"Index.Acquire", "a cached block, then an uncached one", func() error { return x.Acquire([]blocks.ID{cachedHeld, free}) }, errs(prefix.ErrNotCached), false},
 		{"Index.Acquire", "an unknown block", func() error { return x.Acquire([]blocks.ID{-3}) }, errs(prefix.ErrNotCached), false},
 		{"Index.Release", "a cached block nobody acquired", func() error { return x.Release([]blocks.ID{evictable}) }, errs(prefix.ErrNotAcquired), false},
@@ -317,6 +321,7 @@ func managerCases(t *testing.T) badGroup {
 			return err
 		}, errs(blocktable.ErrTooLarge), false},
 		{"Manager.Finish", "an unknown sequence", func() error { return m.Finish(unknown) }, errs(blocktable.ErrUnknownSeq), false},
+		{"Manager.FinishTurn", "an unknown sequence", func() error { _, err := m.FinishTurn(unknown, 1, prefix.Retention{}); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Abort", "an unknown sequence", func() error { return m.Abort(unknown) }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Fork", "an unknown parent", func() error { return m.Fork(unknown, unknown+1) }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Fork", "a swapped parent", func() error { return m.Fork(c, unknown) }, errs(blocktable.ErrNotRunning), false},
@@ -410,13 +415,14 @@ var withoutInvalidInput = map[string]bool{
 	"Pool.HasNullBlock": true, "Pool.NumBlocks": true, "Pool.NumFree": true, "Pool.RefCount": true,
 	"Pool.SetFaults": true, "Pool.SetReclaimer": true, "Pool.Stats": true, "Pool.WriteState": true,
 	"Index.BlockSize": true, "Index.CheckInvariants": true, "Index.Clock": true, "Index.Pool": true, "Index.Cursor": true, "Index.Hash": true,
-	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Match": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.Reclaimable": true,
+	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Match": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.SetRetention": true, "Index.HoldSession": true, "Index.ReleaseSession": true,
+	"Index.Pins": true, "Index.Pinned": true, "Index.PinBudget": true, "Index.Sessions": true, "Index.Reclaimable": true,
 	"Index.ReclaimableOf": true, "Index.Stats": true, "Index.WriteState": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
 	"Table.Fork": true, "Table.Len": true, "Table.Need": true, "Table.NumBlocks": true, "Table.Release": true,
 	"Table.Reserved":          true,
 	"Manager.CheckInvariants": true, "Manager.Config": true, "Manager.Contains": true, "Manager.Seqs": true,
-	"Manager.Stats": true, "Manager.WriteState": true,
+	"Manager.Stats": true, "Manager.ReleaseSession": true, "Manager.WriteState": true,
 }
 
 // TestBadInputCoversEveryMethod fails when an exported method of Pool, Index, Table or
