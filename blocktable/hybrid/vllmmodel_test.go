@@ -205,14 +205,24 @@ func (p *vmPool) cacheFullBlocks(blocks []int, hashes []vmHash, numCached, numFu
 }
 
 // vmGroup is one KV-cache group's spec as the model needs it: window 0 is full attention,
-// window > 0 a sliding window of that many tokens.
+// window > 0 a sliding window of that many tokens; mamba a Mamba state (vLLM's default
+// mode); chunk > 0 chunked local attention with chunks of that many tokens.
 type vmGroup struct {
 	blockSize int
 	window    int
+	mamba     bool
+	chunk     int
 }
 
+func (g vmGroup) full() bool { return g.window == 0 && !g.mamba && g.chunk == 0 }
+
 func (g vmGroup) skippedTokens(computed int) int {
-	if g.window == 0 {
+	switch {
+	case g.mamba:
+		return max(0, computed-1)
+	case g.chunk > 0:
+		return computed / g.chunk * g.chunk
+	case g.window == 0:
 		return 0
 	}
 	return max(0, computed-g.window+1)
@@ -234,6 +244,10 @@ type vmManager struct {
 	groups []vmGroup
 	bs     int // hash block size: every group's block size here
 	eagle  bool
+	// checkFirst makes a failed allocate_slots change nothing: the pool check counts the
+	// blocks remove_skipped_blocks would free instead of freeing them first. This is the
+	// Manager's one deliberate difference from vLLM, and only on failure.
+	checkFirst bool
 }
 
 func newVMManager(numBlocks int, groups []vmGroup, eagle bool) *vmManager {
@@ -291,7 +305,7 @@ func (m *vmManager) computedBlocks(r *vmRequest) ([][]int, int) {
 	var kinds [][]int
 	for _, full := range []bool{true, false} {
 		for g, spec := range m.groups {
-			if (spec.window == 0) != full {
+			if spec.full() != full {
 				continue
 			}
 			placed := false
@@ -306,14 +320,23 @@ func (m *vmManager) computedBlocks(r *vmRequest) ([][]int, int) {
 			}
 		}
 	}
-	simple := len(kinds) == 2 && m.groups[kinds[0][0]].window == 0
+	if len(kinds) == 1 {
+		// Equal specs in several groups: vLLM's hybrid coordinator refuses this (it needs
+		// two kinds); the Manager looks them up once, as the unitary coordinator would.
+		found := m.findKind(kinds[0], r.hashes, maxLen)
+		for i, g := range kinds[0] {
+			hits[g] = found[i]
+		}
+		return hits, len(found[0]) * m.bs
+	}
+	simple := len(kinds) == 2 && m.groups[kinds[0][0]].full()
 	hit := maxLen
 	done := make([]bool, len(m.groups))
 	for {
 		cur := hit
 		for _, kind := range kinds {
 			g0 := kind[0]
-			if m.groups[g0].window == 0 && done[g0] {
+			if m.groups[g0].full() && done[g0] {
 				cur = cur / m.bs * m.bs
 				continue
 			}
@@ -331,7 +354,7 @@ func (m *vmManager) computedBlocks(r *vmRequest) ([][]int, int) {
 			break
 		}
 	}
-	if m.groups[kinds[0][0]].window == 0 {
+	if m.groups[kinds[0][0]].full() {
 		for _, g := range kinds[0] {
 			hits[g] = hits[g][:min(len(hits[g]), hit/m.bs)]
 		}
@@ -360,6 +383,39 @@ func (m *vmManager) findKind(kind []int, hashes []vmHash, maxLen int) [][]int {
 	out := make([][]int, len(kind))
 	n := min(maxLen/m.bs, len(hashes))
 	spec := m.groups[kind[0]]
+	if spec.mamba {
+		// MambaManager: the rightmost cached block, nulls before it; no EAGLE drop.
+		for i := n - 1; i >= 0; i-- {
+			if bs := has(i); bs != nil {
+				for k := range kind {
+					out[k] = make([]int, i+1)
+					out[k][i] = bs[k]
+				}
+				break
+			}
+		}
+		return out
+	}
+	if spec.chunk > 0 {
+		// ChunkedLocalAttentionManager: nulls before the chunk the longest hit ends in.
+		start := 0
+		if maxLen > 0 {
+			start = maxLen / spec.chunk * spec.chunk / m.bs
+		}
+		for k := range kind {
+			out[k] = make([]int, start)
+		}
+		for i := start; i < n; i++ {
+			bs := has(i)
+			if bs == nil {
+				break
+			}
+			for k := range kind {
+				out[k] = append(out[k], bs[k])
+			}
+		}
+		return out
+	}
 	if spec.window == 0 {
 		for i := 0; i < n; i++ {
 			bs := has(i)
@@ -415,9 +471,16 @@ func (m *vmManager) findKind(kind []int, hashes []vmHash, maxLen int) [][]int {
 func (m *vmManager) allocateSlots(r *vmRequest, numNew, numNewComputed int, hit [][]int) bool {
 	local := r.computed + numNewComputed
 	need := local + numNew
-	// remove_skipped_blocks, before anything is allocated.
-	for g := range m.groups {
-		m.removeSkipped(r, g, local)
+	freed := 0
+	if m.checkFirst {
+		for g := range m.groups {
+			freed += m.wouldFree(r, g, local)
+		}
+	} else {
+		// remove_skipped_blocks, before anything is allocated.
+		for g := range m.groups {
+			m.removeSkipped(r, g, local)
+		}
 	}
 	toAlloc := 0
 	for g, spec := range m.groups {
@@ -441,8 +504,13 @@ func (m *vmManager) allocateSlots(r *vmRequest, numNew, numNewComputed int, hit 
 			}
 		}
 	}
-	if toAlloc > m.pool.free {
+	if toAlloc > m.pool.free+freed {
 		return false
+	}
+	if m.checkFirst {
+		for g := range m.groups {
+			m.removeSkipped(r, g, local)
+		}
 	}
 	for g, spec := range m.groups {
 		if r.numCached[g] >= 0 {
@@ -501,6 +569,22 @@ func (m *vmManager) removeSkipped(r *vmRequest, g, computed int) {
 	m.pool.freeBlocks(removed)
 }
 
+// wouldFree counts the blocks removeSkipped would return to the free queue.
+func (m *vmManager) wouldFree(r *vmRequest, g, computed int) int {
+	skipped := m.groups[g].skippedTokens(computed)
+	if skipped <= 0 {
+		return 0
+	}
+	bl := r.blocks[g]
+	n := 0
+	for i := min(skipped/m.bs, len(bl)) - 1; i >= 0 && bl[i] != vmNull; i-- {
+		if m.pool.blocks[bl[i]].ref == 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // free releases every group's blocks, group by group, each in reverse order.
 func (m *vmManager) free(r *vmRequest) {
 	for g := range m.groups {
@@ -524,7 +608,7 @@ type vmW4Result struct {
 
 // runW4Model drives the model with W4 exactly as workloads.md says vLLM was driven.
 func runW4Model(tr *bench.W3Trace) vmW4Result {
-	m := newVMManager(bench.W3PoolBlocks, []vmGroup{{bench.BlockSize, 0}, {bench.BlockSize, bench.W4Window}}, false)
+	m := newVMManager(bench.W3PoolBlocks, []vmGroup{{blockSize: bench.BlockSize}, {blockSize: bench.BlockSize, window: bench.W4Window}}, false)
 	var res vmW4Result
 	for i := range tr.Requests {
 		rq := &tr.Requests[i]
