@@ -198,7 +198,7 @@ func TestEvictionPoliciesOnChat(t *testing.T) {
 		retained[policy] = float64(st.HitTokens) / float64(st.PromptTokens)
 		kept := 0
 		for _, sys := range system {
-			if hit, _ := x.Peek(nil, &prefix.Prompt{Tokens: sys}, false); len(hit) == len(sys)/BlockSize {
+			if hit, _ := x.Peek(nil, &prefix.Prompt{Tokens: sys}, prefix.WholePrompt); len(hit) == len(sys)/BlockSize {
 				kept++
 			}
 		}

@@ -35,7 +35,7 @@ func BenchmarkW2Explain(b *testing.B) {
 				if c.explain {
 					dst, _ = x.Explain(dst[:0], c.p, prefix.LookupOptions{}, &e)
 				} else {
-					dst, _ = x.Peek(dst[:0], c.p, false)
+					dst, _ = x.Peek(dst[:0], c.p, prefix.WholePrompt)
 				}
 			}
 			cpu := cpuTime() - cpu0

@@ -1,8 +1,7 @@
 package blocktable
 
-// This file pins the Manager's public contract so that the simulator (bench/sim) and the
-// test kit (blocktable/kvtest) can be built against it in parallel. Signatures change only
-// by agreement with their users.
+// This file holds the Manager's public types: configuration, requests, results, states
+// and statistics.
 
 import (
 	"github.com/kvpage/kvpage/blocks"

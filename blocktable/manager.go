@@ -245,7 +245,7 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 		// Peek: CanAdmit and refused admissions must not count as lookups in the index's
 		// hit-rate statistics; Admit records the lookup once it succeeds.
 		p.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: req.Prompt, MM: req.MM}
-		m.hits, p.cur = m.index.Peek(m.hits[:0], &p.prompt, !m.cfg.FullPromptHit)
+		m.hits, p.cur = m.index.Peek(m.hits[:0], &p.prompt, prefix.HitLimit(!m.cfg.FullPromptHit))
 		p.hits = m.hits
 	}
 	hitTokens := len(p.hits) * m.bs
@@ -391,7 +391,7 @@ func (m *Manager) commitFull(s *sequence) int {
 // (a cached block it holds keeps its whole path cached), so they can be committed again.
 func (m *Manager) rematch(s *sequence, upto int) {
 	p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:upto*m.bs], MM: s.prompt.MM}
-	m.hits, s.cur = m.index.Peek(m.hits[:0], &p, false) // a re-match, not a new lookup
+	m.hits, s.cur = m.index.Peek(m.hits[:0], &p, prefix.WholePrompt) // a re-match, not a new lookup
 }
 
 // Append appends tokens to a running sequence (one decode step, or a prefill chunk, or

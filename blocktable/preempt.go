@@ -251,7 +251,7 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	rematch := m.caching() && s.t.nulls == 0 && s.committed() > 0
 	if rematch {
 		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:s.committed()*m.bs], MM: s.prompt.MM}
-		m.hits, cur = m.index.Peek(m.hits, &p, false)
+		m.hits, cur = m.index.Peek(m.hits, &p, prefix.WholePrompt)
 	}
 	for _, id := range m.hits {
 		if m.pool.RefCount(id) == blocks.MaxRefCount {

@@ -59,7 +59,7 @@ func (o *QueueOrder) Order(x *Index, q []Waiting, now uint64, dst []int) []int {
 			if o.MaxWait > 0 && now >= q[i].Since && now-q[i].Since >= o.MaxWait {
 				k.class = 0
 			} else {
-				o.hits, _ = x.Peek(o.hits[:0], q[i].Prompt, o.LeaveOne)
+				o.hits, _ = x.Peek(o.hits[:0], q[i].Prompt, HitLimit(o.LeaveOne))
 				k.cached = uint64(len(o.hits)) * uint64(x.bs)
 			}
 		}
@@ -121,7 +121,7 @@ func (g *BatchSharing) Group(x *Index, batch []*Prompt, dst []Share) []Share {
 	ents := g.ents[:0]
 	for i, p := range batch {
 		var c Cursor
-		g.hits, c = x.Peek(g.hits[:0], p, g.LeaveOne)
+		g.hits, c = x.Peek(g.hits[:0], p, HitLimit(g.LeaveOne))
 		e := shareEnt{hit: len(g.hits), node: c.node, pos: i}
 		limit := len(p.Tokens)
 		if g.LeaveOne {

@@ -1,8 +1,7 @@
 package prefix
 
-// This file pins the public contract of the prefix index so that blocktable and
-// prefix/kvevents can be built against it in parallel. Implementations replace the
-// bodies; signatures change only by agreement with their users.
+// This file holds the index's public types: namespaces, prompts, retention, hashers,
+// events, options and cursors.
 
 import (
 	"github.com/kvpage/kvpage/blocks"

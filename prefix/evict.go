@@ -66,13 +66,12 @@ func (x *Index) ReclaimableOf(ids []blocks.ID) int {
 	return n
 }
 
-// Reclaim implements blocks.Reclaimer: it evicts at least n blocks (the pool asks for no
-// more than Reclaimable) and returns how many it freed.
-func (x *Index) Reclaim(n int) int {
-	got := x.evictUpTo(n)
-	x.mutated()
-	return got
-}
+// reclaimer is the index as its pool's blocks.Reclaimer: the pool's Reclaim(n) is the
+// index's Evict(n), so that the index does not export the same call under two names.
+type reclaimer struct{ x *Index }
+
+func (r reclaimer) Reclaimable() int  { return r.x.Reclaimable() }
+func (r reclaimer) Reclaim(n int) int { return r.x.Evict(n) }
 
 // evictUpTo pops up to n victims, unlinks them and returns their blocks to the pool in
 // eviction order.

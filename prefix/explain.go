@@ -129,7 +129,7 @@ type Explanation struct {
 // namespace root).
 func (x *Index) Explain(dst []blocks.ID, p *Prompt, o LookupOptions, e *Explanation) ([]blocks.ID, Cursor) {
 	base := len(dst)
-	dst, c := x.Peek(dst, p, o.LeaveOne)
+	dst, c := x.Peek(dst, p, HitLimit(o.LeaveOne))
 	*e = Explanation{MatchedBlocks: int(c.blocks), FullBlocks: len(p.Tokens) / x.bs}
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		e.Reason = MissNamespaceRequired

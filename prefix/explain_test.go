@@ -118,7 +118,7 @@ func TestExplainReasons(t *testing.T) {
 		var e Explanation
 		ids, c := x.Explain(nil, &p, LookupOptions{LeaveOne: true, EAGLE: true}, &e)
 		require.Equal(t, Explanation{Reason: MissEAGLE, MatchedBlocks: 2, FullBlocks: 3}, e)
-		want, _ := x.Peek(nil, &Prompt{Tokens: toks(1, 2*testBS+1)}, true)
+		want, _ := x.Peek(nil, &Prompt{Tokens: toks(1, 2*testBS+1)}, LeaveOne)
 		require.Equal(t, want, ids)
 		require.Equal(t, 2, c.Blocks())
 		// The cursor is usable: committing the dropped block again finds it present.
@@ -145,7 +145,7 @@ func TestExplainMatchesPeek(t *testing.T) {
 		{Tokens: toks(7, 3)}, {Namespace: Namespace{Salt: "x"}, Tokens: toks(1, 9)},
 	} {
 		for _, o := range []LookupOptions{{}, leaveOne} {
-			want, wc := x.Peek(nil, &p, o.LeaveOne)
+			want, wc := x.Peek(nil, &p, HitLimit(o.LeaveOne))
 			var e Explanation
 			got, gc := x.Explain(nil, &p, o, &e)
 			require.Equal(t, want, got)

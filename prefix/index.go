@@ -164,7 +164,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	}
 	x.table.init(pool.Capacity())
 	x.ctl.init(&cfg)
-	if err := pool.SetReclaimer(x); err != nil {
+	if err := pool.SetReclaimer(reclaimer{x}); err != nil {
 		return nil, fmt.Errorf("%w: %w (one index per pool)", ErrInvalidArgument, err)
 	}
 	return x, nil

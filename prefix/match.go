@@ -2,10 +2,21 @@ package prefix
 
 import "github.com/kvpage/kvpage/blocks"
 
+// HitLimit says whether a match may cover the whole prompt: pass WholePrompt or LeaveOne.
+type HitLimit bool
+
+const (
+	// WholePrompt lets a match cover every full block of the prompt.
+	WholePrompt HitLimit = false
+	// LeaveOne caps a match so that at least one prompt token is left to compute, as vLLM
+	// caps it at len-1: the model needs the last prompt token's logits.
+	LeaveOne HitLimit = true
+)
+
 // Match appends to dst the cached blocks of the longest cached prefix of p, in full blocks,
-// and returns dst. It takes no references and touches nothing. With leaveOne, the match is
-// capped so that at least one prompt token is left to compute (vLLM caps at len-1: the
-// model needs the last token's logits). The returned Cursor sits at the end of the match;
+// and returns dst. It takes no references and touches nothing. limit says whether the hit
+// may cover the whole prompt (WholePrompt) or must leave a token to compute (LeaveOne).
+// The returned Cursor sits at the end of the match;
 // it is the zero Cursor when p's namespace has no root (nothing of it is cached), which
 // Commit takes as the namespace's root.
 //
@@ -17,8 +28,8 @@ import "github.com/kvpage/kvpage/blocks"
 // path requests share it tries each node's hint child first and needs nothing else; where
 // the prompt leaves the hinted child, and for blocks with multimodal inputs, it also hashes
 // the block and probes the child table. It allocates nothing when dst has room.
-func (x *Index) Match(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cursor) {
-	dst, c := x.Peek(dst, p, leaveOne)
+func (x *Index) Match(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, Cursor) {
+	dst, c := x.Peek(dst, p, limit)
 	x.RecordLookup(p, c)
 	return dst, c
 }
@@ -36,7 +47,7 @@ func (x *Index) RecordLookup(p *Prompt, c Cursor) {
 
 // Peek is Match without counting anything in Stats: the same blocks and Cursor, for dry
 // runs and re-matches that must not inflate the hit rate.
-func (x *Index) Peek(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cursor) {
+func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, Cursor) {
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		return dst, Cursor{}
 	}
@@ -45,7 +56,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, leaveOne bool) ([]blocks.ID, Cu
 		return dst, Cursor{}
 	}
 	n := len(p.Tokens)
-	if leaveOne {
+	if limit == LeaveOne {
 		n--
 	}
 	full := n / x.bs

@@ -15,7 +15,7 @@ func TestPeekCountsNothing(t *testing.T) {
 	p := Prompt{Tokens: toks(1, 3*testBS+1)}
 	before := x.Stats()
 
-	peeked, pc := x.Peek(nil, &p, true)
+	peeked, pc := x.Peek(nil, &p, LeaveOne)
 	require.Equal(t, before, x.Stats(), "Peek counts nothing")
 	require.Equal(t, r.ids, peeked)
 	require.Equal(t, 2, pc.Blocks())
@@ -26,7 +26,7 @@ func TestPeekCountsNothing(t *testing.T) {
 	require.Equal(t, before.LookedUpTokens+uint64(len(p.Tokens)), afterRecord.LookedUpTokens)
 	require.Equal(t, before.HitTokens+2*testBS, afterRecord.HitTokens)
 
-	matched, mc := x.Match(nil, &p, true)
+	matched, mc := x.Match(nil, &p, LeaveOne)
 	require.Equal(t, peeked, matched)
 	require.Equal(t, pc, mc)
 	afterMatch := x.Stats()

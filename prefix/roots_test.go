@@ -57,7 +57,7 @@ func TestNamespacesComeAndGo(t *testing.T) {
 				if len(window) > tc.live && tc.commit {
 					// The oldest tenant leaves: its three blocks are the LRU victims.
 					require.Equal(t, 3, x.Evict(3))
-					got, _ := x.Match(nil, &Prompt{Namespace: window[0], Tokens: toks(1, 3*testBS)}, false)
+					got, _ := x.Match(nil, &Prompt{Namespace: window[0], Tokens: toks(1, 3*testBS)}, WholePrompt)
 					require.Empty(t, got)
 					window = window[1:]
 				}
@@ -134,7 +134,7 @@ func TestNoRootWithoutCommit(t *testing.T) {
 	pool, x := newTestIndex(t, 16)
 	a := Namespace{Salt: "a"}
 	p := Prompt{Namespace: a, Tokens: toks(1, testBS)}
-	_, c := x.Match(nil, &p, false)
+	_, c := x.Match(nil, &p, WholePrompt)
 	assert.Equal(t, Cursor{}, c, "a namespace with nothing cached matches at the zero Cursor")
 	_, err := x.Commit(&c, &Prompt{Namespace: a, Tokens: toks(1, testBS-1)}, nil)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestNoRootWithoutCommit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, CommitResult{Stored: 1}, res)
 	assert.Equal(t, 1, x.Stats().Namespaces)
-	got, _ := x.Match(nil, &p, false)
+	got, _ := x.Match(nil, &p, WholePrompt)
 	assert.Equal(t, ids, got)
 	require.NoError(t, x.Release(ids))
 	require.Equal(t, 1, x.Evict(1))
@@ -200,7 +200,7 @@ func TestStaleCursorAtFreedRoot(t *testing.T) {
 				held = ids
 			} else {
 				admit(t, x, pool, Prompt{Namespace: mine, Tokens: toks(100, testBS)}).finish(t, x)
-				_, cur = x.Peek(nil, &p, false) // no hit: a cursor at mine's live root
+				_, cur = x.Peek(nil, &p, WholePrompt) // no hit: a cursor at mine's live root
 			}
 			slot := x.rootOf(mine)
 			tc.free(t, x)
@@ -219,7 +219,7 @@ func TestStaleCursorAtFreedRoot(t *testing.T) {
 			assert.Equal(t, tc.want, res)
 			assert.Equal(t, b+1, cur.Blocks())
 			if tc.want.Stored == 1 {
-				got, _ := x.Match(nil, &Prompt{Namespace: mine, Tokens: tk[:testBS]}, false)
+				got, _ := x.Match(nil, &Prompt{Namespace: mine, Tokens: tk[:testBS]}, WholePrompt)
 				assert.Equal(t, next, got, "committed under mine")
 				if tc.reuse {
 					assert.NotEqual(t, slot, x.rootOf(mine), "in a root of its own")

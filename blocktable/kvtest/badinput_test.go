@@ -160,8 +160,8 @@ func indexCases(t *testing.T) badGroup {
 	free := freeBlock(t, env.Pool)
 	evictable := evictableBlock(t, env)
 	aTbl, _ := env.Manager.Blocks(env.Seq("a"))
-	cachedHeld, partial := aTbl[1], aTbl[2]                                              // a holds block 2 cached, block 3 uncached
-	_, root := x.Peek(nil, &prefix.Prompt{Tokens: kvtest.MustTokens("900..903")}, false) // at the default root
+	cachedHeld, partial := aTbl[1], aTbl[2]                                                           // a holds block 2 cached, block 3 uncached
+	_, root := x.Peek(nil, &prefix.Prompt{Tokens: kvtest.MustTokens("900..903")}, prefix.WholePrompt) // at the default root
 	prompt := func(spec string) *prefix.Prompt { return &prefix.Prompt{Tokens: kvtest.MustTokens(spec)} }
 	commit := func(cur prefix.Cursor, p *prefix.Prompt, ids ...blocks.ID) func() error {
 		return func() error { _, err := x.Commit(&cur, p, ids); return err }
@@ -193,7 +193,6 @@ func indexCases(t *testing.T) badGroup {
 		{"Index.Commit", "another namespace's cursor", commit(root, &prefix.Prompt{Namespace: prefix.Namespace{Salt: "other"}, Tokens: kvtest.MustTokens("600..603")}, partial), errs(prefix.ErrInvalidCursor), false},
 		{"Index.Reset", "while requests hold cached blocks", x.Reset, errs(prefix.ErrBlocksHeld), false},
 		noop("Evict", func() int { return x.Evict(-1) }),
-		noop("Reclaim", func() int { return x.Reclaim(-1) }),
 	}}
 }
 
