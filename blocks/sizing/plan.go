@@ -170,8 +170,10 @@ func (c PlanConfig) withDefaults() (PlanConfig, error) {
 		return c, invalidf("tensor parallel size %d is negative", c.TensorParallel)
 	case !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1):
 		return c, invalidf("GPU memory utilization %g must be in (0, 1]", c.GPUMemoryUtilization)
-	case c.GPU.MemoryMiB <= 0 || c.GPU.MemoryMiB > 1<<30:
+	case c.GPU.Bytes == 0 && (c.GPU.MemoryMiB <= 0 || c.GPU.MemoryMiB > 1<<30):
 		return c, invalidf("GPU memory %d MiB", c.GPU.MemoryMiB)
+	case c.GPU.Bytes < 0 || c.GPU.Bytes > 1<<50:
+		return c, invalidf("GPU memory %d bytes", c.GPU.Bytes)
 	case c.RuntimeOverhead < 0 || c.RuntimeOverhead > 1<<50:
 		return c, invalidf("runtime overhead %d bytes", c.RuntimeOverhead)
 	case c.WeightBytes < 0 || c.WeightBytes > 1<<56:

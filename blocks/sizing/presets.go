@@ -36,11 +36,19 @@ type GPU struct {
 	Aliases       []string `json:"aliases,omitempty"`
 	NvidiaSMIName string   `json:"nvidia_smi_name,omitempty"`
 	MemoryMiB     int64    `json:"memory_mib"`
-	Source        string   `json:"source,omitempty"`
+	// Bytes, when not 0, is the memory in bytes and takes precedence over MemoryMiB: a
+	// size given in decimal units ("an 80 GB card") is not a whole number of MiB.
+	Bytes  int64  `json:"bytes,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
-// MemoryBytes returns the memory in bytes.
-func (g GPU) MemoryBytes() int64 { return g.MemoryMiB << 20 }
+// MemoryBytes returns the memory in bytes: Bytes when set, else MemoryMiB x 2^20.
+func (g GPU) MemoryBytes() int64 {
+	if g.Bytes != 0 {
+		return g.Bytes
+	}
+	return g.MemoryMiB << 20
+}
 
 type presetTable struct {
 	models     []ModelSpec

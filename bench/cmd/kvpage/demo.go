@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -9,15 +8,26 @@ import (
 )
 
 func init() {
-	register(command{name: "demo", summary: "a short walk through the block pool", run: runDemo})
+	register(command{name: "demo", summary: "a walk through the block pool: allocate, share, run out, double free", run: runDemo})
 }
 
+const demoHelp = `usage: kvpage demo [--blocks N]
+
+Walks through package blocks' pool in a few lines: a pool with vLLM's null block, a request
+allocating blocks, a second request sharing two of them (refcounts), an allocation beyond
+what is free failing without changing anything, and a double free caught as an error.
+Every line prints what the library returned.
+
+`
+
 func runDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	n := fs.Int("blocks", 8, "number of physical blocks, null block included")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	fs := newFlagSet("demo", demoHelp)
+	n := fs.fs.Int("blocks", 8, "number of physical blocks, null block included, 5 to 1,000,000")
+	if err := fs.parse(args, stdout); err != nil {
+		return err
+	}
+	if *n < 5 || *n > 1_000_000 {
+		return badFlag("--blocks must be between 5 and 1,000,000, got %d", *n)
 	}
 	pool, err := blocks.New(*n, blocks.WithNullBlock())
 	if err != nil {

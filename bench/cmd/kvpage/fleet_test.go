@@ -39,7 +39,7 @@ func TestFleetJSON(t *testing.T) {
 	byContext := rows(t, obj, "sensitivity_context")
 	require.Len(t, byContext, 4)
 	var gpus []int64
-	for i, ctx := range []string{"4096", "8192", "32768", "131072"} {
+	for i, ctx := range []string{"4000", "8000", "32000", "128000"} {
 		assert.Equal(t, ctx, byContext[i]["context"].(json.Number).String())
 		n, err := byContext[i]["gpus_needed"].(json.Number).Int64()
 		require.NoError(t, err)
@@ -50,7 +50,7 @@ func TestFleetJSON(t *testing.T) {
 	}
 	byDType := rows(t, obj, "sensitivity_kv_cache_dtype")
 	require.Len(t, byDType, 2)
-	assert.Equal(t, "fp16", byDType[0]["kv_cache_dtype"])
+	assert.Equal(t, "bf16", byDType[0]["kv_cache_dtype"], "the model's own 16-bit type, not fp16")
 	assert.Equal(t, "fp8_e4m3", byDType[1]["kv_cache_dtype"])
 	assert.Equal(t, "327680", byDType[0]["bytes_per_token"].(json.Number).String())
 	assert.Equal(t, "163840", byDType[1]["bytes_per_token"].(json.Number).String())
@@ -79,7 +79,7 @@ func TestFleetTable(t *testing.T) {
 		"58 x 8",
 		"chosen: fewest GPUs",
 		"sensitivity to the average context",
-		"128K",
+		"128k",
 		"sensitivity to the KV cache dtype",
 		"fp8_e4m3",
 		"assumptions:",

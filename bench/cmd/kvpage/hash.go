@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,32 +27,32 @@ VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1. A partial last block has no hash. Compare
 output with what a router or a server reports: a different seed or block size gives
 different hashes, and routing then fails silently.
 Tokens are non-negative integers, as arguments or comma-separated.
-Exit status: 0 on success, 1 for a bad token, 2 for a bad flag.
+Exit status: 0 on success, 2 for a bad flag or token.
 
 `
 
 func runHash(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hash", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, hashHelp)
-		fs.PrintDefaults()
-	}
+	f := newFlagSet("hash", hashHelp)
+	fs := f.fs
 	seed := fs.String("seed", "", "PYTHONHASHSEED of the vLLM servers (required; may be empty only if given)")
 	blockSize := fs.Int("block-size", 0, "tokens per block, as vLLM's --block-size (required)")
 	salt := fs.String("salt", "", "cache_salt of the request: an extra key of the first block")
 	lora := fs.String("lora", "", "LoRA adapter name of the request: an extra key of every block")
 	int64Form := fs.Bool("int64", false, "print the 64-bit form in unsigned decimal instead of hex")
+	// Tokens follow the flags: parse the flags, then take the arguments as tokens.
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		if errors.Is(err, flag.ErrHelp) {
+			f.printHelp(stdout)
+			return errHelp
+		}
+		return &usageError{msg: f.rewrite(err.Error())}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	switch {
-	case !set["seed"]:
-		return hashUsage(stderr, "--seed is required: vLLM without PYTHONHASHSEED hashes from a random root that nothing else can reproduce")
-	case *blockSize <= 0:
-		return hashUsage(stderr, "--block-size must be a positive number of tokens")
+	case !f.set["seed"]:
+		return badFlag("--seed is required: vLLM without PYTHONHASHSEED hashes from a random root that nothing else can reproduce")
+	case *blockSize <= 0 || *blockSize > maxBlockSize:
+		return badFlag("--block-size must be between 1 and %d tokens, got %d", maxBlockSize, *blockSize)
 	}
 	tokens, err := parseTokens(fs.Args())
 	if err != nil {
@@ -72,11 +73,6 @@ func runHash(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func hashUsage(stderr io.Writer, msg string) error {
-	fmt.Fprintf(stderr, "kvpage hash: %s\n", msg)
-	return errUsage
-}
-
 // parseTokens reads token ids from arguments, each one or several separated by commas.
 func parseTokens(args []string) ([]int32, error) {
 	var out []int32
@@ -88,7 +84,7 @@ func parseTokens(args []string) ([]int32, error) {
 			}
 			v, err := strconv.ParseInt(f, 10, 64)
 			if err != nil || v < 0 || v > math.MaxInt32 {
-				return nil, fmt.Errorf("bad token %q: token ids are integers from 0 to %d", f, math.MaxInt32)
+				return nil, badFlag("bad token %q: token ids are integers from 0 to %d", f, math.MaxInt32)
 			}
 			out = append(out, int32(v))
 		}

@@ -65,13 +65,13 @@ func TestHashRejectsBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"bad token", []string{"hash", "--seed", "1", "--block-size", "2", "1", "x2"}, 1, `bad token "x2"`},
-		{"negative token", []string{"hash", "--seed", "1", "--block-size", "2", "-5"}, 2, "flag provided but not defined"},
-		{"negative token after --", []string{"hash", "--seed", "1", "--block-size", "2", "--", "-5"}, 1, `bad token "-5"`},
-		{"token too large", []string{"hash", "--seed", "1", "--block-size", "2", "1,4294967296"}, 1, `bad token "4294967296"`},
+		{"bad token", []string{"hash", "--seed", "1", "--block-size", "2", "1", "x2"}, 2, `bad token "x2"`},
+		{"negative token", []string{"hash", "--seed", "1", "--block-size", "2", "-5"}, 2, "unknown flag -5"},
+		{"negative token after --", []string{"hash", "--seed", "1", "--block-size", "2", "--", "-5"}, 2, `bad token "-5"`},
+		{"token too large", []string{"hash", "--seed", "1", "--block-size", "2", "1,4294967296"}, 2, `bad token "4294967296"`},
 		{"no seed", []string{"hash", "--block-size", "2", "1", "2"}, 2, "--seed is required"},
 		{"no block size", []string{"hash", "--seed", "1", "1", "2"}, 2, "--block-size must be"},
-		{"unknown flag", []string{"hash", "--sede", "1"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"hash", "--sede", "1"}, 2, "unknown flag --sede"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runKVPage(tc.args...)

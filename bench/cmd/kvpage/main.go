@@ -1,13 +1,27 @@
 // Command kvpage is the command-line face of the kvpage library: the fragmentation
-// simulator (sim, the default), the capacity planner (plan, fleet) and the vLLM-compatible
-// block hasher (hash). Run `kvpage help` for the list.
+// simulator (sim, the default), the capacity planner (plan, fleet), the vLLM-compatible
+// block hasher (hash) and a walk through the block pool (demo). Run `kvpage --help` for
+// the list and `kvpage SUBCOMMAND --help` for a subcommand's flags.
+//
+// Every subcommand follows the same rules: vLLM's flag names, written --name (a few have
+// a short alias: -m, -tp); one size syntax (token counts as vLLM reads them, 8k = 8,000
+// and 8K = 8,192; byte sizes with a unit, 80GB = 80 x 10^9 and 80GiB = 80 x 2^30);
+// --help on stdout with exit status 0; bad input reported on one line naming the flag,
+// with exit status 2; any other failure (a plan that does not fit) exit status 1.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"regexp"
 	"sort"
+	"strings"
+
+	"github.com/kvpage/kvpage/bench/sim"
+	"github.com/kvpage/kvpage/blocks/sizing"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself in init.
@@ -20,7 +34,7 @@ type command struct {
 var commands = map[string]command{}
 
 // defaultCommand runs when kvpage is called with no subcommand.
-var defaultCommand = "demo"
+var defaultCommand = "sim"
 
 func register(c command) {
 	if _, dup := commands[c.name]; dup {
@@ -33,47 +47,84 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches to a subcommand and returns the process exit code: 0 on success, 2 for a
-// usage error, 1 for any other failure.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// run dispatches to a subcommand and returns the process exit code: 0 on success (and
+// for --help), 2 for bad input, 1 for any other failure.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (isHelp(args[0]) || args[0] == "help") {
+		if len(args) > 1 && args[0] == "help" {
+			if _, ok := commands[args[1]]; ok {
+				return run([]string{args[1], "--help"}, stdout, stderr)
+			}
+		}
+		usage(stdout)
+		return 0
+	}
 	name := defaultCommand
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
 	}
-	if name == "help" {
-		usage(stdout)
-		return 0
-	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "kvpage: unknown subcommand %q\n\n", name)
-		usage(stderr)
+		fmt.Fprintf(stderr, "kvpage: unknown subcommand %q (%s)\nsee kvpage --help\n", name, strings.Join(commandNames(), ", "))
 		return 2
 	}
-	if err := c.run(args, stdout, stderr); err != nil {
-		if err == errUsage {
-			return 2
-		}
-		fmt.Fprintf(stderr, "kvpage %s: %v\n", name, err)
-		return 1
+	err := c.run(args, stdout, stderr)
+	switch {
+	case err == nil || errors.Is(err, errHelp):
+		return 0
+	case badInput(err):
+		fmt.Fprintf(stderr, "kvpage %s: %s\nsee kvpage %s --help\n", name, tidy(err), name)
+		return 2
 	}
-	return 0
+	fmt.Fprintf(stderr, "kvpage %s: %s\n", name, tidy(err))
+	return 1
 }
 
-// errUsage is returned by a subcommand whose flags did not parse; the flag package has
-// already printed the reason and the usage.
-var errUsage = fmt.Errorf("usage")
+// badInput reports whether err comes from what the user gave: a flag, a file, a trace, a
+// configuration that cannot run.
+func badInput(err error) bool {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return true
+	}
+	for _, s := range []error{sim.ErrInvalidConfig, sim.ErrBadTrace, sizing.ErrBadSize, sizing.ErrUnknownModel, sizing.ErrUnknownGPU,
+		sizing.ErrUnknownDType, sizing.ErrMissingField, sizing.ErrBadConfig, sizing.ErrInvalidArgument, fs.ErrNotExist, fs.ErrPermission} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: kvpage [subcommand] [flags]   (no subcommand runs "+defaultCommand+")")
-	fmt.Fprintln(w, "\nsubcommands:")
+// packagePrefix matches a package's own prefix at the start of a message or of a part of
+// it, which the command's "kvpage CMD:" replaces.
+var packagePrefix = regexp.MustCompile(`(^|: )(sim|sizing): (invalid configuration: )?`)
+
+// tidy is err's message without the library's package prefixes: "kvpage sim: the KV
+// budget ...", not "kvpage sim: sim: invalid configuration: the KV budget ...".
+func tidy(err error) string {
+	return packagePrefix.ReplaceAllString(err.Error(), "$1")
+}
+
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
+	return names
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: kvpage [SUBCOMMAND] [flags]   (no subcommand runs "+defaultCommand+")")
+	fmt.Fprintln(w, "\nSubcommands:")
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprint(w, "\n"+sizeSyntax)
+	fmt.Fprintln(w, "Flags are written --name (vLLM's names); -m and -tp are short for --model and --tensor-parallel-size.")
+	fmt.Fprintln(w, "Exit status: 0 on success, 1 when a run fails or a plan does not fit, 2 for bad input.")
 	fmt.Fprintln(w, "\nRun `kvpage SUBCOMMAND --help` for a subcommand's flags.")
 }

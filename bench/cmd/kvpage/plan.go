@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -21,93 +20,101 @@ func init() {
 }
 
 // planHelp is printed above the flags of `kvpage plan --help`.
-const planHelp = `usage: kvpage plan (--model NAME | --config config.json --params N) --gpu NAME [flags]
+const planHelp = `usage: kvpage plan (--model NAME | --config config.json --params N | --kv-bytes-per-token SIZE --weights SIZE)
+                   (--gpu NAME | --gpu-memory SIZE) [flags]
 
 Sizes the KV cache of one vLLM-style deployment: bytes per token and per block, the blocks
-that fit in each GPU after the weights and the runtime overhead, the requests that fit at
---max-model-len, and the longest context for which even one request fits. Flag names are
-vLLM's. Sizes parse as vLLM parses them: 32k = 32,000, 32K = 32,768.
+that fit in each GPU after the weights and the runtime overhead (and in all of them), the
+requests that fit at --max-model-len, and the longest context for which even one request
+fits. Flag names are vLLM's.
+
+` + sizeSyntax + `
+A textbook example (an 80 GB card, 14 GB of weights, 5 GB of overhead, 0.05 MB per token):
+  kvpage plan --gpu-memory 80GB --gpu-memory-utilization 1 --weights 14GB --overhead 5GB \
+      --kv-bytes-per-token 0.05MB --max-model-len 4k
+
 Exit status: 0 when the plan fits, 1 when it does not (the result is still printed, the
-reason goes to stderr), 2 for a bad flag.
+reason goes to stderr), 2 for bad input.
 
 `
 
-// sizingFlags are the flags plan and fleet share, named as vLLM names them.
+// sizeSyntax explains the two kinds of sizes; every subcommand's help repeats it.
+const sizeSyntax = `Sizes: token counts as vLLM reads them (8k = 8,000; 8K = 8,192; 25.6k = 25,600); byte
+sizes with a unit (80GB and 80G = 80 x 10^9 bytes, 80GiB = 80 x 2^30, 0.05MB = 50,000).
+`
+
+// sizingFlags are the flags that size a deployment, the same in plan, fleet and sim, named
+// as vLLM names them.
 type sizingFlags struct {
-	model, config, gpu, kvCacheDType string
-	params                           countValue
-	weightsGiB, overheadGiB, util    float64
-	gpuMemoryMiB                     int64
-	tp, blockSize, maxNumSeqs        int
-	maxModelLen                      sizeValue
-	json                             bool
-	set                              map[string]bool // flags given on the command line
+	model, config, gpu, kvCacheDType   string
+	params                             countValue
+	weightsGiB, overheadGiB, util      float64
+	weights, overhead, gpuMemory       bytesValue
+	kvBytesPerToken, kvBytesPerRequest bytesValue
+	gpuMemoryMiB                       int64
+	tp, blockSize, maxNumSeqs          int
+	maxModelLen                        sizeValue
+	json                               bool
+	set                                map[string]bool // flags given on the command line
 }
 
-func (f *sizingFlags) register(fs *flag.FlagSet, defaultTP int) {
-	fs.StringVar(&f.model, "model", "", "model preset: "+strings.Join(sizing.ModelPresetNames(), ", "))
-	fs.StringVar(&f.model, "m", "", "alias of --model")
-	fs.StringVar(&f.config, "config", "", "a Hugging Face config.json to size instead of a preset (with --params or --weights-gib)")
-	fs.Var(&f.params, "params", "parameter count for --config, such as 8.03b, 70.6B or 70553706496")
-	fs.Float64Var(&f.weightsGiB, "weights-gib", 0, "size of all the weights in GiB, instead of parameters x bytes per weight")
-	fs.StringVar(&f.gpu, "gpu", "", "GPU preset: "+strings.Join(sizing.GPUPresetNames(), ", "))
-	fs.Int64Var(&f.gpuMemoryMiB, "gpu-memory-mib", 0, "GPU memory in MiB as nvidia-smi reports it, for a GPU without a preset")
+// sizingDefaults are what a subcommand defaults to.
+type sizingDefaults struct {
+	tp              int    // 0: the fleet chooses
+	model, gpu      string // "" : required
+	maxNumSeqs      int
+	maxNumSeqsHelp  string
+	maxModelLenHelp string
+	perRequest      bool // --kv-bytes-per-request has a meaning
+	autoLen         bool // --max-model-len auto has a meaning
+}
+
+func (f *sizingFlags) register(fs *flagSet, d sizingDefaults) {
+	f.set = fs.set
+	flags := fs.fs
+	flags.StringVar(&f.model, "model", d.model, "model preset: "+strings.Join(sizing.ModelPresetNames(), ", "))
+	fs.alias("m", "model")
+	flags.StringVar(&f.config, "config", "", "a Hugging Face config.json to size instead of a preset (with --params or --weights)")
+	flags.Var(&f.params, "params", "parameter count for --config, such as 8.03b, 70.6B or 70553706496")
+	flags.Var(&f.weights, "weights", "size of all the weights, such as 14GB or 14.96GiB, instead of parameters x bytes per weight")
+	flags.Float64Var(&f.weightsGiB, "weights-gib", 0, "the same as --weights, in GiB")
+	flags.Var(&f.kvBytesPerToken, "kv-bytes-per-token", "KV cache bytes per token of the whole model, such as 0.05MB or 131072, instead of a model's layers (needs --weights)")
+	if d.perRequest {
+		flags.Var(&f.kvBytesPerRequest, "kv-bytes-per-request", "KV cache bytes one request holds, such as 200MB: concurrency is the KV budget over this, not over --max-model-len tokens")
+	}
+	flags.StringVar(&f.gpu, "gpu", d.gpu, "GPU preset: "+strings.Join(sizing.GPUPresetNames(), ", "))
+	flags.Var(&f.gpuMemory, "gpu-memory", "memory of one GPU, such as 80GB or 80GiB, instead of the preset's")
+	flags.Int64Var(&f.gpuMemoryMiB, "gpu-memory-mib", 0, "the same as --gpu-memory, in MiB as nvidia-smi reports it")
 	tpHelp := "GPUs the model is split over"
-	if defaultTP == 0 {
-		tpHelp += " (default: the size, 1 to 64, that needs the fewest GPUs)"
+	if d.tp == 0 {
+		tpHelp += fmt.Sprintf(" (default: the smallest size that fits, unless a larger one needs %.0f%% fewer GPUs)", 100*sizing.TPSaving)
 	}
-	fs.IntVar(&f.tp, "tensor-parallel-size", defaultTP, tpHelp)
-	fs.IntVar(&f.tp, "tp", defaultTP, "alias of --tensor-parallel-size")
-	f.maxModelLen.allowAuto = true
-	fs.Var(&f.maxModelLen, "max-model-len", "longest context of a request, such as 32k or 32K; auto = the longest that fits (default: the model's max_position_embeddings)")
-	fs.Var(&f.maxModelLen, "context", "alias of --max-model-len")
-	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4)")
-	fs.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, "tokens per block")
-	fs.Float64Var(&f.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
-	fs.Float64Var(&f.overheadGiB, "overhead-gib", float64(sizing.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache: CUDA context, activations, CUDA graphs")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "cap on concurrent requests, as vLLM's --max-num-seqs (0: no cap)")
-	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of the table")
-}
-
-// parse parses args into f and reports whether they parsed; flag has printed why not.
-func (f *sizingFlags) parse(fs *flag.FlagSet, args []string) bool {
-	if err := fs.Parse(args); err != nil {
-		return false
-	}
-	f.set = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	return true
-}
-
-// flagError is a bad flag value found after parsing: printed, then exit status 2.
-type flagError struct{ msg string }
-
-func (e *flagError) Error() string { return e.msg }
-
-func badFlag(format string, args ...any) error { return &flagError{fmt.Sprintf(format, args...)} }
-
-// report turns an error of a subcommand into what run expects: a flag error is printed
-// here and becomes errUsage (exit 2); anything else goes back to run (exit 1).
-func report(name string, err error, stderr io.Writer) error {
-	var fe *flagError
-	if errors.As(err, &fe) {
-		fmt.Fprintf(stderr, "kvpage %s: %s\n", name, fe.msg)
-		return errUsage
-	}
-	return err
+	flags.IntVar(&f.tp, "tensor-parallel-size", d.tp, tpHelp)
+	fs.alias("tp", "tensor-parallel-size")
+	f.maxModelLen.allowAuto = d.autoLen
+	flags.Var(&f.maxModelLen, "max-model-len", d.maxModelLenHelp)
+	fs.alias("context", "max-model-len")
+	flags.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4)")
+	flags.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, fmt.Sprintf("tokens per block, 1 to %d", maxBlockSize))
+	flags.Float64Var(&f.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache, in (0, 1]")
+	flags.Var(&f.overhead, "overhead", "memory per GPU that is neither weights nor KV cache (CUDA context, activations, CUDA graphs), such as 5GB (default 2GiB)")
+	flags.Float64Var(&f.overheadGiB, "overhead-gib", float64(sizing.DefaultRuntimeOverhead)/(1<<30), "the same as --overhead, in GiB")
+	flags.IntVar(&f.maxNumSeqs, "max-num-seqs", d.maxNumSeqs, d.maxNumSeqsHelp)
+	flags.BoolVar(&f.json, "json", false, "print one JSON object on stdout instead of the table")
 }
 
 // sizingInput is what the shared flags resolve to.
 type sizingInput struct {
 	cfg         sizing.PlanConfig
 	autoLen     bool     // --max-model-len auto
+	bytesOnly   bool     // --kv-bytes-per-token: no model, only a figure
 	assumptions []string // how defaults were taken, for the output
 }
 
-func (f *sizingFlags) resolve(fs *flag.FlagSet) (sizingInput, error) {
+func (f *sizingFlags) resolve() (sizingInput, error) {
 	var in sizingInput
-	if fs.NArg() > 0 {
-		return in, badFlag("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	if err := f.checkRanges(); err != nil {
+		return in, err
 	}
 	m, err := f.resolveModel()
 	if err != nil {
@@ -117,71 +124,128 @@ func (f *sizingFlags) resolve(fs *flag.FlagSet) (sizingInput, error) {
 	if err != nil {
 		return in, err
 	}
-	d, err := sizing.ResolveCacheDType(f.kvCacheDType, m)
-	if err != nil {
+	var d sizing.DType
+	if f.kvBytesPerToken.set {
+		if f.set["kv-cache-dtype"] {
+			return in, badFlag("--kv-cache-dtype has no meaning with --kv-bytes-per-token, which gives the bytes directly")
+		}
+		d, in.bytesOnly = sizing.INT8, true
+	} else if d, err = sizing.ResolveCacheDType(f.kvCacheDType, m); err != nil {
 		if errors.Is(err, sizing.ErrMissingField) {
 			return in, badFlag("--kv-cache-dtype auto: the config gives no torch_dtype; name the cache data type (%s)", strings.Join(sizing.DTypeNames(), ", "))
 		}
 		return in, badFlag("--kv-cache-dtype: %v", err)
 	}
-	switch {
-	case f.tp < 0 || f.tp == 0 && (f.set["tensor-parallel-size"] || f.set["tp"]):
-		return in, badFlag("--tensor-parallel-size must be a positive number of GPUs, got %d", f.tp)
-	case f.blockSize <= 0:
-		return in, badFlag("--block-size must be a positive number of tokens, got %d", f.blockSize)
-	case !(f.util > 0 && f.util <= 1):
-		return in, badFlag("--gpu-memory-utilization must be in (0, 1], got %g", f.util)
-	case f.overheadGiB < 0 || math.IsNaN(f.overheadGiB) || f.overheadGiB > 1<<20:
-		return in, badFlag("--overhead-gib must be a non-negative size in GiB, got %g", f.overheadGiB)
-	case f.weightsGiB < 0 || math.IsNaN(f.weightsGiB) || f.weightsGiB > 1<<26:
-		return in, badFlag("--weights-gib must be a non-negative size in GiB, got %g", f.weightsGiB)
-	case f.maxNumSeqs < 0:
-		return in, badFlag("--max-num-seqs must not be negative, got %d", f.maxNumSeqs)
-	case f.maxModelLen.set && !f.maxModelLen.auto && (f.maxModelLen.n == 0 || f.maxModelLen.n > sizing.MaxTokens):
-		return in, badFlag("--max-model-len must be between 1 and %d tokens, got %d", sizing.MaxTokens, f.maxModelLen.n)
+	overhead := int64(f.overheadGiB * (1 << 30))
+	if f.overhead.set {
+		overhead = f.overhead.n
 	}
 	in.cfg = sizing.PlanConfig{
 		Model: m, GPU: g, TensorParallel: f.tp, CacheDType: d, BlockSize: f.blockSize,
-		GPUMemoryUtilization: f.util, RuntimeOverhead: int64(f.overheadGiB * (1 << 30)),
-		MaxNumSeqs: f.maxNumSeqs,
+		GPUMemoryUtilization: f.util, RuntimeOverhead: overhead, MaxNumSeqs: f.maxNumSeqs,
 	}
-	if f.weightsGiB > 0 {
+	switch {
+	case f.weights.set:
+		in.cfg.WeightBytes = f.weights.n
+	case f.weightsGiB > 0:
 		in.cfg.WeightBytes = int64(f.weightsGiB * (1 << 30))
 	}
 	if f.maxModelLen.set && !f.maxModelLen.auto {
 		in.cfg.MaxModelLen = int(f.maxModelLen.n)
 	}
 	in.autoLen = f.maxModelLen.auto
-	if strings.EqualFold(strings.TrimSpace(f.kvCacheDType), "auto") {
+	if !in.bytesOnly && strings.EqualFold(strings.TrimSpace(f.kvCacheDType), "auto") {
 		in.assumptions = append(in.assumptions, fmt.Sprintf("kv cache dtype %s: --kv-cache-dtype auto, the model's torch_dtype", d))
 	}
 	return in, nil
 }
 
-func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
+// checkRanges checks every number against one range, the same in every subcommand.
+func (f *sizingFlags) checkRanges() error {
+	both := func(a, b string) error {
+		if f.set[a] && f.set[b] {
+			return badFlag("give --%s or --%s, not both", a, b)
+		}
+		return nil
+	}
+	for _, p := range [][2]string{{"weights", "weights-gib"}, {"overhead", "overhead-gib"}, {"gpu-memory", "gpu-memory-mib"}} {
+		if err := both(p[0], p[1]); err != nil {
+			return err
+		}
+	}
+	if err := checkMaxModelLen(&f.maxModelLen); err != nil {
+		return err
+	}
+	if err := checkBlockSize(f.blockSize); err != nil {
+		return err
+	}
 	switch {
-	case f.model != "" && f.config != "":
-		return sizing.ModelSpec{}, badFlag("give --model or --config, not both")
-	case f.model == "" && f.config == "":
-		return sizing.ModelSpec{}, badFlag("--model (one of %s) or --config is required", strings.Join(sizing.ModelPresetNames(), ", "))
+	case f.tp < 0 || f.tp > 1024 || f.tp == 0 && f.set["tensor-parallel-size"]:
+		return badFlag("--tensor-parallel-size must be between 1 and 1024 GPUs, got %d", f.tp)
+	case f.maxNumSeqs < 0:
+		return badFlag("--max-num-seqs must not be negative, got %d", f.maxNumSeqs)
+	case f.gpuMemoryMiB < 0 || f.gpuMemoryMiB > 1<<30:
+		return badFlag("--gpu-memory-mib must be between 1 and %s MiB, got %d", commas(1<<30), f.gpuMemoryMiB)
+	case f.gpuMemory.set && (f.gpuMemory.n < 1<<20 || f.gpuMemory.n > 1<<50):
+		return badFlag("--gpu-memory must be between 1MiB and 1PiB, got %s bytes", commas(f.gpuMemory.n))
+	case f.weights.set && f.weights.n <= 0:
+		return badFlag("--weights must be positive")
+	case f.kvBytesPerRequest.set && f.kvBytesPerRequest.n <= 0:
+		return badFlag("--kv-bytes-per-request must be positive")
+	}
+	if err := checkFloat("gpu-memory-utilization", f.util, 0, 1, true, ""); err != nil {
+		return err
+	}
+	if err := checkFloat("overhead-gib", f.overheadGiB, 0, maxGiB, false, " GiB"); err != nil {
+		return err
+	}
+	return checkFloat("weights-gib", f.weightsGiB, 0, maxGiB, false, " GiB")
+}
+
+func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
+	model := f.model
+	if (f.config != "" || f.kvBytesPerToken.set) && !f.set["model"] {
+		model = "" // a subcommand's default model gives way to a config or a figure
+	}
+	given := 0
+	for _, g := range []bool{model != "", f.config != "", f.kvBytesPerToken.set} {
+		if g {
+			given++
+		}
+	}
+	switch {
+	case given > 1:
+		return sizing.ModelSpec{}, badFlag("give one of --model, --config and --kv-bytes-per-token")
+	case given == 0:
+		return sizing.ModelSpec{}, badFlag("--model (one of %s), --config or --kv-bytes-per-token is required", strings.Join(sizing.ModelPresetNames(), ", "))
 	}
 	var m sizing.ModelSpec
-	if f.model != "" {
-		var err error
-		if m, err = sizing.ModelPreset(f.model); err != nil {
+	var err error
+	switch {
+	case f.kvBytesPerToken.set:
+		if m, err = sizing.BytesPerTokenModel(f.kvBytesPerToken.n); err != nil {
+			return m, badFlag("--kv-bytes-per-token: %v", err)
+		}
+		if !f.weights.set && f.weightsGiB == 0 {
+			return m, badFlag("--kv-bytes-per-token sizes the cache alone: give the weights with --weights (such as 14GB)")
+		}
+		m.Name = exactBytes(sizing.Bits(8*f.kvBytesPerToken.n)) + " per token"
+		return m, nil
+	case model != "":
+		if m, err = sizing.ModelPreset(model); err != nil {
 			return m, badFlag("--model: %v", err)
 		}
-	} else {
+	default:
 		data, err := os.ReadFile(f.config)
 		if err != nil {
-			return m, fmt.Errorf("--config: %w", err)
+			return m, badFlag("--config: %v", err)
 		}
 		if m, err = sizing.ParseHFConfig(data); err != nil {
-			return m, fmt.Errorf("--config %s: %w", f.config, err)
+			return m, badFlag("--config %s: %v", f.config, err)
 		}
 		m.Name = m.Name + " (" + f.config + ")"
-		if !f.params.set && f.weightsGiB == 0 {
-			return m, badFlag("--config gives no parameter count, so the weights cannot be sized: pass --params (such as 8.03b) or --weights-gib")
+		if !f.params.set && !f.weights.set && f.weightsGiB == 0 {
+			return m, badFlag("--config gives no parameter count, so the weights cannot be sized: pass --params (such as 8.03b) or --weights")
 		}
 	}
 	if f.params.set {
@@ -194,51 +258,77 @@ func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
 }
 
 func (f *sizingFlags) resolveGPU() (sizing.GPU, error) {
-	if f.gpuMemoryMiB < 0 || f.gpuMemoryMiB > 1<<30 {
-		return sizing.GPU{}, badFlag("--gpu-memory-mib must be a positive size in MiB, got %d", f.gpuMemoryMiB)
+	gpu := f.gpu
+	custom := f.gpuMemoryMiB > 0 || f.gpuMemory.set
+	if custom && !f.set["gpu"] {
+		gpu = "" // a subcommand's default GPU gives way to a size
 	}
-	if f.gpu == "" {
-		if f.gpuMemoryMiB == 0 {
-			return sizing.GPU{}, badFlag("--gpu (one of %s) or --gpu-memory-mib is required", strings.Join(sizing.GPUPresetNames(), ", "))
+	var g sizing.GPU
+	if gpu == "" {
+		if !custom {
+			return g, badFlag("--gpu (one of %s) or --gpu-memory is required", strings.Join(sizing.GPUPresetNames(), ", "))
 		}
-		return sizing.GPU{Name: "custom GPU", MemoryMiB: f.gpuMemoryMiB, Source: "--gpu-memory-mib"}, nil
+		g.Name = "custom GPU"
+	} else {
+		var err error
+		if g, err = sizing.GPUPreset(gpu); err != nil {
+			return g, badFlag("--gpu: %v", err)
+		}
 	}
-	g, err := sizing.GPUPreset(f.gpu)
-	if err != nil {
-		return g, badFlag("--gpu: %v", err)
-	}
-	if f.gpuMemoryMiB > 0 {
-		g.MemoryMiB, g.Source = f.gpuMemoryMiB, "--gpu-memory-mib"
+	switch {
+	case f.gpuMemory.set:
+		g.Bytes, g.MemoryMiB, g.Source = f.gpuMemory.n, f.gpuMemory.n>>20, "--gpu-memory"
+	case f.gpuMemoryMiB > 0:
+		g.Bytes, g.MemoryMiB, g.Source = 0, f.gpuMemoryMiB, "--gpu-memory-mib"
 	}
 	return g, nil
 }
 
 func runPlan(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), planHelp); fs.PrintDefaults() }
+	fs := newFlagSet("plan", planHelp)
 	var f sizingFlags
-	f.register(fs, 1)
-	if !f.parse(fs, args) {
-		return errUsage
+	f.register(fs, sizingDefaults{tp: 1, perRequest: true, autoLen: true,
+		maxNumSeqsHelp:  "cap on concurrent requests, as vLLM's --max-num-seqs (0: no cap)",
+		maxModelLenHelp: "longest context of a request, such as 32k or 32K; auto = the longest that fits (default: the model's max_position_embeddings)"})
+	if err := fs.parse(args, stdout); err != nil {
+		return err
 	}
-	in, err := f.resolve(fs)
+	in, err := f.resolve()
 	if err != nil {
-		return report("plan", err, stderr)
+		return err
 	}
 	p, err := planWithLen(&in)
 	if err != nil {
-		return report("plan", err, stderr)
+		return err
 	}
+	over := perRequestOverride(p, &f.kvBytesPerRequest)
 	if f.json {
-		err = writeJSON(stdout, planToJSON(p, in.assumptions))
+		err = writeJSON(stdout, planToJSON(p, in.assumptions, over))
 	} else {
-		err = writePlanTable(stdout, p, in.assumptions)
+		err = writePlanTable(stdout, p, in.assumptions, over)
 	}
 	if err != nil {
 		return err
 	}
+	if over != nil && over.Concurrency > 0 && p.KVBudget > 0 {
+		return nil // the request size given fits, whatever max-model-len would need
+	}
 	return p.Err()
+}
+
+// requestOverride is the concurrency --kv-bytes-per-request gives.
+type requestOverride struct {
+	BytesPerRequest int64 `json:"bytes_per_request"`
+	// Concurrency is floor(KV budget of all the GPUs / BytesPerRequest).
+	Concurrency int64 `json:"max_concurrency"`
+}
+
+func perRequestOverride(p sizing.Plan, v *bytesValue) *requestOverride {
+	if !v.set {
+		return nil
+	}
+	total := max(p.KVBudget, 0) * int64(p.Config.TensorParallel)
+	return &requestOverride{BytesPerRequest: v.n, Concurrency: total / v.n}
 }
 
 // planWithLen plans, resolving --max-model-len auto as vLLM does (the longest context that
@@ -263,37 +353,6 @@ func planWithLen(in *sizingInput) (sizing.Plan, error) {
 		return sizing.Plan{}, badFlag("--max-model-len is required: the config gives no max_position_embeddings")
 	}
 	return sizing.NewPlan(cfg)
-}
-
-// sizeValue is a flag holding a token count parsed as vLLM parses it (sizing.ParseSize),
-// and "auto" (or vLLM's -1) where allowAuto is set.
-type sizeValue struct {
-	n         int64
-	set, auto bool
-	allowAuto bool
-}
-
-func (v *sizeValue) String() string {
-	if v == nil || !v.set {
-		return ""
-	}
-	if v.auto {
-		return "auto"
-	}
-	return strconv.FormatInt(v.n, 10)
-}
-
-func (v *sizeValue) Set(s string) error {
-	if t := strings.ToLower(strings.TrimSpace(s)); v.allowAuto && (t == "auto" || t == "-1") {
-		v.n, v.set, v.auto = 0, true, true
-		return nil
-	}
-	n, err := sizing.ParseSize(s)
-	if err != nil {
-		return err
-	}
-	v.n, v.set, v.auto = n, true, false
-	return nil
 }
 
 // countValue is a flag holding a parameter count: an integer or a decimal number with a
@@ -362,6 +421,29 @@ func commas(n int64) string {
 	return b.String()
 }
 
+// theGPUs is "the 1 GPU" or "the 4 GPUs".
+func theGPUs(n int) string { return "the " + gpusText(n) }
+
+// bothUnits writes a byte count in decimal and binary units when they differ in what
+// they show: "61.00 GB (56.81 GiB)".
+func bothUnits(b int64) string {
+	if b < 1000 {
+		return human(float64(b))
+	}
+	return fmt.Sprintf("%s (%s)", decimal(float64(b)), human(float64(b)))
+}
+
+// decimal writes a byte count in the largest decimal unit that keeps it at least 1.
+func decimal(b float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for math.Abs(b) >= 1000 && i < len(units)-1 {
+		b /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.2f %s", b, units[i])
+}
+
 // human writes a byte count in the largest binary unit that keeps it at least 1.
 func human(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
@@ -416,6 +498,7 @@ type planJSON struct {
 	WeightsBytesPerGPU    int64     `json:"weights_bytes_per_gpu"`
 	UsableBytesPerGPU     int64     `json:"usable_bytes_per_gpu"`
 	KVCacheBytesPerGPU    int64     `json:"kv_cache_bytes_per_gpu"`
+	KVCacheBytes          int64     `json:"kv_cache_bytes"`
 	BytesPerToken         jsonBytes `json:"bytes_per_token"`
 	BytesPerTokenPerGPU   jsonBytes `json:"bytes_per_token_per_gpu"`
 	BytesPerRequest       int64     `json:"bytes_per_request"`
@@ -431,9 +514,11 @@ type planJSON struct {
 	Fits                  bool      `json:"fits"`
 	Message               string    `json:"message,omitempty"`
 	Assumptions           []string  `json:"assumptions"`
+	// PerRequest is what --kv-bytes-per-request gives, when given.
+	PerRequest *requestOverride `json:"kv_bytes_per_request,omitempty"`
 }
 
-func planToJSON(p sizing.Plan, extra []string) planJSON {
+func planToJSON(p sizing.Plan, extra []string, over *requestOverride) planJSON {
 	c := p.Config
 	j := planJSON{
 		Model: c.Model.Name, GPU: c.GPU.Name, GPUMemoryMiB: c.GPU.MemoryMiB,
@@ -441,12 +526,17 @@ func planToJSON(p sizing.Plan, extra []string) planJSON {
 		GPUMemoryUtilization: c.GPUMemoryUtilization, MaxModelLen: c.MaxModelLen,
 		RuntimeOverheadBytes: c.RuntimeOverhead, WeightsBytes: p.WeightsTotal, WeightsBytesPerGPU: p.WeightsPerGPU,
 		UsableBytesPerGPU: p.UsableMemory, KVCacheBytesPerGPU: max(p.KVBudget, 0),
+		KVCacheBytes: max(p.KVBudget, 0) * int64(c.TensorParallel), PerRequest: over,
 		BytesPerToken: jsonBytes(p.BytesPerToken), BytesPerTokenPerGPU: jsonBytes(p.BytesPerTokenPerGPU),
 		BytesPerRequest: p.ModelBytesPerRequest, BytesPerRequestPerGPU: p.BytesPerRequest,
 		BytesPerBlock: p.BytesPerBlock, NumBlocks: p.NumBlocks, KVCacheTokens: p.KVCacheTokens,
 		MaxConcurrency: p.MaxConcurrency, ConcurrencyRatio: math.Round(p.ConcurrencyRatio*100) / 100,
 		LimitedBy: p.Limit, MaxContextUnbounded: p.MaxContextUnbounded, Fits: p.Fits(),
 		Assumptions: assumptions(p, extra),
+	}
+	if over != nil && over.Concurrency > 0 && p.KVBudget > 0 {
+		j.Fits, j.Message = true, ""
+		return j
 	}
 	if !p.MaxContextUnbounded {
 		mc := p.MaxContext
@@ -458,27 +548,56 @@ func planToJSON(p sizing.Plan, extra []string) planJSON {
 	return j
 }
 
-func writePlanTable(w io.Writer, p sizing.Plan, extra []string) error {
+// cacheLabel names the KV cache's data type, or says the bytes were given.
+func cacheLabel(c sizing.PlanConfig) string {
+	if strings.HasSuffix(c.Model.Name, " per token") {
+		return "of " + c.Model.Name + " (--kv-bytes-per-token)"
+	}
+	return c.CacheDType.String()
+}
+
+// gpusText is "1 GPU" or "4 GPUs".
+func gpusText(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
+}
+
+func writePlanTable(w io.Writer, p sizing.Plan, extra []string, over *requestOverride) error {
 	c := p.Config
 	n := int64(c.MaxModelLen)
-	fmt.Fprintf(w, "kvpage plan: %s on %d x %s, KV cache %s, max-model-len %s\n\n",
-		c.Model.Name, c.TensorParallel, c.GPU.Name, c.CacheDType, commas(n))
+	if strings.HasSuffix(c.Model.Name, " per token") {
+		fmt.Fprintf(w, "kvpage plan: KV cache %s on %d x %s, max-model-len %s\n\n", cacheLabel(c)[3:], c.TensorParallel, c.GPU.Name, commas(n))
+	} else {
+		fmt.Fprintf(w, "kvpage plan: %s on %d x %s, KV cache %s, max-model-len %s\n\n",
+			c.Model.Name, c.TensorParallel, c.GPU.Name, cacheLabel(c), commas(n))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(a, b, note string) { fmt.Fprintf(tw, "  %s\t%s\t%s\n", a, b, note) }
+	layers := fmt.Sprintf("%d layers, ", c.Model.NumLayers())
+	if strings.HasSuffix(c.Model.Name, " per token") {
+		layers = ""
+	}
 	row("KV cache per token, whole model", exactBytes(p.BytesPerToken),
-		fmt.Sprintf("%s; %d layers, before the tensor-parallel split", human(p.BytesPerToken.Bytes()), c.Model.NumLayers()))
+		fmt.Sprintf("%s; %sbefore the tensor-parallel split", human(p.BytesPerToken.Bytes()), layers))
 	row("KV cache per token, per GPU", exactBytes(p.BytesPerTokenPerGPU), human(p.BytesPerTokenPerGPU.Bytes()))
-	row("KV cache per request, whole model", human(float64(p.ModelBytesPerRequest)), "at "+commas(n)+" tokens, windows applied, whole blocks")
-	row("KV cache per request, per GPU", human(float64(p.BytesPerRequest)), "")
+	row("KV cache per request, whole model", bothUnits(p.ModelBytesPerRequest), "at "+commas(n)+" tokens, windows applied, whole blocks")
+	row("KV cache per request, per GPU", bothUnits(p.BytesPerRequest), "")
 	row("bytes per block, per GPU", commas(p.BytesPerBlock)+" B", fmt.Sprintf("%s; %d tokens, all layers", human(float64(p.BytesPerBlock)), c.BlockSize))
-	row("KV cache budget, per GPU", human(float64(max(p.KVBudget, 0))),
-		fmt.Sprintf("%s usable - %s weights - %s overhead", human(float64(p.UsableMemory)), human(float64(p.WeightsPerGPU)), human(float64(c.RuntimeOverhead))))
+	row("KV cache budget, per GPU", bothUnits(max(p.KVBudget, 0)),
+		fmt.Sprintf("%s usable - %s weights - %s overhead", bothUnits(p.UsableMemory), bothUnits(p.WeightsPerGPU), bothUnits(c.RuntimeOverhead)))
+	row("KV cache budget, total", bothUnits(max(p.KVBudget, 0)*int64(c.TensorParallel)), "across "+theGPUs(c.TensorParallel))
 	blocksNote := commas(p.KVCacheTokens) + " tokens"
 	if hasWindows(c.Model) {
 		blocksNote += " if every layer kept every token; sliding-window layers keep less"
 	}
 	row("blocks, per GPU", commas(p.NumBlocks), blocksNote)
 	row("max concurrency at "+commas(n)+" tokens", commas(p.MaxConcurrency), limitText(p))
+	if over != nil {
+		row("max concurrency at "+bothUnits(over.BytesPerRequest)+" a request", commas(over.Concurrency),
+			"--kv-bytes-per-request: the total KV budget / the bytes of one request")
+	}
 	if p.MaxContextUnbounded {
 		row("longest context for one request", "unbounded", "every layer has a sliding window")
 	} else {
@@ -540,13 +659,21 @@ func assumptions(p sizing.Plan, extra []string) []string {
 	c := p.Config
 	m := c.Model
 	var a []string
-	a = append(a, fmt.Sprintf("model %s: %s", m.Name, describeGroups(m)))
-	if m.Source != "" {
-		a = append(a, "model values: "+m.Source)
+	bytesOnly := strings.HasSuffix(m.Name, " per token")
+	if bytesOnly {
+		a = append(a, fmt.Sprintf("KV cache %s (--kv-bytes-per-token), whole model; tensor parallelism divides it evenly", m.Name))
+	} else {
+		a = append(a, fmt.Sprintf("model %s: %s", m.Name, describeGroups(m)))
+		if m.Source != "" {
+			a = append(a, "model values: "+m.Source)
+		}
+		a = append(a, describeTP(m, c.TensorParallel))
 	}
-	a = append(a, describeTP(m, c.TensorParallel))
 	a = append(a, describeWeights(p))
 	gpu := fmt.Sprintf("GPU %s: %s MiB", c.GPU.Name, commas(c.GPU.MemoryMiB))
+	if c.GPU.Bytes != 0 {
+		gpu = fmt.Sprintf("GPU %s: %s bytes = %s", c.GPU.Name, commas(c.GPU.Bytes), bothUnits(c.GPU.Bytes))
+	}
 	if c.GPU.NvidiaSMIName != "" {
 		gpu += " (" + c.GPU.NvidiaSMIName + ", as nvidia-smi reports it)"
 	} else if c.GPU.Source != "" {
@@ -554,14 +681,15 @@ func assumptions(p sizing.Plan, extra []string) []string {
 	}
 	a = append(a, gpu)
 	a = append(a, fmt.Sprintf("--gpu-memory-utilization %.2f: %s usable per GPU", c.GPUMemoryUtilization, human(float64(p.UsableMemory))))
-	a = append(a, fmt.Sprintf("runtime overhead %s per GPU (--overhead-gib): CUDA context, activation peak, CUDA graphs; vLLM logs the real figure at start-up", human(float64(c.RuntimeOverhead))))
+	a = append(a, fmt.Sprintf("runtime overhead %s per GPU (--overhead): CUDA context, activation peak, CUDA graphs; vLLM logs the real figure at start-up", human(float64(c.RuntimeOverhead))))
 	a = append(a, extra...)
-	switch c.CacheDType {
-	case sizing.NVFP4:
+	switch cd := c.CacheDType; {
+	case bytesOnly:
+	case cd == sizing.NVFP4:
 		a = append(a, "nvfp4 cache: 4-bit values plus one fp8 scale per 16 values of each head (4.5 bits a value)")
-	case sizing.MXFP4:
+	case cd == sizing.MXFP4:
 		a = append(a, "mxfp4 cache: 4-bit values plus one 8-bit scale per 32 values of each head (4.25 bits a value)")
-	case sizing.FP8E4M3, sizing.FP8E5M2, sizing.INT8:
+	case cd == sizing.FP8E4M3, cd == sizing.FP8E5M2, cd == sizing.INT8:
 		a = append(a, c.CacheDType.String()+" cache: per-tensor scales, not counted per token")
 		if hasMLA(m) {
 			a = append(a, "MLA in fp8: one byte a latent value (576 a token a layer); vLLM's fp8_ds_mla layout for FlashMLA's sparse backend takes 656, with its scales and a bf16 RoPE part")
@@ -627,7 +755,7 @@ func describeWeights(p sizing.Plan) string {
 	per := fmt.Sprintf(", %s per GPU", human(float64(p.WeightsPerGPU)))
 	switch {
 	case c.WeightBytes != mustWeights(m):
-		return "weights " + human(float64(p.WeightsTotal)) + " (--weights-gib)" + per
+		return "weights " + bothUnits(p.WeightsTotal) + " (--weights)" + per
 	case m.WeightBytes > 0:
 		return fmt.Sprintf("weights %s as loaded (checkpoint size; %s parameters)%s", human(float64(p.WeightsTotal)), commas(m.Params), per)
 	}

@@ -6,17 +6,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/kvpage/kvpage/bench/sim"
 	"github.com/kvpage/kvpage/blocks/sizing"
@@ -80,7 +75,16 @@ without both are counted and reported). A malformed row stops the run with its l
 Requests whose prompt leaves no room for one output token within --max-model-len are
 rejected, longer outputs are capped; both are counted in the output.
 
-Flags:
+A scheme whose saturated phase is shorter than two request lifetimes (the mean output
+length, in steps) is marked "!" in the table and short_phase in the JSON: its figures are
+mostly the ramp-up at the start. Give more requests or less memory.
+
+The KV budget: --kv-budget-tokens, or the sizing flags as plan reads them (--model or
+--kv-bytes-per-token, --gpu or --gpu-memory, ...): one GPU's KV bytes / bytes per token.
+` + sizeSyntax + `
+--json prints the results as JSON on stdout instead of the table; --json-file and --csv
+write files. Progress goes to stderr (--no-progress to silence it).
+
 `)
 	return b.String()
 }
@@ -88,25 +92,26 @@ Flags:
 type simFlags struct {
 	sizing sizingFlags // memory from a model and a GPU, as plan reads it
 
-	workload, trace, traceFormat    string
-	traceMaxLine                    int
-	numPrompts                      int
-	requestRate, stepDuration       float64
-	seed                            uint64
-	kvBudget, maxModelLen           sizeValue
-	maxNumSeqs, maxNumBatchedTokens int
-	schemes, blockSweep, sharing    string
-	eviction, preemption            string
-	blockSize                       int
-	watermark                       float64
-	jsonPath, csvPath, outDir       string
-	noCharts, noProgress            bool
+	workload, trace, traceFormat string
+	traceMaxLine                 int
+	numPrompts                   int
+	requestRate, stepDuration    float64
+	seed                         uint64
+	kvBudget                     sizeValue
+	maxNumBatchedTokens          int
+	schemes, blockSweep, sharing string
+	enablePrefixCaching          bool
+	noEnablePrefixCaching        bool
+	eviction, preemption         string
+	watermark                    float64
+	jsonPath, csvPath, outDir    string
+	noCharts, noProgress         bool
 }
 
 // evictionExample is a run whose hit rates differ by policy (TestSimEvictionPoliciesDiffer
 // checks a smaller one).
 const evictionExample = "--workload conversation --eviction lru,fifo,s3fifo --kv-budget-tokens 64k --schemes paged " +
-	"--prefix-sharing on --block-size-sweep ''"
+	"--enable-prefix-caching --block-size-sweep ''"
 
 func workloadNames() string {
 	names := make([]string, len(sim.Workloads))
@@ -116,65 +121,54 @@ func workloadNames() string {
 	return strings.Join(names, ", ")
 }
 
-func (f *simFlags) register(fs *flag.FlagSet) {
-	s := &f.sizing
+func (f *simFlags) register(set *flagSet) {
+	fs := set.fs
+	f.sizing.register(set, sizingDefaults{tp: 1, model: defaultSimModel, gpu: defaultSimGPU, maxNumSeqs: sim.DefaultMaxNumSeqs,
+		maxNumSeqsHelp:  "cap on running requests; the default lets memory, not this cap, bound the batch (vLLM's default on an 80 GB GPU is 1024)",
+		maxModelLenHelp: "longest prompt + output of a request, and orca-max's reservation (default: the workload's, 2048 for ShareGPT-like as in the paper; 2048 for a trace)"})
 	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: "+workloadNames()+" (see above)")
 	fs.StringVar(&f.trace, "trace", "", "read requests from this trace file instead of --workload")
-	fs.IntVar(&f.traceMaxLine, "trace-max-line-bytes", sim.DefaultMaxLineBytes, "longest trace record read: a CSV or JSONL line, or one ShareGPT conversation; a longer one is an error")
 	fs.StringVar(&f.traceFormat, "trace-format", "auto", "trace format: auto (from the extension: .csv, .jsonl, .json), csv, azure, jsonl, sharegpt")
+	fs.IntVar(&f.traceMaxLine, "trace-max-line-bytes", sim.DefaultMaxLineBytes, "longest trace record read: a CSV or JSONL line, or one ShareGPT conversation; a longer one is an error")
 	fs.IntVar(&f.numPrompts, "num-prompts", 0, "number of requests (default: 10,000 for a workload, the whole trace for a file; a trace is cut to its first N)")
 	fs.Float64Var(&f.requestRate, "request-rate", math.Inf(1), "requests per second as a Poisson process (seeded); inf puts every arrival at time 0 and, for a trace, replaces its own arrival times when given")
 	fs.Float64Var(&f.stepDuration, "step-duration", sim.DefaultStepDuration, "seconds one scheduler step stands for: a request arriving at t s joins the queue at step floor(t / step-duration)")
 	fs.Uint64Var(&f.seed, "seed", 42, "seed of the workload generator, the arrivals and the synthetic token ids")
 
 	fs.Var(&f.kvBudget, "kv-budget-tokens", "KV budget in tokens, such as 448k; overrides the model and GPU")
-	fs.StringVar(&s.model, "model", defaultSimModel, "model preset for the KV budget: "+strings.Join(sizing.ModelPresetNames(), ", "))
-	fs.StringVar(&s.config, "config", "", "a Hugging Face config.json instead of --model (with --params or --weights-gib)")
-	fs.Var(&s.params, "params", "parameter count for --config, such as 8.03b")
-	fs.Float64Var(&s.weightsGiB, "weights-gib", 0, "size of all the weights in GiB, instead of parameters x bytes per weight")
-	fs.StringVar(&s.gpu, "gpu", defaultSimGPU, "GPU preset: "+strings.Join(sizing.GPUPresetNames(), ", "))
-	fs.Int64Var(&s.gpuMemoryMiB, "gpu-memory-mib", 0, "GPU memory in MiB as nvidia-smi reports it, instead of the preset's")
-	fs.IntVar(&s.tp, "tensor-parallel-size", 1, "GPUs the model is split over (the budget is one GPU's share)")
-	fs.StringVar(&s.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", "))
-	fs.Float64Var(&s.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache")
-	fs.Float64Var(&s.overheadGiB, "overhead-gib", float64(sizing.DefaultRuntimeOverhead)/(1<<30), "GiB per GPU that is neither weights nor KV cache")
-
-	fs.Var(&f.maxModelLen, "max-model-len", "longest prompt + output of a request, and orca-max's reservation (default: the workload's, 2048 for ShareGPT-like as in the paper; 2048 for a trace)")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "cap on running requests; the default lets memory, not this cap, bound the batch (vLLM's default on an 80 GB GPU is 1024)")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "cap on tokens computed per step, decodes and prefills together (default: max(8192, max-model-len + max-num-seqs))")
 
-	fs.StringVar(&f.schemes, "schemes", "orca-max,orca-pow2,orca-oracle,paged", "schemes to run, comma-separated")
-	fs.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, "tokens per block of the paged scheme")
+	fs.StringVar(&f.schemes, "schemes", strings.Join(sim.SchemeNames(), ","), "schemes to run, comma-separated")
 	fs.StringVar(&f.blockSweep, "block-size-sweep", defaultBlockSweep, "more paged block sizes, run in the first --prefix-sharing mode, for the utilisation-vs-block-size chart (\"\" for none)")
 	fs.StringVar(&f.sharing, "prefix-sharing", "off,on", "paged runs without (off) and with (on) prefix sharing, comma-separated; the first mode also runs over --block-size-sweep")
+	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", false, "vLLM's flag: paged runs with prefix sharing only (--prefix-sharing on)")
+	fs.BoolVar(&f.noEnablePrefixCaching, "no-enable-prefix-caching", false, "vLLM's flag: paged runs without prefix sharing only (--prefix-sharing off)")
 	fs.StringVar(&f.eviction, "eviction", "lru", "prefix-cache eviction policies to compare, comma-separated: "+strings.Join(evict.Names(), ", ")+
 		"; each runs at --block-size with prefix sharing. A policy only picks which cached block goes when the KV budget "+
 		"forces an eviction, so policies differ only when the budget is too small to keep what later requests would hit: "+
 		"without shared prefixes (sharegpt, alpaca) or with a few hot system prompts (sysprompt) every policy reads "+
 		"(almost) the same hit rate. Multi-turn chat separates them, e.g. "+evictionExample)
 	fs.StringVar(&f.preemption, "preemption", "fcfs", "which running request to preempt when memory runs out: "+strings.Join(evict.PreemptionNames(), ", "))
-	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark)")
+	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark), in [0, 1)")
 
-	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&f.jsonPath, "json-file", "", "also write the results as JSON to this file (--json prints them on stdout instead of the table)")
 	fs.StringVar(&f.csvPath, "csv", "", "also write the results as CSV to this file")
 	fs.StringVar(&f.outDir, "out-dir", defaultOutDir, "directory for the charts (PNG and SVG)")
 	fs.BoolVar(&f.noCharts, "no-charts", false, "do not write charts")
-	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress on stderr")
 }
 
 func runSim(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), simHelp()); fs.PrintDefaults() }
+	fs := newFlagSet("sim", simHelp())
 	var f simFlags
 	f.register(fs)
-	if !f.sizing.parse(fs, args) {
-		return errUsage
+	if err := fs.parse(args, stdout); err != nil {
+		if ue, ok := err.(*usageError); ok && strings.HasPrefix(ue.msg, "unexpected argument") && fs.fs.Lookup("json") != nil {
+			ue.msg += " (--json takes no value: it prints JSON on stdout; --json-file FILE writes a file)"
+		}
+		return err
 	}
-	if err := f.run(fs, stdout, stderr); err != nil {
-		return report("sim", err, stderr)
-	}
-	return nil
+	return f.run(fs, stdout, stderr)
 }
 
 // simRun is what the flags resolve to.
@@ -184,56 +178,123 @@ type simRun struct {
 	prepared *sim.Prepared
 	cfg      sim.Config
 	memory   string
-	schemes  []sim.Scheme
+	// memoryShort is the budget in a few words, for the charts' titles.
+	memoryShort string
+	schemes     []sim.Scheme
+	// outputs opened before the simulation, so that a bad path fails at once
+	jsonFile, csvFile *os.File
 }
 
-func (f *simFlags) run(fs *flag.FlagSet, stdout, stderr io.Writer) error {
-	if fs.NArg() > 0 {
-		return badFlag("unexpected argument %q (flags only; see --help)", fs.Arg(0))
-	}
+func (f *simFlags) run(fs *flagSet, stdout, stderr io.Writer) error {
 	r, err := f.resolve()
 	if err != nil {
 		return err
 	}
-	var done atomic.Int64
-	r.cfg.Progress = func(n int) { done.Add(int64(n)) }
-	stop := startProgress(stderr, !f.noProgress, int64(len(r.prepared.Requests)*len(r.schemes)), &done)
-	results, err := sim.Compare(r.prepared.Requests, r.cfg, r.schemes)
-	stop()
+	if err := f.openOutputs(r); err != nil {
+		return err
+	}
+	defer r.closeOutputs()
+	total := int64(len(r.prepared.Requests) * len(r.schemes))
+	prog := newProgress(stderr, !f.noProgress, total, len(r.schemes), runtime.GOMAXPROCS(0))
+	results, err := sim.CompareProgress(r.prepared.Requests, r.cfg, r.schemes, prog.update)
+	prog.stop()
 	if err != nil {
 		return err
 	}
-	f.printHeader(stdout, r)
-	if err := sim.WriteTable(stdout, results); err != nil {
-		return err
-	}
-	if f.jsonPath != "" {
-		if err := writeFile(f.jsonPath, func(w io.Writer) error { return sim.WriteJSON(w, f.report(fs, r, results)) }); err != nil {
+	// With --json, stdout holds the JSON alone; the notes go to stderr.
+	notes := stdout
+	if f.sizing.json {
+		notes = stderr
+		if err := sim.WriteJSON(stdout, f.report(fs, r, results)); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "JSON: %s\n", f.jsonPath)
-	}
-	if f.csvPath != "" {
-		if err := writeFile(f.csvPath, func(w io.Writer) error { return sim.WriteCSV(w, results) }); err != nil {
+	} else {
+		f.printHeader(stdout, r)
+		if err := sim.WriteTable(stdout, results); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "CSV: %s\n", f.csvPath)
+	}
+	if r.jsonFile != nil {
+		if err := finishFile(r.jsonFile, func(w io.Writer) error { return sim.WriteJSON(w, f.report(fs, r, results)) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(notes, "JSON: %s\n", f.jsonPath)
+	}
+	if r.csvFile != nil {
+		if err := finishFile(r.csvFile, func(w io.Writer) error { return sim.WriteCSV(w, results) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(notes, "CSV: %s\n", f.csvPath)
 	}
 	if !f.noCharts {
-		files, err := sim.WriteCharts(f.outDir, r.source, results)
+		files, err := sim.WriteCharts(f.outDir, r.source+"; "+r.memoryShort, results)
 		if err != nil {
-			return err
+			return fmt.Errorf("--out-dir: %w", err)
 		}
-		fmt.Fprintf(stdout, "charts: %s\n", strings.Join(files, ", "))
+		fmt.Fprintf(notes, "charts: %s\n", strings.Join(files, ", "))
 	}
 	return nil
+}
+
+// openOutputs creates the output files and the chart directory before anything runs, so
+// that a path that cannot be written fails in a moment, not after the simulation.
+func (f *simFlags) openOutputs(r *simRun) error {
+	var err error
+	if f.jsonPath != "" {
+		if r.jsonFile, err = os.Create(f.jsonPath); err != nil {
+			return badFlag("--json-file: %v", err)
+		}
+	}
+	if f.csvPath != "" {
+		if r.csvFile, err = os.Create(f.csvPath); err != nil {
+			r.closeOutputs()
+			return badFlag("--csv: %v", err)
+		}
+	}
+	if !f.noCharts {
+		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
+			r.closeOutputs()
+			return badFlag("--out-dir: %v", err)
+		}
+		probe, err := os.CreateTemp(f.outDir, ".kvpage-probe-*")
+		if err != nil {
+			r.closeOutputs()
+			return badFlag("--out-dir: %s is not writable: %v", f.outDir, err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+	}
+	return nil
+}
+
+func (r *simRun) closeOutputs() {
+	for _, fh := range []*os.File{r.jsonFile, r.csvFile} {
+		if fh != nil {
+			fh.Close()
+		}
+	}
 }
 
 func (f *simFlags) resolve() (*simRun, error) {
 	r := &simRun{}
 	maxLen := sim.DefaultMaxModelLen
+	if err := f.sizing.checkRanges(); err != nil {
+		return nil, err
+	}
 	if f.numPrompts < 0 {
 		return nil, badFlag("--num-prompts must not be negative, got %d", f.numPrompts)
+	}
+	if err := checkFloat("step-duration", f.stepDuration, 0, 3600, true, " s"); err != nil {
+		return nil, err
+	}
+	if err := checkFloat("watermark", f.watermark, 0, 0.99, false, ""); err != nil {
+		return nil, err
+	}
+	if err := checkMaxModelLen(&f.sizing.maxModelLen); err != nil {
+		return nil, err
+	}
+	if f.sizing.maxModelLen.auto {
+		return nil, badFlag("--max-model-len auto has no meaning for sim: give a number or leave it out")
 	}
 	if f.trace != "" {
 		if f.traceMaxLine < 1 {
@@ -265,29 +326,25 @@ func (f *simFlags) resolve() (*simRun, error) {
 		sim.WithPoissonArrivals(r.trace, f.requestRate, f.seed)
 		r.source += fmt.Sprintf(" at %g req/s", f.requestRate)
 	}
-	if f.maxModelLen.set {
-		if f.maxModelLen.n < 2 || f.maxModelLen.n > 1<<30 {
-			return nil, badFlag("--max-model-len must be between 2 and 2^30 tokens, got %d", f.maxModelLen.n)
-		}
-		maxLen = int(f.maxModelLen.n)
+	if f.sizing.maxModelLen.set {
+		maxLen = int(f.sizing.maxModelLen.n)
 	}
-	capacity, memory, err := f.budget(maxLen)
+	capacity, err := f.budget(r, maxLen)
 	if err != nil {
 		return nil, err
 	}
-	r.memory = memory
 	r.cfg = sim.DefaultConfig(capacity)
-	r.cfg.MaxModelLen, r.cfg.MaxNumSeqs, r.cfg.StepDuration, r.cfg.Seed = maxLen, f.maxNumSeqs, f.stepDuration, f.seed
+	r.cfg.MaxModelLen, r.cfg.MaxNumSeqs, r.cfg.StepDuration, r.cfg.Seed = maxLen, f.sizing.maxNumSeqs, f.stepDuration, f.seed
 	r.cfg.MaxNumBatchedTokens = f.maxNumBatchedTokens
 	if r.cfg.MaxNumBatchedTokens == 0 {
-		r.cfg.MaxNumBatchedTokens = max(sim.DefaultMaxNumBatchedTokens, maxLen+f.maxNumSeqs)
+		r.cfg.MaxNumBatchedTokens = max(sim.DefaultMaxNumBatchedTokens, maxLen+f.sizing.maxNumSeqs)
 	}
 	if err := r.cfg.Validate(); err != nil {
-		return nil, badFlag("%v", err)
+		return nil, err
 	}
 	r.prepared = sim.Prepare(r.trace, maxLen)
 	if len(r.prepared.Requests) == 0 {
-		return nil, fmt.Errorf("no request fits --max-model-len %d (%d rejected)", maxLen, r.prepared.Rejected)
+		return nil, badFlag("no request fits --max-model-len %d (%d rejected)", maxLen, r.prepared.Rejected)
 	}
 	if r.schemes, err = f.schemeList(); err != nil {
 		return nil, err
@@ -310,51 +367,49 @@ func readTrace(path, format string, lim sim.Limits) (*sim.Trace, error) {
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, badFlag("--trace: %v", err)
 	}
 	defer fh.Close()
 	t, err := sim.ParseTraceLimited(fh, ft, lim)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("--trace %s: %w", path, err)
 	}
 	return t, nil
 }
 
-// budget returns the KV budget in tokens and a sentence saying where it came from.
-func (f *simFlags) budget(maxLen int) (int, string, error) {
+// budget returns the KV budget in tokens and records in r where it came from.
+func (f *simFlags) budget(r *simRun, maxLen int) (int, error) {
 	if f.kvBudget.set {
 		if f.kvBudget.n <= 0 || f.kvBudget.n > 1<<31-1 {
-			return 0, "", badFlag("--kv-budget-tokens must be between 1 and 2^31-1, got %d", f.kvBudget.n)
+			return 0, badFlag("--kv-budget-tokens must be between 1 and 2^31-1, got %d", f.kvBudget.n)
 		}
-		return int(f.kvBudget.n), fmt.Sprintf("%s tokens (--kv-budget-tokens)", commas(f.kvBudget.n)), nil
+		r.memory = fmt.Sprintf("%s tokens (--kv-budget-tokens)", commas(f.kvBudget.n))
+		r.memoryShort = fmt.Sprintf("KV budget %s tokens", commas(f.kvBudget.n))
+		return int(f.kvBudget.n), nil
 	}
-	s := &f.sizing
-	if s.config != "" && !s.set["model"] {
-		s.model = ""
-	}
-	s.blockSize = sizing.DefaultBlockSize
-	fs := flag.NewFlagSet("", flag.ContinueOnError)
-	in, err := s.resolve(fs)
+	in, err := f.sizing.resolve()
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	in.cfg.MaxModelLen = maxLen
 	p, err := sizing.NewPlan(in.cfg)
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	tokens, err := sim.TokenBudget(p)
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	bpt := p.BytesPerTokenPerGPU.Bytes()
-	memory := fmt.Sprintf("%s tokens = %s KV bytes / %s bytes per token: %s (%s KV cache) on %s, %.0f MiB x %.2f - %s weights - %s overhead",
-		commas(int64(tokens)), commas(p.KVBudget), strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name, p.Config.CacheDType,
-		p.Config.GPU.Name, float64(p.GPUMemory)/(1<<20), p.Config.GPUMemoryUtilization, sizing.GiB(p.WeightsPerGPU), sizing.GiB(p.Config.RuntimeOverhead))
-	if p.Config.TensorParallel > 1 {
-		memory += fmt.Sprintf(", one GPU of %d", p.Config.TensorParallel)
+	c := p.Config
+	r.memory = fmt.Sprintf("%s tokens = %s KV bytes / %s bytes per token: %s (%s KV cache) on %s, %s x %.2f - %s weights - %s overhead",
+		commas(int64(tokens)), commas(p.KVBudget), strconv.FormatFloat(bpt, 'f', -1, 64), c.Model.Name, cacheLabel(c),
+		c.GPU.Name, human(float64(p.GPUMemory)), c.GPUMemoryUtilization, sizing.GiB(p.WeightsPerGPU), sizing.GiB(c.RuntimeOverhead))
+	if c.TensorParallel > 1 {
+		r.memory += fmt.Sprintf(", one GPU of %d", c.TensorParallel)
 	}
-	return tokens, memory, nil
+	r.memoryShort = fmt.Sprintf("%s on %s (%s), KV budget %s tokens", c.Model.Name, c.GPU.Name, cacheLabel(c), commas(int64(tokens)))
+	return tokens, nil
 }
 
 // schemeList builds the runs: the contiguous schemes, then the paged runs: the first
@@ -367,21 +422,30 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 	}
 	sweep, err := splitList(f.blockSweep, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("%q is not a positive block size", s)
+		if err != nil || n < 1 || n > maxBlockSize {
+			return 0, fmt.Errorf("%q is not a block size between 1 and %d tokens", s, maxBlockSize)
 		}
 		return n, nil
 	})
 	if err != nil {
 		return nil, badFlag("--block-size-sweep: %v", err)
 	}
-	if f.blockSize < 1 {
-		return nil, badFlag("--block-size must be positive, got %d", f.blockSize)
-	}
-	sizes := append([]int{f.blockSize}, sweep...)
+	blockSize := f.sizing.blockSize
+	sizes := append([]int{blockSize}, sweep...)
 	sort.Ints(sizes)
 	sizes = slices.Compact(sizes)
-	sharing, err := splitList(f.sharing, func(s string) (bool, error) {
+	mode := f.sharing
+	switch {
+	case f.enablePrefixCaching && f.noEnablePrefixCaching:
+		return nil, badFlag("give --enable-prefix-caching or --no-enable-prefix-caching, not both")
+	case (f.enablePrefixCaching || f.noEnablePrefixCaching) && f.sizing.set["prefix-sharing"]:
+		return nil, badFlag("give --prefix-sharing or vLLM's --enable-prefix-caching / --no-enable-prefix-caching, not both")
+	case f.enablePrefixCaching:
+		mode = "on"
+	case f.noEnablePrefixCaching:
+		mode = "off"
+	}
+	sharing, err := splitList(mode, func(s string) (bool, error) {
 		switch s {
 		case "off", "false", "no":
 			return false, nil
@@ -419,7 +483,7 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 				s := base
 				s.Eviction = pol
 				if i > 0 || j > 0 {
-					s.BlockSize = f.blockSize
+					s.BlockSize = blockSize
 					out = append(out, s)
 					continue
 				}
@@ -457,16 +521,16 @@ func splitList[T comparable](s string, parse func(string) (T, error)) ([]T, erro
 
 func (f *simFlags) printHeader(w io.Writer, r *simRun) {
 	p := r.prepared
-	fmt.Fprintf(w, "kvpage sim: %s requests from %s (seed %d)", commas(int64(len(p.Requests))), r.source, f.seed)
+	fmt.Fprintf(w, "kvpage sim: %s from %s (seed %d)", plural(len(p.Requests), "request", "requests"), r.source, f.seed)
 	var notes []string
 	if p.Rejected > 0 {
-		notes = append(notes, fmt.Sprintf("%d rejected: prompt leaves no room within max-model-len", p.Rejected))
+		notes = append(notes, fmt.Sprintf("%s rejected: prompt leaves no room within max-model-len", commas(int64(p.Rejected))))
 	}
 	if p.Capped > 0 {
-		notes = append(notes, fmt.Sprintf("%d outputs capped at max-model-len", p.Capped))
+		notes = append(notes, fmt.Sprintf("%s capped at max-model-len", plural(p.Capped, "output", "outputs")))
 	}
 	for _, reason := range sortedKeys(r.trace.Skipped) {
-		notes = append(notes, fmt.Sprintf("%d skipped: %s", r.trace.Skipped[reason], reason))
+		notes = append(notes, fmt.Sprintf("%s skipped: %s", commas(int64(r.trace.Skipped[reason])), reason))
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(w, "; %s", strings.Join(notes, "; "))
@@ -478,9 +542,21 @@ func (f *simFlags) printHeader(w io.Writer, r *simRun) {
 	fmt.Fprintf(w, "Shares of the KV budget; %s.\n\n", sim.PhaseNote)
 }
 
-func (f *simFlags) report(fs *flag.FlagSet, r *simRun, results []*sim.Result) *sim.Report {
+// plural is "1 output" or "2 outputs", with thousands separators.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return commas(int64(n)) + " " + many
+}
+
+func (f *simFlags) report(fs *flagSet, r *simRun, results []*sim.Result) *sim.Report {
 	flags := map[string]string{}
-	fs.VisitAll(func(fl *flag.Flag) { flags[fl.Name] = fl.Value.String() })
+	fs.fs.VisitAll(func(fl *flag.Flag) {
+		if _, alias := fs.aliases[fl.Name]; !alias {
+			flags[fl.Name] = fl.Value.String()
+		}
+	})
 	rep := &sim.Report{
 		Seed: f.seed, Version: version(), Flags: flags, Source: r.source, Memory: r.memory,
 		CapacityTokens: r.cfg.Capacity, Requests: len(r.prepared.Requests), Rejected: r.prepared.Rejected,
@@ -519,51 +595,10 @@ func sortedKeys(m map[string]int) []string {
 	return keys
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
+// finishFile writes into a file opened before the run and closes it.
+func finishFile(fh *os.File, write func(io.Writer) error) error {
 	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", fh.Name(), err)
 	}
 	return fh.Close()
-}
-
-// startProgress shows a progress bar on stderr once a run has lasted a second, if stderr
-// is a terminal; the returned function stops it. Wall time decides only what is displayed,
-// never what is simulated.
-func startProgress(stderr io.Writer, enabled bool, total int64, done *atomic.Int64) (stop func()) {
-	fh, ok := stderr.(*os.File)
-	if !enabled || !ok || !term.IsTerminal(int(fh.Fd())) || total <= 0 {
-		return func() {}
-	}
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		start := time.Now()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		var bar *progressbar.ProgressBar
-		for {
-			select {
-			case <-quit:
-				if bar != nil {
-					_ = bar.Finish()
-				}
-				return
-			case <-tick.C:
-				if bar == nil && time.Since(start) < time.Second {
-					continue
-				}
-				if bar == nil {
-					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(fh), progressbar.OptionSetDescription("simulating"),
-						progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
-				}
-				_ = bar.Set64(done.Load())
-			}
-		}
-	})
-	return func() { close(quit); wg.Wait() }
 }
