@@ -10,7 +10,7 @@ import (
 	"github.com/kvpage/kvpage/prefix/kvevents"
 )
 
-// Apply applies one batch of server's events as llm-d's event pool does, so that the
+// ApplyContext applies one batch of server's events as llm-d's event pool does, so that the
 // keys it writes are the keys llm-d's indexer would have written for the same batch:
 //
 //   - BlockStored: the entry {server, medium in lower case or "gpu"} is added under the
@@ -29,7 +29,10 @@ import (
 // more than MaxBatchBlocks blocks is refused with ErrTooLarge before anything is written.
 // On ErrUnavailable part of the batch may be applied: apply it again (every write is
 // idempotent).
-func (x *Index) Apply(ctx context.Context, server string, b *kvevents.Batch) error {
+func (x *Index) ApplyContext(ctx context.Context, server string, b *kvevents.Batch) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil batch", ErrInvalid)
+	}
 	if server == "" || len(server) > MaxServerName {
 		return fmt.Errorf("%w: server %q", ErrInvalid, server)
 	}
@@ -75,6 +78,12 @@ func (x *Index) Apply(ctx context.Context, server string, b *kvevents.Batch) err
 	x.stats.Orphans += a.orphans
 	x.mu.Unlock()
 	return nil
+}
+
+// Apply is ApplyContext without a caller's context (the Config.Timeout deadline still
+// applies): kvevents.Applier, for the transports' subscribers.
+func (x *Index) Apply(server string, b *kvevents.Batch) error {
+	return x.ApplyContext(context.Background(), server, b)
 }
 
 type applier struct {

@@ -32,7 +32,7 @@ func ExampleIndex_Match() {
 		fmt.Println(err)
 		return
 	}
-	hits, err := x.Match(ctx, nil, "", make([]int32, 4096))
+	hits, err := x.MatchTokens(ctx, nil, "", make([]int32, 4096))
 	if err == nil && len(hits) > 0 {
 		fmt.Println("route to", hits[0].Server)
 	}

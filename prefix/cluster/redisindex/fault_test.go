@@ -32,15 +32,15 @@ func TestRedisRestartMidStream(t *testing.T) {
 	require.NoError(t, err)
 	stream := fixtureBatches()
 	for _, fb := range stream[:2] {
-		require.NoError(t, x.Apply(ctx, fb.pod, decoded(t, fb.payload)))
+		require.NoError(t, x.ApplyContext(ctx, fb.pod, decoded(t, fb.payload)))
 	}
 
 	srv.stop()
 	start := time.Now()
-	err = x.Apply(ctx, stream[2].pod, decoded(t, stream[2].payload))
+	err = x.ApplyContext(ctx, stream[2].pod, decoded(t, stream[2].payload))
 	require.ErrorIs(t, err, redisindex.ErrUnavailable)
 	require.Less(t, time.Since(start), 5*time.Second, "bounded by the deadline")
-	_, err = x.Match(ctx, nil, "", tokens(1, 48))
+	_, err = x.MatchTokens(ctx, nil, "", tokens(1, 48))
 	require.ErrorIs(t, err, redisindex.ErrUnavailable)
 
 	srv.start(t) // no persistence: the index is gone
@@ -51,7 +51,7 @@ func TestRedisRestartMidStream(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, restarted)
 	for _, fb := range stream { // replay from the start
-		require.NoError(t, x.Apply(ctx, fb.pod, decoded(t, fb.payload)))
+		require.NoError(t, x.ApplyContext(ctx, fb.pod, decoded(t, fb.payload)))
 	}
 	require.Equal(t, readTestdata(t, "llmd/keys.txt"), dump(t, rdb))
 	require.Equal(t, uint64(1), x.Stats().Restarts)
@@ -74,7 +74,7 @@ func TestVanishedServerCleared(t *testing.T) {
 	dead, err := x.Sweep(ctx, t0.Add(30*time.Second), 15*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, []string{"pod-a"}, dead)
-	hits, err := x.Match(ctx, nil, "", tokens(1, 48))
+	hits, err := x.MatchTokens(ctx, nil, "", tokens(1, 48))
 	require.NoError(t, err)
 	require.Equal(t, []redisindex.Hit{{Server: "pod-b", Blocks: 3, GPUBlocks: 3}}, hits)
 
@@ -117,10 +117,10 @@ func TestBoundsLeaveRedisUnchanged(t *testing.T) {
 	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: 16, Model: fixtureModel, MaxBatchBlocks: 4})
 	require.NoError(t, err)
 	big := decoded(t, batch(stored([]any{ih(1), ih(2), ih(3)}, nil, toks(1, 48), nil, nil, nil)))
-	require.ErrorIs(t, x.Apply(ctx, "pod-a", big), redisindex.ErrTooLarge)
-	require.ErrorIs(t, x.Apply(ctx, "", big), redisindex.ErrInvalid)
+	require.ErrorIs(t, x.ApplyContext(ctx, "pod-a", big), redisindex.ErrTooLarge)
+	require.ErrorIs(t, x.ApplyContext(ctx, "", big), redisindex.ErrInvalid)
 	long := make([]byte, redisindex.MaxServerName+1)
-	require.ErrorIs(t, x.Apply(ctx, string(long), big), redisindex.ErrInvalid)
+	require.ErrorIs(t, x.ApplyContext(ctx, string(long), big), redisindex.ErrInvalid)
 	require.ErrorIs(t, x.Add(ctx, nil, nil, []redisindex.Entry{{Server: "a"}}), redisindex.ErrInvalid)
 	require.ErrorIs(t, x.Add(ctx, nil, []uint64{1}, []redisindex.Entry{{Server: "a", Group: -1}}), redisindex.ErrInvalid)
 	require.ErrorIs(t, x.Evict(ctx, []uint64{1, 2, 3, 4, 5}, []redisindex.Entry{{Server: "a"}}), redisindex.ErrTooLarge)

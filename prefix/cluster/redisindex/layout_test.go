@@ -23,7 +23,7 @@ func applyFixture(t testing.TB, x *redisindex.Index) {
 	for _, fb := range fixtureBatches() {
 		b, err := kvevents.DecodeBatch(fb.payload)
 		require.NoError(t, err)
-		require.NoError(t, x.Apply(context.Background(), fb.pod, b))
+		require.NoError(t, x.ApplyContext(context.Background(), fb.pod, b))
 	}
 }
 

@@ -80,3 +80,5 @@ func (x *Index) serverRunID(ctx context.Context) (string, error) {
 	}
 	return "", nil
 }
+
+func sortStrings(s []string) { slices.Sort(s) }

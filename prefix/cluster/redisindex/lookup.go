@@ -60,10 +60,11 @@ type Hit struct {
 	GPUBlocks int
 }
 
-// Match appends to dst the hit of every server holding at least the prompt's first block,
-// the best first (most blocks, then name), and returns dst. It hashes tokens into request
-// keys under model ("" for the index's Model) and looks them up in one round trip.
-func (x *Index) Match(ctx context.Context, dst []Hit, model string, tokens []int32) ([]Hit, error) {
+// MatchTokens appends to dst the hit of every server holding at least the prompt's first
+// block, the best first (most blocks, then name), and returns dst. It hashes a text
+// prompt's tokens into request keys under model ("" for the index's Model) and looks them
+// up in one round trip.
+func (x *Index) MatchTokens(ctx context.Context, dst []Hit, model string, tokens []int32) ([]Hit, error) {
 	if model == "" {
 		model = x.cfg.Model
 	}

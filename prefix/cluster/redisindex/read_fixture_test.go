@@ -47,7 +47,7 @@ func TestReadsLLMDKeys(t *testing.T) {
 	x := newIndex(t, rdb)
 	ctx := context.Background()
 
-	hits, err := x.Match(ctx, nil, "", tokens(1, 48+10))
+	hits, err := x.MatchTokens(ctx, nil, "", tokens(1, 48+10))
 	require.NoError(t, err)
 	require.Equal(t, []redisindex.Hit{
 		{Server: "pod-b", Blocks: 3, GPUBlocks: 3},
@@ -65,7 +65,7 @@ func TestReadsLLMDKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]redisindex.Entry{{{Server: "pod-c", Tier: "gpu"}}}, per)
 
-	hits, err = x.Match(ctx, nil, "", tokens(900, 16))
+	hits, err = x.MatchTokens(ctx, nil, "", tokens(900, 16))
 	require.NoError(t, err)
 	require.Empty(t, hits, "pod-d cleared its cache")
 
@@ -83,7 +83,7 @@ func TestReadsLLMDKeys(t *testing.T) {
 
 	// Evicting through kvpage prunes keys llm-d wrote.
 	require.NoError(t, x.Clear(ctx, "pod-b"))
-	hits, err = x.Match(ctx, nil, "", tokens(1, 48))
+	hits, err = x.MatchTokens(ctx, nil, "", tokens(1, 48))
 	require.NoError(t, err)
 	require.Equal(t, []redisindex.Hit{{Server: "pod-a", Blocks: 2, GPUBlocks: 1}}, hits)
 }
