@@ -133,6 +133,8 @@ type config struct {
 	history int
 	// pinBudget is the most blocks Pin may hold (WithPinBudget).
 	pinBudget int
+	// quotas enables SetQuota (WithQuotas).
+	quotas bool
 }
 
 // WithPolicy sets the eviction policy: New calls f with the pool's NumBlocks (keys are

@@ -85,6 +85,9 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 	}
 	x.stats.inserts += uint64(res.Stored)
 	x.stats.duplicates += uint64(res.Duplicates)
+	if x.ctl.quota != nil && res.Stored > 0 {
+		x.enforceQuota(at)
+	}
 	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.nodes[at].gen, root: root}
 	x.mutated()
 	return res, nil
@@ -208,6 +211,9 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 			}
 		}
 		x.table.insert(n, nd.key)
+		if x.ctl.quota != nil {
+			x.quotaInserted(n, at)
+		}
 		x.cached++
 		pn := &x.nodes[at]
 		if pn.children == 0 && x.isBlock(at) {

@@ -1,5 +1,11 @@
 package prefix
 
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
 // control holds the index's retention and explanation state that the core paths only
 // consult: the eviction history behind Explain and the cause of the eviction under way.
 // It lives beside the core so that the match, commit and eviction paths each pay one
@@ -16,6 +22,8 @@ type control struct {
 	pinned int
 	// Session holds (retention.go), nil before the first.
 	sessions map[SessionID]*session
+	// Quotas per namespace (quota.go), nil without WithQuotas.
+	quota *quotas
 }
 
 func (c *control) init(cfg *config) {
@@ -49,3 +57,45 @@ func (x *Index) explainEpoch(ns Namespace, c Cursor, toks []int32, m int, mm []s
 
 // isSaltKey reports whether an extra key marks the first block of a salt region.
 func isSaltKey(k string) bool { return false }
+
+// checkControl verifies the retention state: pin counts add up, every pinned block is
+// cached and held, and each capped namespace's count is its cached blocks.
+func (x *Index) checkControl() error {
+	c := &x.ctl
+	pinned := 0
+	for id, n := range c.pins {
+		if n == 0 {
+			continue
+		}
+		pinned++
+		nd := &x.nodes[id+1]
+		if nd.flags&flagCached == 0 || x.pool.RefCount(blocks.ID(id)) < 1+int(n) {
+			return fmt.Errorf("block %d has %d pins but is not cached and held that often", id, n)
+		}
+	}
+	if pinned != c.pinned {
+		return fmt.Errorf("%d pinned blocks counted, %d found", c.pinned, pinned)
+	}
+	if q := c.quota; q != nil {
+		counts := make([]int, len(q.ns))
+		for n := int32(1); int(n) <= x.nb; n++ {
+			s := q.blockSlot[n]
+			if x.nodes[n].flags&flagCached == 0 {
+				if s != 0 {
+					return fmt.Errorf("uncached block %d is filed under quota slot %d", n-1, s)
+				}
+				continue
+			}
+			if want := q.slots[x.nsOfBlock(n)]; s != want && q.ns[want].sub != nil {
+				return fmt.Errorf("block %d filed under quota slot %d, its namespace's is %d", n-1, s, want)
+			}
+			counts[s]++
+		}
+		for s := 1; s < len(q.ns); s++ {
+			if q.ns[s].sub != nil && counts[s] != q.ns[s].cached {
+				return fmt.Errorf("namespace %+v counts %d cached blocks, %d found", q.ns[s].ns, q.ns[s].cached, counts[s])
+			}
+		}
+	}
+	return nil
+}

@@ -129,6 +129,9 @@ func (x *Index) nodeOfVictim(id blocks.ID) *node {
 // takes n out of the eviction set and adds the parent.
 func (x *Index) unlink(n int32, nd *node) int32 {
 	x.table.remove(n, nd.key, x.nodes)
+	if x.ctl.quota != nil {
+		x.quotaRemoved(n)
+	}
 	if nd.flags&flagMM != 0 {
 		delete(x.mm, n)
 	}
@@ -184,6 +187,9 @@ func (x *Index) Reset() error {
 	clear(x.hint)
 	clear(x.mm)
 	x.policy.Reset()
+	if x.ctl.quota != nil {
+		x.quotaReset()
+	}
 	x.cached = 0
 	if err := x.pool.Release(ids...); err != nil {
 		panic("kvpage: broken invariant: releasing cached blocks on reset failed: " + err.Error())

@@ -164,6 +164,9 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	}
 	x.table.init(pool.Capacity())
 	x.ctl.init(&cfg)
+	if cfg.quotas {
+		x.initQuotas(cfg.policy)
+	}
 	if err := pool.SetReclaimer(reclaimer{x}); err != nil {
 		return nil, fmt.Errorf("%w: %w (one index per pool)", ErrInvalidArgument, err)
 	}

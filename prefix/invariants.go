@@ -104,7 +104,7 @@ func (x *Index) CheckInvariants() error {
 	if err := x.checkHints(); err != nil {
 		return err
 	}
-	return nil
+	return x.checkControl()
 }
 
 // checkRoots verifies the namespace root slots against children, the children counted
