@@ -129,6 +129,11 @@ type config struct {
 	requireNS bool
 	// keyMask is ANDed into every table key; tests set it to force hash collisions.
 	keyMask uint64
+	// seed of the table keys (WithSeed); drawn at random unless seeded. unseeded (tests)
+	// uses Fast64's published constants, the table before keys were seeded.
+	seed     uint64
+	seeded   bool
+	unseeded bool
 	// history is the number of evictions Explain remembers (WithEvictionHistory).
 	history int
 	// pinBudget is the most blocks Pin may hold (WithPinBudget).

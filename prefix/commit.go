@@ -226,7 +226,7 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		x.pin(n) // the caller holds it
 		at = n
 	}
-	if !x.fast {
+	if x.hashes != nil {
 		x.hashChain(parent, start+from, p, ids[from:])
 	}
 	if x.obs != nil {

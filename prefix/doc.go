@@ -54,12 +54,22 @@
 // slot and labels a block in events, and colliding hashes only cost probes (tests force
 // every key to collide).
 //
+// The table is shared by every namespace, so its keys are seeded: the fast scheme with
+// secret constants drawn per index (WithSeed fixes them). With public constants a tenant
+// could craft blocks whose keys all collide and make every other tenant's lookups probe
+// through them (26x to 54x slower in issue 13's measurements); seeded, crafted blocks cost
+// others what as many ordinary blocks would (TestSeededKeysBoundAFloodersCostToOthers,
+// BenchmarkFlood). The seed decides where a block sits in the table and nothing else:
+// hits, evictions, events, hashes and dumps are identical under every seed, so runs stay
+// deterministic without fixing it.
+//
 // # Hashes and events
 //
-// Each cached block has a chained hash computed once at Commit: by default Fast64 (64-bit,
-// non-cryptographic), whose values are the table keys themselves, so the default costs no
-// extra memory; SHA256 or any Hasher (prefix/vllmhash has vLLM's sha256_cbor) are stored
-// beside the tree. A Hasher sees the parent hash, the tokens and the Extra keys in vLLM's
+// Each cached block has a chained hash for events: by default Fast64 (64-bit,
+// non-cryptographic, the same everywhere, so a router can recompute it), computed and
+// stored at Commit only when an Observer is set (Hash recomputes it otherwise, so the
+// default costs no extra memory); SHA256 or any Hasher (prefix/vllmhash has vLLM's
+// sha256_cbor) are computed at Commit and stored beside the tree. A Hasher sees the parent hash, the tokens and the Extra keys in vLLM's
 // order (LoRA name, multimodal hashes, cache salt on a namespace's first block only). An
 // Observer receives BlockStored (one event per Commit that stores, the new blocks as one
 // chain), BlockRemoved (one per eviction batch) and AllBlocksCleared (Reset), synchronously

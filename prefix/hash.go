@@ -6,12 +6,19 @@ import (
 )
 
 // The fast 64-bit scheme. The index keys its child table with it whatever Hasher is
-// configured (so a slow hasher never slows a lookup), and the default Hasher reports the
-// very same values, so with the default the index stores one hash per block, not two.
+// configured (so a slow hasher never slows a lookup), and the default Hasher, Fast64,
+// reports it with the published constants below.
 //
 // It is a wyhash-style multiply-fold over the block's tokens, two independent lanes so
-// that the multiplications overlap. It is not cryptographic:
-// hashes only pick a table slot and label a block; equality is always decided on tokens.
+// that the multiplications overlap. It is not cryptographic: hashes only pick a table slot
+// and label a block; equality is always decided on tokens.
+//
+// Keyed: every constant XORed into a multiplication's operands is a secret. Fast64 uses
+// the published ones, which is what events must carry (a router recomputes them). The
+// index's own table keys use secrets drawn from a per-index seed (see WithSeed): with the
+// published constants anyone can make blocks whose keys collide by the million (a token
+// pair equal to a constant zeroes a multiplication, and everything folded into it), and
+// the one table shared by every namespace would make every tenant pay for them.
 
 const (
 	fastRoot = 0x6b7670616765a5a5 // parent of a namespace's first block ("kvpage")
@@ -24,6 +31,30 @@ const (
 	tagMM    = 0xc2b2ae3d27d4eb4f
 	tagSalt  = 0x165667b19e3779f9
 )
+
+// secret is the set of constants one instance of the scheme folds in.
+type secret struct{ p0, p1, p2, p3, p4 uint64 }
+
+// fastSecret is the published instance: Fast64's, and the table's when unseeded.
+var fastSecret = secret{fastP0, fastP1, fastP2, fastP3, fastP4}
+
+// secretFrom derives a table's secrets from seed (splitmix64 steps), each odd and with
+// both halves nonzero, so that no operand is ever multiplied by a weak constant.
+func secretFrom(seed uint64) secret {
+	next := func() uint64 {
+		for {
+			seed += 0x9e3779b97f4a7c15
+			z := seed
+			z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+			z = (z ^ z>>27) * 0x94d049bb133111eb
+			z ^= z >> 31
+			if uint32(z) != 0 && z>>32 != 0 {
+				return z | 1
+			}
+		}
+	}
+	return secret{next(), next(), next(), next(), next()}
+}
 
 // mum multiplies a by b as 128 bits and folds the halves: the core mixing step.
 func mum(a, b uint64) uint64 {
@@ -38,38 +69,40 @@ func pair(a, b int32) uint64 { return uint64(uint32(a)) | uint64(uint32(b))<<32 
 // first (contentHash), and only then folded with the parent in one multiplication: the
 // chain from one block's key to the next is a single multiply, so a lookup's successive
 // blocks overlap in the CPU instead of waiting for each other's whole hash.
-func hashTokens(parent uint64, t []int32) uint64 { return chain(parent, contentHash(t)) }
+func hashTokens(parent uint64, t []int32, s *secret) uint64 {
+	return chain(parent, contentHash(t, s), s)
+}
 
 // chain folds a block's content hash into its parent's key.
-func chain(parent, content uint64) uint64 { return mum(content^fastP1, parent^fastP3) }
+func chain(parent, content uint64, s *secret) uint64 { return mum(content^s.p1, parent^s.p3) }
 
 // contentHash hashes a block's tokens: two lanes, each folding 16 bytes per multiplication
 // (wyhash's step), chained within the lane so that order matters.
-func contentHash(t []int32) uint64 {
-	a, b := uint64(fastP0), uint64(fastP1)
+func contentHash(t []int32, s *secret) uint64 {
+	a, b := s.p0, s.p1
 	for len(t) >= 8 {
 		t8 := t[:8:8]
-		a = mum(pair(t8[0], t8[1])^fastP2, pair(t8[2], t8[3])^a)
-		b = mum(pair(t8[4], t8[5])^fastP3, pair(t8[6], t8[7])^b)
+		a = mum(pair(t8[0], t8[1])^s.p2, pair(t8[2], t8[3])^a)
+		b = mum(pair(t8[4], t8[5])^s.p3, pair(t8[6], t8[7])^b)
 		t = t[8:]
 	}
 	for len(t) >= 2 {
-		a = mum(pair(t[0], t[1])^fastP2, a^fastP4)
+		a = mum(pair(t[0], t[1])^s.p2, a^s.p4)
 		t = t[2:]
 	}
 	if len(t) == 1 {
-		b = mum(uint64(uint32(t[0]))^fastP3, b^fastP4)
+		b = mum(uint64(uint32(t[0]))^s.p3, b^s.p4)
 	}
-	return mum(a^fastP4, b^fastP0)
+	return mum(a^s.p4, b^s.p0)
 }
 
 // content16 is contentHash for a block of exactly 16 tokens, unrolled.
-func content16(t *[16]int32) uint64 {
-	a := mum(pair(t[0], t[1])^fastP2, pair(t[2], t[3])^fastP0)
-	b := mum(pair(t[4], t[5])^fastP3, pair(t[6], t[7])^fastP1)
-	a = mum(pair(t[8], t[9])^fastP2, pair(t[10], t[11])^a)
-	b = mum(pair(t[12], t[13])^fastP3, pair(t[14], t[15])^b)
-	return mum(a^fastP4, b^fastP0)
+func content16(t *[16]int32, s *secret) uint64 {
+	a := mum(pair(t[0], t[1])^s.p2, pair(t[2], t[3])^s.p0)
+	b := mum(pair(t[4], t[5])^s.p3, pair(t[6], t[7])^s.p1)
+	a = mum(pair(t[8], t[9])^s.p2, pair(t[10], t[11])^a)
+	b = mum(pair(t[12], t[13])^s.p3, pair(t[14], t[15])^b)
+	return mum(a^s.p4, b^s.p0)
 }
 
 // same16 compares two blocks of 16 tokens as 8 words, with one branch.
@@ -99,7 +132,7 @@ func mixExtra(h, tag, v uint64) uint64 { return mum(h^v, tag) }
 
 // fastBlock is the whole scheme: the default Hasher's Block and the index's table key.
 func fastBlock(parent uint64, tokens []int32, e Extra) uint64 {
-	h := hashTokens(parent, tokens)
+	h := hashTokens(parent, tokens, &fastSecret)
 	if e.LoRA != "" {
 		h = mixExtra(h, tagLoRA, hashString(e.LoRA))
 	}

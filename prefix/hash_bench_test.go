@@ -13,7 +13,7 @@ func BenchmarkHashTokens16(b *testing.B) {
 	t := toks(12345, 16)
 	h := uint64(1)
 	for b.Loop() {
-		h = hashTokens(h, t)
+		h = hashTokens(h, t, &fastSecret)
 	}
 	sinkU64 = h
 }
@@ -82,7 +82,7 @@ func TestHash16AndSame16AgreeWithGeneral(t *testing.T) {
 			b[next()&15] ^= 1 << (uint32(next()) % 32)
 		}
 		parent := uint64(next())<<32 | uint64(uint32(next()))
-		if chain(parent, content16((*[16]int32)(a))) != hashTokens(parent, a) {
+		if chain(parent, content16((*[16]int32)(a), &fastSecret), &fastSecret) != hashTokens(parent, a, &fastSecret) {
 			t.Fatal("content16 differs from contentHash")
 		}
 		if same16((*[16]int32)(a), (*[16]int32)(b)) != sameTokens(a, b) || sameTokens(a, b) != slicesEqual(a, b) {

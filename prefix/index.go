@@ -1,6 +1,8 @@
 package prefix
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -42,8 +44,11 @@ type Index struct {
 	// never); nil until a Commit asks for a time limit, so that it costs nothing otherwise.
 	until []uint64
 
-	// Hashes reported in events. With the default hasher they are the table keys and
-	// hashes stays nil; otherwise hashSize bytes per block, indexed by block ID.
+	// sec is the secret of the table keys (WithSeed); fastSecret when unseeded.
+	sec secret
+	// Hashes reported in events. Stored (hashSize bytes per block, indexed by block ID)
+	// unless they are the table keys (fast: Fast64 with unseeded keys) or nothing needs
+	// them at commit time (Fast64, no observer: Hash recomputes them, see fast64Of).
 	hasher   Hasher
 	fast     bool
 	hashSize int
@@ -150,8 +155,17 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	if x.hasher == nil {
 		x.hasher = Fast64{}
 	}
-	if _, ok := x.hasher.(Fast64); ok && cfg.keyMask == ^uint64(0) {
-		x.fast = true
+	x.sec = fastSecret
+	if !cfg.unseeded {
+		seed := cfg.seed
+		if !cfg.seeded {
+			seed = randomSeed()
+		}
+		x.sec = secretFrom(seed)
+	}
+	_, fast64 := x.hasher.(Fast64)
+	if fast64 && cfg.keyMask == ^uint64(0) && cfg.unseeded {
+		x.fast = true // the table keys are the event hashes: nothing more to store
 	}
 	x.hashSize = x.hasher.Size()
 	if x.hashSize <= 0 {
@@ -159,7 +173,10 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	}
 	x.rootHash = make([]byte, x.hashSize)
 	x.hasher.Root(x.rootHash)
-	if !x.fast {
+	// Event hashes are stored when they differ from the table keys and something needs
+	// them at commit time: an observer, or a hasher too slow to recompute on demand. The
+	// default (Fast64, seeded keys, no observer) stores none, and Hash recomputes them.
+	if !x.fast && (x.obs != nil || !fast64) {
 		x.hashes = make([]byte, nb*x.hashSize)
 	}
 	x.table.init(pool.Capacity())
@@ -226,13 +243,51 @@ func (x *Index) appendHash(dst []byte, n int32) []byte {
 	if !x.isBlock(n) {
 		return append(dst, x.rootHash...)
 	}
-	if x.fast {
+	if x.fast || x.hashes == nil {
 		k := x.nodes[n].key
+		if !x.fast {
+			k = x.fast64Of(n)
+		}
 		return append(dst, byte(k>>56), byte(k>>48), byte(k>>40), byte(k>>32), byte(k>>24), byte(k>>16), byte(k>>8), byte(k))
 	}
 	off := int(blockOf(n)) * x.hashSize
 	return append(dst, x.hashes[off:off+x.hashSize]...)
 }
+
+// fast64Of recomputes the Fast64 event hash of block node n from its path: the root's
+// namespace, and each block's tokens and multimodal keys. It is for an index that stores
+// no event hashes (seeded table keys, Fast64, no observer), so only Hash calls it.
+func (x *Index) fast64Of(n int32) uint64 {
+	var path []int32
+	for c := n; x.isBlock(c); c = x.nodes[c].parent {
+		path = append(path, c)
+	}
+	ns := x.root(x.nodes[path[len(path)-1]].parent).ns
+	h := uint64(fastRoot)
+	for i := len(path) - 1; i >= 0; i-- {
+		e := Extra{LoRA: ns.LoRA, MM: x.mm[path[i]]}
+		if i == len(path)-1 {
+			e.Salt = ns.Salt
+		}
+		h = fastBlock(h, x.blockTokens(path[i]), e)
+	}
+	return h
+}
+
+// randomSeed draws a table seed nobody outside the process can predict.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// WithSeed fixes the seed of the index's table keys, which is otherwise drawn at random
+// for each index. The seed decides only where blocks sit in the child table, never what
+// the index does: hits, evictions, events, hashes and every dump are the same under any
+// seed (equality is decided on tokens, ties by ID), so a run is reproducible whatever the
+// seed. Keep it secret in production: with a known seed a tenant can craft blocks whose
+// keys collide and slow everyone's lookups. Tests fix it to reproduce a table layout.
+func WithSeed(seed uint64) Option { return func(c *config) { c.seed, c.seeded = seed, true } }
 
 // blockTokens is the token slice of block node n.
 func (x *Index) blockTokens(n int32) []int32 {

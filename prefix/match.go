@@ -170,7 +170,7 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 	if pn.children == 0 || (pn.children == 1 && tried != 0) {
 		return 0
 	}
-	k := chain(pn.key, content16(toks))
+	k := chain(pn.key, content16(toks, &x.sec), &x.sec)
 	if ri.hasLo {
 		k = mixExtra(k, tagLoRA, ri.lora)
 	}
@@ -191,14 +191,15 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 	}
 }
 
-// childKey is the chained fast64 hash of one block: Fast64.Block with the namespace's
-// extra keys (LoRA on every block, the salt on the first only), precomputed per namespace.
+// childKey is the table key of one block: the fast scheme with the index's secrets (see
+// WithSeed), with the namespace's extra keys (LoRA on every block, the salt on the first
+// only) precomputed per namespace. Unseeded, it is Fast64.Block.
 func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, mm []string) uint64 {
 	var h uint64
 	if len(toks) == 16 {
-		h = chain(parent, content16((*[16]int32)(toks)))
+		h = chain(parent, content16((*[16]int32)(toks), &x.sec), &x.sec)
 	} else {
-		h = hashTokens(parent, toks)
+		h = hashTokens(parent, toks, &x.sec)
 	}
 	if ri.hasLo {
 		h = mixExtra(h, tagLoRA, ri.lora)
