@@ -404,7 +404,7 @@ func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult
 	// A decode step of the sequence the previous call named, into its own last block with
 	// room, filling no block: most calls, kept small enough to stay cheap.
 	if s := m.last; s != nil && s.id == seq && s.state == Running && len(tokens) == 1 &&
-		s.t.appendInLast(1, lookahead) {
+		lookahead == 0 && s.t.appendInLast(1) {
 		s.tokens = append(s.tokens, tokens[0]) // no memmove call for 4 bytes
 		if len(s.tokens) >= (s.committed()+1)*m.bs || m.progressOrder {
 			return m.appended(s, AppendResult{}), nil
@@ -423,7 +423,7 @@ func (m *Manager) appendSlow(seq SeqID, tokens []int32, lookahead int) (AppendRe
 		return AppendResult{}, err
 	}
 	var res AppendResult
-	if !s.t.appendInLast(len(tokens), lookahead) {
+	if lookahead != 0 || !s.t.appendInLast(len(tokens)) {
 		if res, err = s.t.Append(len(tokens), lookahead); err != nil {
 			switch e := err.(type) {
 			case *OutOfBlocksError:

@@ -147,14 +147,15 @@ func (t *Table) windowFreeable(drop int) int {
 }
 
 // appendInLast performs the common decode step, small enough to be inlined into its
-// callers, and reports whether it did: n > 0 new tokens fit in the last block, where the
+// callers (which check that no lookahead is asked for, to keep it so), and reports whether
+// it did: n > 0 new tokens fit in the last block, where the
 // next position lies (no lookahead blocks beyond it, so no division to find it), and that
 // block is the table's own (a block shared by a fork needs Append's copy-on-write).
 // Sliding-window tables always take Append's general path. The caller runs the
 // invariant check (Table.Append its own, the Manager its sampled check of everything).
-func (t *Table) appendInLast(n, lookahead int) bool {
+func (t *Table) appendInLast(n int) bool {
 	last := len(t.ids) - 1
-	if n <= 0 || lookahead != 0 || t.window != 0 || t.tokens+n > len(t.ids)*t.bs ||
+	if n <= 0 || t.window != 0 || t.tokens+n > len(t.ids)*t.bs ||
 		t.tokens < last*t.bs || t.pool.RefCount(t.ids[last]) != 1 {
 		return false
 	}
@@ -203,7 +204,7 @@ func (t *Table) checkSizes(n, lookahead int) error {
 // nothing changed. It allocates no memory once the table's slice has grown to its working
 // size.
 func (t *Table) Append(n, lookahead int) (AppendResult, error) {
-	if t.appendInLast(n, lookahead) {
+	if lookahead == 0 && t.appendInLast(n) {
 		t.check()
 		return AppendResult{}, nil
 	}

@@ -58,11 +58,12 @@ func (x *Index) Release(ids []blocks.ID) error {
 		return err // an uncached block the caller does not hold; nothing changed
 	}
 	// One pass from the last block to the first: stamp, clear checkRelease's mark, unpin.
-	// The pool has already dropped every reference, so unpinning a request's tail walks
-	// up its whole path at once: the tail becomes an evictable leaf (one heap push), each
-	// block above it just loses its pin, and the blocks after the tail find themselves
-	// unpinned already and skip the call.
-	nodes, nb := x.nodes, x.nb
+	// The pool has already dropped every reference, so a block left with no holder and no
+	// pinned child loses its pin (a leaf becomes evictable: one heap push) and its parent
+	// one pinned child. Along a request's path the parent is the next block of the pass,
+	// which unpins it in turn; any other parent is walked up at once (unpinFrom). Either
+	// way each block ends as if the whole path had been unpinned from the tail first.
+	nodes, nb, refs := x.nodes, x.nb, x.pool
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		if uint(id) >= uint(nb) {
@@ -78,7 +79,22 @@ func (x *Index) Release(ids []blocks.ID) error {
 		switch {
 		case nd.flags&flagPinned != 0:
 			nd.lastAccess = t
-			x.unpinFrom(n)
+			if nd.pinnedKids > 0 || refs.RefCount(id) > 1 {
+				break // still held, or above a held block
+			}
+			nd.flags &^= flagPinned
+			x.pinned--
+			if nd.children == 0 {
+				x.evAdd(n)
+			}
+			p := nd.parent
+			if p <= 0 || int(p) > nb {
+				break // under a namespace root
+			}
+			nodes[p].pinnedKids--
+			if i == 0 || ids[i-1] != blockOf(p) {
+				x.unpinFrom(p)
+			}
 		case nd.children == 0:
 			// Listed again after an earlier occurrence in this call made it an evictable
 			// leaf: its new time must go through the eviction set, or the set's order breaks.
