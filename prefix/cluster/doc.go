@@ -11,9 +11,19 @@
 // walks them from the first. Because a block hash commits to the whole prefix before it,
 // a block's key alone says where in which prefix it sits; no tree is needed.
 //
+// # Routing
+//
+// Router turns a lookup into a choice: each candidate server gets its cached prefix
+// (Candidate.Cached, and Offloaded for slower tiers once the index knows tiers) and the
+// caller's load figure, and a Policy chooses: RoundRobin, LeastLoaded, PrefixAware, or
+// PrefixLoad, which scores Weight·(Cached + OffloadedWeight·Offloaded)/promptBlocks −
+// (1−Weight)·Load/maxLoad. A new policy implements Policy (deterministic, ties to the
+// earliest candidate). Routers work over any Index, in memory or in Redis.
+//
 // # Concurrency
 //
-// An Index is safe for concurrent use. ClusterIndex guards its state with one mutex.
+// An Index is safe for concurrent use. ClusterIndex guards its state with one mutex. A
+// Router and RoundRobin belong to one goroutine each.
 //
 // # Invariants
 //
