@@ -1,14 +1,15 @@
 package bench
 
 import (
-	"context"
+	"io"
+	"net"
 	"testing"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/zmtp"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/kvevents"
 	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
@@ -24,15 +25,20 @@ func newDrainedPublisher(tb testing.TB, opts ...zmq.Option) (*zmq.Publisher, fun
 	return pub, func() { sub.Close() }
 }
 
-// kvDrainSub connects a SUB socket to endpoint and counts what it receives.
-func kvDrainSub(tb testing.TB, endpoint string) (zmq4.Socket, *kvCountedMsgs) {
-	sub := zmq4.NewSub(context.Background())
-	require.NoError(tb, sub.Dial(endpoint))
-	require.NoError(tb, sub.SetOption(zmq4.OptionSubscribe, ""))
+// kvDrainSub connects a bare SUB (ZMTP, as libzmq's) to endpoint, subscribes to
+// everything, and counts what it receives.
+func kvDrainSub(tb testing.TB, endpoint string) (io.Closer, *kvCountedMsgs) {
+	addr, err := zmtp.TCPAddress(endpoint)
+	require.NoError(tb, err)
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(tb, err)
+	sub, err := zmtp.Handshake(nc, "SUB", zmtp.DefaultLimits, time.Now().Add(5*time.Second))
+	require.NoError(tb, err)
+	require.NoError(tb, sub.WriteMessage([]byte{1}))
 	c := &kvCountedMsgs{ch: make(chan struct{}, 1<<20)}
 	go func() {
 		for {
-			if _, err := sub.Recv(); err != nil {
+			if _, err := sub.Read(); err != nil {
 				return
 			}
 			c.ch <- struct{}{}

@@ -6,6 +6,14 @@
 // batches. A Subscriber reads a server's PUB socket, fills gaps from its replay socket,
 // and applies each batch once and in order to a cluster.Index.
 //
+// The sockets speak ZMTP 3.0/3.1 with the NULL mechanism, in pure Go (internal/zmtp), and
+// interoperate with libzmq (the tests run a pyzmq peer when one is installed). Every
+// port is reachable by anyone on the network, so everything a peer sends or withholds is
+// bounded: frame and message sizes (checked before anything is read for them), handshake
+// deadlines, per-subscriber queues and write deadlines, bounded connections per socket,
+// and a Close that returns within the linger time whatever the peers do. Nothing a
+// publisher drops goes uncounted, and a subscriber detects every gap by sequence number.
+//
 // # Concurrency
 //
 // A Publisher's observer methods, Flush and Close belong to the index's goroutine (they

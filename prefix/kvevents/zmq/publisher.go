@@ -1,14 +1,7 @@
 package zmq
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
-	"sync"
-	"sync/atomic"
-
-	"github.com/go-zeromq/zmq4"
 
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/kvevents"
@@ -17,122 +10,81 @@ import (
 // Publisher puts the prefix index's events on the wire as vLLM's ZmqEventPublisher does.
 // It is a prefix.Observer (plug it in with prefix.WithObserver): a kvevents.Recorder, whose
 // observer side runs on the index's goroutine and never waits on the network, sending on a
-// ZeroMQ PUB socket as the three frames [topic, sequence number (8 bytes big-endian),
-// msgpack payload], and keeping the last batches in a bounded replay buffer that a ROUTER
-// socket (WithReplay) serves to subscribers that missed some.
+// PUB socket as the three frames [topic, sequence number (8 bytes big-endian), msgpack
+// payload], and keeping the last batches in a bounded replay buffer that a ROUTER socket
+// (WithReplay) serves to subscribers that missed some.
+//
+// No peer can block it or make it hold unbounded memory: every connection is handshaken
+// on its own goroutine by a deadline, each subscriber has its own bounded queue (a batch
+// that finds it full is dropped for that subscriber and counted) and a write deadline,
+// the connections per socket are bounded, and Close returns within about the linger time
+// whatever the peers do.
 //
 // Observer methods, Flush and Close must be called from one goroutine (the index's);
-// Stats, Endpoint and ReplayEndpoint from any.
+// Stats, Peers, Endpoint and ReplayEndpoint from any.
 type Publisher struct {
 	*kvevents.Recorder
 	cfg config
 
-	pub, router zmq4.Socket
-	cancel      context.CancelFunc
-	ring        *replayRing
-	topic       []byte
-	wg          sync.WaitGroup // the replay goroutine
-
-	replays counter
+	pub    *pubSocket
+	replay *replaySocket // nil without WithReplay
+	ring   *replayRing
+	topic  []byte
+	closed bool
 }
 
 var _ prefix.Observer = (*Publisher)(nil)
 
-// counter is a statistic written by one goroutine and read by any.
-type counter struct{ v atomic.Uint64 }
-
-func (c *counter) add(n uint64) { c.v.Add(n) }
-func (c *counter) get() uint64  { return c.v.Load() }
-
-// PublisherStats counts what a Publisher did.
+// PublisherStats counts what a Publisher did. Every sealed batch is in Published,
+// DroppedBatches or SendErrors; every batch not written to a subscriber that was
+// connected and subscribed when it was published is in SubscriberDrops.
 type PublisherStats struct {
 	kvevents.RecorderStats
-	// Replays counts well-formed replay requests received.
-	Replays uint64
-}
-
-// Option configures a Publisher.
-type Option func(*config)
-
-type config struct {
-	events         []kvevents.Option
-	topic          string
-	replayEndpoint string
-	replayBatches  int
-	sendHook       func() // tests: called by the sender before each batch
-}
-
-// WithEvents passes options to the publisher's kvevents.Recorder: the encoding, the queue,
-// the batch size, the timestamps.
-func WithEvents(opts ...kvevents.Option) Option {
-	return func(c *config) { c.events = append(c.events, opts...) }
-}
-
-// WithTopic sets the topic frame of every published message (default "", as vLLM; llm-d's
-// indexer expects "kv@<pod>@<model>").
-func WithTopic(topic string) Option { return func(c *config) { c.topic = topic } }
-
-// WithReplay binds a ROUTER socket at endpoint that answers replay requests from a buffer
-// of the last batches (default 10,000 batches, as vLLM's buffer_steps; see
-// WithReplayBuffer).
-func WithReplay(endpoint string) Option { return func(c *config) { c.replayEndpoint = endpoint } }
-
-// WithReplayBuffer sets how many of the last published batches the replay socket can
-// resend (at least 1).
-func WithReplayBuffer(batches int) Option {
-	return func(c *config) { c.replayBatches = max(batches, 1) }
+	// Subscribers is the number of subscribers connected now.
+	Subscribers int
+	// SubscriberDrops counts batches dropped for one subscriber: its queue was full, or
+	// its connection failed while they waited.
+	SubscriberDrops uint64
+	// Disconnects counts subscribers disconnected because a write failed or timed out.
+	Disconnects uint64
+	// HandshakeFailures counts connections, to either socket, that did not complete the
+	// ZMTP handshake in time or correctly; RefusedConnections those closed at once
+	// because the socket had WithMaxPeers connections.
+	HandshakeFailures, RefusedConnections uint64
+	// Replays counts well-formed replay requests received, ReplayErrors the answers that
+	// could not be written.
+	Replays, ReplayErrors uint64
 }
 
 // NewPublisher binds a PUB socket at endpoint (for example "tcp://*:5557" as vLLM's
 // default, or "tcp://127.0.0.1:0" for a port chosen by the system) and, with WithReplay, a
-// ROUTER socket for replays, and starts the sender goroutine.
+// ROUTER socket for replays, and starts the sender goroutine. Only tcp:// endpoints are
+// supported.
 func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
-	cfg := config{replayBatches: 10000} // vLLM's buffer_steps default
+	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Publisher{
-		cfg:    cfg,
-		pub:    zmq4.NewPub(ctx),
-		cancel: cancel,
-		ring:   newReplayRing(cfg.replayBatches),
-		topic:  []byte(cfg.topic),
-	}
-	// Bound the PUB socket's own queue as vLLM bounds it (its hwm): past it the socket
-	// drops the newest messages, which the replay buffer still holds, so subscribers see
-	// the gap and fetch them. go-zeromq's queue is otherwise unbounded.
-	if err := p.pub.SetOption(zmq4.OptionHWM, cfg.replayBatches); err != nil {
-		cancel()
-		return nil, fmt.Errorf("kvevents/zmq: publisher: %w", err)
-	}
-	if err := p.pub.Listen(endpoint); err != nil {
-		cancel()
+	p := &Publisher{cfg: cfg, ring: newReplayRing(cfg.replayBatches), topic: []byte(cfg.topic)}
+	var err error
+	if p.pub, err = newPubSocket(endpoint, &p.cfg); err != nil {
 		return nil, fmt.Errorf("kvevents/zmq: publisher: %w", err)
 	}
 	if cfg.replayEndpoint != "" {
-		p.router = zmq4.NewRouter(ctx)
-		if err := p.router.Listen(cfg.replayEndpoint); err != nil {
-			p.pub.Close()
-			cancel()
+		if p.replay, err = newReplaySocket(cfg.replayEndpoint, p.ring, &p.cfg); err != nil {
+			_ = p.pub.close(0)
 			return nil, fmt.Errorf("kvevents/zmq: replay socket: %w", err)
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			serveReplay(p.router, p.ring, &p.replays)
-		}()
 	}
-	rec, err := kvevents.NewRecorder(sink{p}, cfg.events...)
-	if err != nil {
+	if p.Recorder, err = kvevents.NewRecorder(sink{p}, cfg.events...); err != nil {
 		p.closeSockets()
 		return nil, err
 	}
-	p.Recorder = rec
 	return p, nil
 }
 
-// sink is the Publisher's kvevents.Sink: it keeps each batch for replay and sends it.
+// sink is the Publisher's kvevents.Sink: it keeps each batch for replay and queues it for
+// every subscriber, never waiting.
 type sink struct{ p *Publisher }
 
 func (s sink) Send(seq uint64, payload []byte) error {
@@ -141,54 +93,63 @@ func (s sink) Send(seq uint64, payload []byte) error {
 		p.cfg.sendHook()
 	}
 	p.ring.push(seq, payload)
-	return p.pub.SendMulti(zmq4.NewMsgFrom(p.topic, seqBytes(seq), payload))
+	p.pub.send([][]byte{p.topic, seqBytes(seq), payload})
+	return nil
 }
 
 // Endpoint returns the PUB socket's address as "tcp://host:port", with the port the
 // system chose if endpoint asked for port 0.
-func (p *Publisher) Endpoint() string { return "tcp://" + p.pub.Addr().String() }
+func (p *Publisher) Endpoint() string { return p.pub.l.endpoint() }
 
 // ReplayEndpoint returns the ROUTER socket's address, or "" without WithReplay.
 func (p *Publisher) ReplayEndpoint() string {
-	if p.router == nil {
+	if p.replay == nil {
 		return ""
 	}
-	return "tcp://" + p.router.Addr().String()
+	return p.replay.l.endpoint()
 }
 
 // Stats returns the publisher's counters.
 func (p *Publisher) Stats() PublisherStats {
-	return PublisherStats{RecorderStats: p.Recorder.Stats(), Replays: p.replays.get()}
+	st := PublisherStats{
+		RecorderStats:      p.Recorder.Stats(),
+		Subscribers:        len(p.pub.peerStats()),
+		SubscriberDrops:    p.pub.drops.get(),
+		Disconnects:        p.pub.disconnects.get(),
+		HandshakeFailures:  p.pub.l.handshakeFailures.get(),
+		RefusedConnections: p.pub.l.refused.get(),
+	}
+	if p.replay != nil {
+		st.Replays = p.replay.requests.get()
+		st.ReplayErrors = p.replay.errors.get()
+		st.HandshakeFailures += p.replay.l.handshakeFailures.get()
+		st.RefusedConnections += p.replay.l.refused.get()
+	}
+	return st
 }
 
-// Close flushes the open batch, publishes what is queued, and closes the sockets. Batches
-// the PUB socket had not yet written out may be lost, as with vLLM's linger of 0.
+// Peers returns what the publisher knows of each connected subscriber.
+func (p *Publisher) Peers() []PeerStats { return p.pub.peerStats() }
+
+// Close flushes the open batch, hands what is queued to the subscribers' queues, lets
+// them drain for at most the linger time (WithLinger), and closes every connection. It
+// returns in bounded time whatever the peers do; batches still queued for a subscriber
+// then are counted in SubscriberDrops.
 func (p *Publisher) Close() error {
-	if p.cancel == nil {
+	if p.closed {
 		return nil
 	}
+	p.closed = true
 	_ = p.Recorder.Close()
 	return p.closeSockets()
 }
 
 func (p *Publisher) closeSockets() error {
-	err := closeSocket(p.pub)
-	if p.router != nil {
-		if rerr := closeSocket(p.router); err == nil {
+	err := p.pub.close(p.cfg.linger)
+	if p.replay != nil {
+		if rerr := p.replay.l.close(); err == nil {
 			err = rerr
 		}
 	}
-	p.cancel()
-	p.cancel = nil
-	p.wg.Wait() // the replay goroutine returns once its socket is closed
 	return err
-}
-
-// closeSocket closes a ZeroMQ socket. A connection the peer closed first is not an error:
-// the socket reports it as one when it closes its own end.
-func closeSocket(s zmq4.Socket) error {
-	if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
 }

@@ -1,15 +1,15 @@
 package zmq_test
 
 import (
-	"context"
 	"encoding/binary"
+	"net"
 	"testing"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/zmtp"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/kvevents"
@@ -36,25 +36,43 @@ func publishCleared(t *testing.T, p *zmq.Publisher) uint64 {
 }
 
 // recvWithin receives one message or fails the test after d.
-func recvWithin(t *testing.T, msgs <-chan zmq4.Msg, d time.Duration) (zmq4.Msg, bool) {
+func recvWithin(t *testing.T, msgs <-chan [][]byte, d time.Duration) ([][]byte, bool) {
 	t.Helper()
 	select {
 	case m := <-msgs:
 		return m, true
 	case <-time.After(d):
-		return zmq4.Msg{}, false
+		return nil, false
 	}
 }
 
-func reader(t *testing.T, s zmq4.Socket) <-chan zmq4.Msg {
-	msgs := make(chan zmq4.Msg, 1024)
+// dialRaw connects a bare ZMTP peer of the given socket type: what libzmq would be.
+func dialRaw(t *testing.T, endpoint, socketType string) *zmtp.Conn {
+	t.Helper()
+	addr, err := zmtp.TCPAddress(endpoint)
+	require.NoError(t, err)
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	c, err := zmtp.Handshake(nc, socketType, zmtp.DefaultLimits, time.Now().Add(5*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// subscribe sends a ZMTP 3.0 subscription.
+func rawSubscribe(t *testing.T, c *zmtp.Conn, topic string) {
+	require.NoError(t, c.WriteMessage(append([]byte{1}, topic...)))
+}
+
+func reader(t *testing.T, c *zmtp.Conn) <-chan [][]byte {
+	msgs := make(chan [][]byte, 1024)
 	go func() {
 		for {
-			m, err := s.Recv()
+			m, err := c.Read()
 			if err != nil {
 				return
 			}
-			msgs <- m
+			msgs <- m.Frames
 		}
 	}()
 	return msgs
@@ -64,16 +82,14 @@ func reader(t *testing.T, s zmq4.Socket) <-chan zmq4.Msg {
 // number, msgpack batch], sequence numbers from 0 up.
 func TestPublisherFramesLikeVLLM(t *testing.T) {
 	p := newPublisher(t, zmq.WithTopic("kv@pod-1@model"))
-	sub := zmq4.NewSub(context.Background())
-	defer sub.Close()
-	require.NoError(t, sub.Dial(p.Endpoint()))
-	require.NoError(t, sub.SetOption(zmq4.OptionSubscribe, "kv@"))
+	sub := dialRaw(t, p.Endpoint(), "SUB")
+	rawSubscribe(t, sub, "kv@")
 	msgs := reader(t, sub)
 
 	// A PUB socket drops messages until the subscription has reached it: probe until one
 	// arrives (bounded), then every later batch must arrive, in order.
 	deadline := time.Now().Add(10 * time.Second)
-	var first zmq4.Msg
+	var first [][]byte
 	for {
 		publishCleared(t, p)
 		if m, ok := recvWithin(t, msgs, 20*time.Millisecond); ok {
@@ -82,10 +98,10 @@ func TestPublisherFramesLikeVLLM(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "the subscription never took effect")
 	}
-	require.Len(t, first.Frames, 3)
-	require.Equal(t, "kv@pod-1@model", string(first.Frames[0]))
-	require.Len(t, first.Frames[1], 8)
-	next := binary.BigEndian.Uint64(first.Frames[1]) + 1
+	require.Len(t, first, 3)
+	require.Equal(t, "kv@pod-1@model", string(first[0]))
+	require.Len(t, first[1], 8)
+	next := binary.BigEndian.Uint64(first[1]) + 1
 	for m := range 20 {
 		p.BlockRemoved(&prefix.BlockRemoved{Hashes: make([]byte, 32), HashSize: 32, Blocks: []blocks.ID{blocks.ID(m)}})
 		p.Flush()
@@ -93,9 +109,9 @@ func TestPublisherFramesLikeVLLM(t *testing.T) {
 	for range 20 {
 		m, ok := recvWithin(t, msgs, 10*time.Second)
 		require.True(t, ok)
-		require.Equal(t, next, binary.BigEndian.Uint64(m.Frames[1]), "consecutive sequence numbers")
+		require.Equal(t, next, binary.BigEndian.Uint64(m[1]), "consecutive sequence numbers")
 		next++
-		b, err := kvevents.DecodeBatch(m.Frames[2])
+		b, err := kvevents.DecodeBatch(m[2])
 		require.NoError(t, err)
 		require.Equal(t, 7.0, b.Timestamp, "the injected clock")
 		require.Equal(t, kvevents.KindBlockRemoved, b.Events[0].Kind)
@@ -111,9 +127,7 @@ func TestReplayProtocol(t *testing.T) {
 	}
 	waitPublished(t, p, 5)
 
-	dealer := zmq4.NewDealer(context.Background())
-	defer dealer.Close()
-	require.NoError(t, dealer.Dial(p.ReplayEndpoint()))
+	dealer := dialRaw(t, p.ReplayEndpoint(), "DEALER")
 	msgs := reader(t, dealer)
 	for _, tc := range []struct {
 		from uint64
@@ -121,19 +135,19 @@ func TestReplayProtocol(t *testing.T) {
 	}{{0, []uint64{2, 3, 4}}, {3, []uint64{3, 4}}, {9, nil}} {
 		start := make([]byte, 8)
 		binary.BigEndian.PutUint64(start, tc.from)
-		require.NoError(t, dealer.SendMulti(zmq4.NewMsgFrom(nil, start)))
+		require.NoError(t, dealer.WriteMessage(nil, start))
 		var got []uint64
 		for {
 			m, ok := recvWithin(t, msgs, 10*time.Second)
 			require.True(t, ok, "no answer")
-			require.Len(t, m.Frames, 3)
-			require.Empty(t, m.Frames[0], "the delimiter")
-			if binary.BigEndian.Uint64(m.Frames[1]) == ^uint64(0) {
-				require.Empty(t, m.Frames[2], "the end marker has an empty payload")
+			require.Len(t, m, 3)
+			require.Empty(t, m[0], "the delimiter")
+			if binary.BigEndian.Uint64(m[1]) == ^uint64(0) {
+				require.Empty(t, m[2], "the end marker has an empty payload")
 				break
 			}
-			got = append(got, binary.BigEndian.Uint64(m.Frames[1]))
-			_, err := kvevents.DecodeBatch(m.Frames[2])
+			got = append(got, binary.BigEndian.Uint64(m[1]))
+			_, err := kvevents.DecodeBatch(m[2])
 			require.NoError(t, err)
 		}
 		require.Equal(t, tc.want, got, "from %d", tc.from)

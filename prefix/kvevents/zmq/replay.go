@@ -1,16 +1,15 @@
 package zmq
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
-
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/zmtp"
 )
 
 // The replay protocol is vLLM's ZmqEventPublisher's. A subscriber that noticed a gap in
@@ -20,19 +19,23 @@ import (
 // number is at least that, each [empty, seq (8 bytes big-endian), payload], then the end
 // marker [empty, -1 as 8 bytes (all 0xff), empty payload]. Batches that left the buffer
 // are simply absent: the subscriber sees the gap in the sequence numbers.
+//
+// A ROUTER prefixes what it receives with the peer's identity and routes replies by it;
+// here every connection has its own goroutine, which answers on the connection the
+// request came from, so identities are not needed.
 
 // endSeq is the sequence number of the end-of-replay marker: -1 as 8 big-endian bytes.
 var endSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // replayEntry is one published batch as the ring keeps it. The payload is never written
-// after it enters the ring (the PUB socket's queue shares it), so readers may hold it.
+// after it enters the ring (the subscribers' queues share it), so readers may hold it.
 type replayEntry struct {
 	seq     uint64
 	payload []byte
 }
 
 // replayRing is the bounded buffer of the last published batches, in sequence order. The
-// sender goroutine pushes, the replay goroutine reads: a mutex guards it.
+// sender goroutine pushes, the replay goroutines read: a mutex guards it.
 type replayRing struct {
 	mu     sync.Mutex
 	buf    []replayEntry
@@ -89,32 +92,68 @@ func (r *replayRing) from(dst []replayEntry, seq uint64) []replayEntry {
 	return dst
 }
 
-// serveReplay answers replay requests on the ROUTER socket until it is closed.
-func serveReplay(router zmq4.Socket, ring *replayRing, served *counter) {
+// replayIdle is how long a replay connection may wait between requests before it is
+// closed (the client reconnects for its next request).
+const replayIdle = 5 * time.Minute
+
+// replaySocket is the ROUTER socket that serves replays.
+type replaySocket struct {
+	l            *listener
+	ring         *replayRing
+	writeTimeout time.Duration
+	requests     counter
+	errors       counter
+}
+
+func newReplaySocket(endpoint string, ring *replayRing, cfg *config) (*replaySocket, error) {
+	s := &replaySocket{ring: ring, writeTimeout: cfg.writeTimeout}
+	// Requests are [empty, up to 8 bytes]; a ROUTER peer may add an identity or two.
+	lim := zmtp.Limits{MaxFrame: 256, MaxMessage: 1024, MaxFrames: 4}
+	l, err := listen(endpoint, "ROUTER", lim, cfg.handshake, cfg.maxPeers, s.serve)
+	if err != nil {
+		return nil, err
+	}
+	s.l = l
+	return s, nil
+}
+
+// serve answers one connection's requests until it fails, idles too long or is closed.
+func (s *replaySocket) serve(c *zmtp.Conn) {
 	var entries []replayEntry
+	nc := c.NetConn()
 	for {
-		msg, err := router.Recv()
+		_ = nc.SetReadDeadline(time.Now().Add(replayIdle))
+		m, err := c.Read()
 		if err != nil {
-			return // the socket was closed
+			return
 		}
-		// [identity, empty delimiter, start sequence]; vLLM ignores any other shape.
-		if len(msg.Frames) != 3 || len(msg.Frames[2]) > 8 {
+		// [empty delimiter, start sequence]; vLLM ignores any other shape.
+		if m.Command != "" || len(m.Frames) != 2 || len(m.Frames[0]) != 0 || len(m.Frames[1]) > 8 {
 			continue
 		}
-		served.add(1)
-		id := msg.Frames[0]
+		s.requests.add(1)
 		var start uint64
-		for _, c := range msg.Frames[2] {
+		for _, c := range m.Frames[1] {
 			start = start<<8 | uint64(c)
 		}
-		entries = ring.from(entries[:0], start)
+		entries = s.ring.from(entries[:0], start)
+		ok := true
 		for _, e := range entries {
-			if router.SendMulti(zmq4.NewMsgFrom(id, nil, seqBytes(e.seq), e.payload)) != nil {
+			_ = nc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+			if c.WriteMessage(nil, seqBytes(e.seq), e.payload) != nil {
+				ok = false
 				break
 			}
 		}
-		_ = router.SendMulti(zmq4.NewMsgFrom(id, nil, endSeq, nil))
 		clear(entries) // drop the references to payloads the ring may recycle
+		if ok {
+			_ = nc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+			ok = c.WriteMessage(nil, endSeq, nil) == nil
+		}
+		if !ok {
+			s.errors.add(1)
+			return
+		}
 	}
 }
 
@@ -127,80 +166,105 @@ func seqBytes(seq uint64) []byte {
 // errReplayTimeout reports a replay request that got no complete answer in time.
 var errReplayTimeout = errors.New("kvevents/zmq: replay timed out")
 
-// replayClient asks a publisher's ROUTER socket for missed batches over a DEALER socket.
-// A reader goroutine feeds the socket's messages to a channel so that a request can give
-// up at a deadline; after a timeout the socket is replaced, so that late answers to the
-// abandoned request cannot be taken for answers to the next one.
+// replayClient asks a publisher's ROUTER socket for missed batches over a DEALER
+// connection, every wait bounded by the timeout. After any failure the connection is
+// dropped, so that late answers to an abandoned request cannot be taken for answers to
+// the next one; the next request reconnects.
 type replayClient struct {
-	endpoint string
-	timeout  time.Duration
-	sock     zmq4.Socket
-	msgs     chan zmq4.Msg
+	addr      string
+	timeout   time.Duration
+	handshake time.Duration
+	lim       zmtp.Limits
+
+	mu     sync.Mutex // guards conn and closed against Close
+	conn   *zmtp.Conn
+	closed bool
 }
 
-func (c *replayClient) connect() error {
-	if c.sock != nil {
-		return nil
+func (c *replayClient) connect() (*zmtp.Conn, error) {
+	c.mu.Lock()
+	conn, closed := c.conn, c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, errors.New("kvevents/zmq: subscriber closed")
 	}
-	sock := zmq4.NewDealer(context.Background(), zmq4.WithDialerMaxRetries(3), zmq4.WithDialerRetry(50*time.Millisecond))
-	if err := sock.Dial(c.endpoint); err != nil {
-		sock.Close()
-		return fmt.Errorf("kvevents/zmq: replay dial: %w", err)
+	if conn != nil {
+		return conn, nil
 	}
-	msgs := make(chan zmq4.Msg, 64)
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := sock.Recv()
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
-	c.sock, c.msgs = sock, msgs
-	return nil
+	nc, err := net.DialTimeout("tcp", c.addr, c.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("kvevents/zmq: replay dial: %w", err)
+	}
+	conn, err = zmtp.Handshake(nc, "DEALER", c.lim, time.Now().Add(c.handshake))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("kvevents/zmq: replay handshake: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		conn.Close()
+		return nil, errors.New("kvevents/zmq: subscriber closed")
+	}
+	c.conn = conn
+	return conn, nil
 }
 
+// reset drops the connection.
 func (c *replayClient) reset() {
-	if c.sock != nil {
-		c.sock.Close()
-		for range c.msgs { // let the reader goroutine finish
-		}
-		c.sock, c.msgs = nil, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
 	}
+}
+
+// close drops the connection for good: a replay in progress fails at once.
+func (c *replayClient) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.reset()
 }
 
 // replay requests every buffered batch from seq on and calls apply for each, in order,
-// until the end marker.
+// until the end marker. Each message must come within the timeout, the whole answer
+// within 30 times it.
 func (c *replayClient) replay(seq uint64, apply func(seq uint64, payload []byte)) error {
-	if err := c.connect(); err != nil {
+	conn, err := c.connect()
+	if err != nil {
 		return err
 	}
-	if err := c.sock.SendMulti(zmq4.NewMsgFrom(nil, seqBytes(seq))); err != nil {
+	nc := conn.NetConn()
+	_ = nc.SetWriteDeadline(time.Now().Add(c.timeout))
+	if err := conn.WriteMessage(nil, seqBytes(seq)); err != nil {
 		c.reset()
 		return fmt.Errorf("kvevents/zmq: replay request: %w", err)
 	}
-	timer := time.NewTimer(c.timeout)
-	defer timer.Stop()
+	end := time.Now().Add(30 * c.timeout)
 	for {
-		select {
-		case m, ok := <-c.msgs:
-			if !ok {
-				c.reset()
-				return errors.New("kvevents/zmq: replay socket closed")
-			}
-			// [empty delimiter, seq, payload]
-			if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {
-				continue
-			}
-			if string(m.Frames[1]) == string(endSeq) {
-				return nil
-			}
-			apply(binary.BigEndian.Uint64(m.Frames[1]), m.Frames[2])
-		case <-timer.C:
-			c.reset()
-			return errReplayTimeout
+		deadline := time.Now().Add(c.timeout)
+		if deadline.After(end) {
+			deadline = end
 		}
+		_ = nc.SetReadDeadline(deadline)
+		m, err := conn.Read()
+		if err != nil {
+			c.reset()
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return errReplayTimeout
+			}
+			return fmt.Errorf("kvevents/zmq: replay: %w", err)
+		}
+		// [empty delimiter, seq, payload]
+		if m.Command != "" || len(m.Frames) != 3 || len(m.Frames[0]) != 0 || len(m.Frames[1]) != 8 {
+			continue
+		}
+		if string(m.Frames[1]) == string(endSeq) {
+			return nil
+		}
+		apply(binary.BigEndian.Uint64(m.Frames[1]), m.Frames[2])
 	}
 }

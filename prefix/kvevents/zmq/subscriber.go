@@ -1,47 +1,60 @@
 package zmq
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"sync"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
-
+	"github.com/kvpage/kvpage/internal/zmtp"
 	"github.com/kvpage/kvpage/prefix/kvevents"
 )
 
 // Subscriber feeds one server's KV events into an index (a kvevents.Applier: a
-// cluster.Index). It reads the server's PUB
-// socket (vLLM's or a Publisher's: the framing is the same), checks the sequence numbers,
-// and fills any gap from the server's replay socket before it applies what follows, so
-// that the index sees every batch the server still buffers, once and in order. A gap the
-// replay buffer cannot fill (batches the publisher dropped, or that left its buffer) is
-// counted in Lost and skipped.
+// cluster.Index). It reads the server's PUB socket (vLLM's or a Publisher's: the framing
+// is the same), checks the sequence numbers, and fills any gap from the server's replay
+// socket before it applies what follows, so that the index sees every batch the server
+// still buffers, once and in order. A gap the replay buffer cannot fill (batches the
+// publisher dropped, or that left its buffer) is counted in Lost and skipped.
 //
 // At start, and whenever nothing has arrived for the resync interval, it asks for a replay
 // from the next sequence number it expects: that catches up a subscriber that joined late
 // (including batches published before its subscription reached the publisher, which a
-// ZeroMQ PUB socket silently does not send it) and one whose last messages were lost.
+// PUB socket silently does not send it) and one whose last messages were lost. When the
+// connection fails it reconnects, pausing longer after each failure.
 //
-// A Subscriber runs one goroutine; its methods are safe for concurrent use.
+// What the server sends is bounded: the handshake has a deadline, messages a size cap
+// (SubscribeMaxMessage), a message once begun must be complete within the handshake
+// timeout, and the decoder bounds the rest (see kvevents.Decoder).
+//
+// A Subscriber runs its own goroutines; its methods are safe for concurrent use, and
+// Close returns in bounded time whatever the server does.
 type Subscriber struct {
 	index  kvevents.Applier
 	server string
-	sub    zmq4.Socket
+	cfg    subscriberConfig
+	addr   string
+	topic  []byte
 	replay *replayClient
-	resync time.Duration
 
-	mu    sync.Mutex // guards next, synced, stats, dec, batch
-	next  uint64
-	stats SubscriberStats
-	dec   kvevents.Decoder
-	batch kvevents.Batch
+	mu        sync.Mutex // guards next, exhausted, stats, dec, batch
+	next      uint64
+	exhausted bool // batch 2^64-1 was delivered: no later one can be
+	stats     SubscriberStats
+	dec       kvevents.Decoder
+	batch     kvevents.Batch
 
-	progress chan struct{} // signalled after each applied batch
+	connMu sync.Mutex
+	conn   net.Conn // the live connection, for Close
+
+	progress chan struct{} // signalled after each delivered batch
 	done     chan struct{}
+	ctx      context.Context
 	cancel   context.CancelFunc
 }
 
@@ -54,84 +67,62 @@ type SubscriberStats struct {
 	Duplicates uint64
 	// Lost counts sequence numbers that neither the live stream nor a replay delivered.
 	Lost uint64
-	// Malformed counts batches that failed to decode (skipped).
+	// Implausible counts batches whose sequence number jumped further ahead than
+	// SubscribeMaxJump: not applied, nor taken as a gap.
+	Implausible uint64
+	// Malformed counts messages with another framing and batches that failed to decode
+	// (skipped).
 	Malformed uint64
 	// ApplyErrors counts batches the index refused.
 	ApplyErrors uint64
 	// ReplayRequests and ReplayErrors count replay round trips and failed ones.
 	ReplayRequests, ReplayErrors uint64
+	// Connects counts connections established to the PUB socket; ConnectErrors failed
+	// dials and handshakes.
+	Connects, ConnectErrors uint64
 	// Next is the next sequence number the subscriber expects.
 	Next uint64
 }
 
-// SubscriberOption configures a Subscriber.
-type SubscriberOption func(*subscriberConfig)
-
-type subscriberConfig struct {
-	topic         string
-	replay        string
-	from          uint64
-	resync        time.Duration
-	replayTimeout time.Duration
-}
-
-// SubscribeTopic subscribes to topics starting with prefix (default "": all).
-func SubscribeTopic(prefix string) SubscriberOption {
-	return func(c *subscriberConfig) { c.topic = prefix }
-}
-
-// SubscribeReplay sets the server's replay (ROUTER) endpoint. Without it gaps are only
-// counted.
-func SubscribeReplay(endpoint string) SubscriberOption {
-	return func(c *subscriberConfig) { c.replay = endpoint }
-}
-
-// SubscribeFrom sets the first sequence number wanted (default 0: everything the server
-// still buffers).
-func SubscribeFrom(seq uint64) SubscriberOption {
-	return func(c *subscriberConfig) { c.from = seq }
-}
-
-// SubscribeResync sets how long the subscriber waits without a message before it asks for
-// a replay (default 1 s; 0 disables the idle resync).
-func SubscribeResync(d time.Duration) SubscriberOption {
-	return func(c *subscriberConfig) { c.resync = d }
-}
-
-// SubscribeReplayTimeout bounds one replay round trip (default 2 s).
-func SubscribeReplayTimeout(d time.Duration) SubscriberOption {
-	return func(c *subscriberConfig) { c.replayTimeout = d }
-}
-
-// NewSubscriber connects to a server's PUB socket at endpoint and starts applying its
-// events to index under the name server.
+// NewSubscriber starts applying the events of the server's PUB socket at endpoint
+// ("tcp://host:port") to index under the name server. It connects in the background, as a
+// ZeroMQ SUB socket does, and keeps reconnecting until Close; only a malformed endpoint is
+// an error.
 func NewSubscriber(index kvevents.Applier, server, endpoint string, opts ...SubscriberOption) (*Subscriber, error) {
-	cfg := subscriberConfig{resync: time.Second, replayTimeout: 2 * time.Second}
+	cfg := defaultSubscriberConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	addr, err := zmtp.TCPAddress(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("kvevents/zmq: subscriber: %w", err)
+	}
+	if cfg.hashSize == 0 {
+		if h, ok := index.(interface{ HashSize() int }); ok {
+			cfg.hashSize = h.HashSize()
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Subscriber{
 		index:    index,
 		server:   server,
-		sub:      zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(20), zmq4.WithDialerRetry(50*time.Millisecond)),
-		resync:   cfg.resync,
+		cfg:      cfg,
+		addr:     addr,
+		topic:    []byte(cfg.topic),
 		next:     cfg.from,
+		dec:      kvevents.Decoder{HashSize: cfg.hashSize, MaxPayload: cfg.maxMessage},
 		progress: make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		ctx:      ctx,
 		cancel:   cancel,
 	}
 	if cfg.replay != "" {
-		s.replay = &replayClient{endpoint: cfg.replay, timeout: cfg.replayTimeout}
-	}
-	if err := s.sub.Dial(endpoint); err != nil {
-		cancel()
-		return nil, fmt.Errorf("kvevents/zmq: subscriber: %w", err)
-	}
-	if err := s.sub.SetOption(zmq4.OptionSubscribe, cfg.topic); err != nil {
-		s.sub.Close()
-		cancel()
-		return nil, fmt.Errorf("kvevents/zmq: subscriber: %w", err)
+		raddr, err := zmtp.TCPAddress(cfg.replay)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("kvevents/zmq: subscriber: %w", err)
+		}
+		s.replay = &replayClient{addr: raddr, timeout: cfg.replayTimeout, handshake: cfg.handshake, lim: limits(cfg.maxMessage)}
 	}
 	if a, ok := index.(interface{ AddServer(string) }); ok {
 		a.AddServer(server) // listed from the start, with no blocks
@@ -142,40 +133,35 @@ func NewSubscriber(index kvevents.Applier, server, endpoint string, opts ...Subs
 
 func (s *Subscriber) run() {
 	defer close(s.done)
-	msgs := make(chan zmq4.Msg, 256)
+	msgs := make(chan [][]byte, 256)
+	readerDone := make(chan struct{})
 	go func() {
-		defer close(msgs)
-		for {
-			m, err := s.sub.Recv()
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
+		defer close(readerDone)
+		s.read(msgs)
 	}()
+	defer func() { <-readerDone }()
 	s.catchUp() // whatever was published before we connected
 	var tick <-chan time.Time
-	if s.resync > 0 {
-		t := time.NewTicker(s.resync)
+	if s.cfg.resync > 0 {
+		t := time.NewTicker(s.cfg.resync)
 		defer t.Stop()
 		tick = t.C
 	}
 	idle := false
 	for {
 		select {
-		case m, ok := <-msgs:
-			if !ok {
-				return
-			}
+		case <-s.ctx.Done():
+			return
+		case m := <-msgs:
 			idle = false
 			// [topic, seq (8 bytes big-endian), payload]
-			if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {
+			if len(m) != 3 || len(m[1]) != 8 || !bytes.HasPrefix(m[0], s.topic) {
 				s.mu.Lock()
 				s.stats.Malformed++
 				s.mu.Unlock()
 				continue
 			}
-			s.receive(binary.BigEndian.Uint64(m.Frames[1]), m.Frames[2])
+			s.receive(binary.BigEndian.Uint64(m[1]), m[2])
 		case <-tick:
 			if idle {
 				s.catchUp()
@@ -185,10 +171,88 @@ func (s *Subscriber) run() {
 	}
 }
 
+// read connects, subscribes and hands messages to msgs until the subscriber closes,
+// reconnecting after every failure.
+func (s *Subscriber) read(msgs chan<- [][]byte) {
+	pause := s.cfg.retry
+	for s.ctx.Err() == nil {
+		if s.readConn(msgs) {
+			pause = s.cfg.retry // it worked for a while: reconnect promptly
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 32*s.cfg.retry)
+	}
+}
+
+// readConn runs one connection; it reports whether the handshake succeeded.
+func (s *Subscriber) readConn(msgs chan<- [][]byte) bool {
+	d := net.Dialer{Timeout: s.cfg.handshake}
+	nc, err := d.DialContext(s.ctx, "tcp", s.addr)
+	if err != nil {
+		s.count(func(st *SubscriberStats) { st.ConnectErrors++ })
+		return false
+	}
+	if !s.setConn(nc) {
+		nc.Close()
+		return false
+	}
+	defer s.setConn(nil)
+	defer nc.Close()
+	c, err := zmtp.Handshake(nc, "SUB", limits(s.cfg.maxMessage), time.Now().Add(s.cfg.handshake))
+	if err != nil {
+		s.count(func(st *SubscriberStats) { st.ConnectErrors++ })
+		return false
+	}
+	_ = nc.SetWriteDeadline(time.Now().Add(s.cfg.handshake))
+	if err := c.WriteMessage(append([]byte{1}, s.topic...)); err != nil { // ZMTP 3.0 subscription
+		s.count(func(st *SubscriberStats) { st.ConnectErrors++ })
+		return false
+	}
+	_ = nc.SetWriteDeadline(time.Time{})
+	c.MessageTimeout = s.cfg.handshake // a server may idle, not stall inside a message
+	s.count(func(st *SubscriberStats) { st.Connects++ })
+	for {
+		m, err := c.Read()
+		if err != nil {
+			return true
+		}
+		if m.Command != "" {
+			continue
+		}
+		select {
+		case msgs <- m.Frames:
+		case <-s.ctx.Done():
+			return true
+		}
+	}
+}
+
+// setConn records the live connection so that Close can end it; it refuses one after
+// Close.
+func (s *Subscriber) setConn(nc net.Conn) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if nc != nil && s.ctx.Err() != nil {
+		return false
+	}
+	s.conn = nc
+	return true
+}
+
+func (s *Subscriber) count(f func(*SubscriberStats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
 // receive handles one live batch: a duplicate is skipped, a gap is filled by replay first.
 func (s *Subscriber) receive(seq uint64, payload []byte) {
 	s.mu.Lock()
-	gap := seq > s.next
+	gap := !s.exhausted && seq > s.next && seq-s.next <= s.cfg.maxJump
 	s.mu.Unlock()
 	if gap {
 		s.catchUp()
@@ -198,15 +262,24 @@ func (s *Subscriber) receive(seq uint64, payload []byte) {
 	s.deliver(seq, payload, false)
 }
 
-// deliver applies batch seq if it is the next one or later (counting what was skipped as
-// lost). Called with s.mu held.
+// deliver applies batch seq if it is the next one or a plausible later one (counting what
+// was skipped as lost). Called with s.mu held. Sequence arithmetic never wraps: after
+// batch 2^64-1 every batch is a duplicate.
 func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
-	if seq < s.next {
+	if s.exhausted || seq < s.next {
 		s.stats.Duplicates++
 		return
 	}
+	if seq-s.next > s.cfg.maxJump {
+		s.stats.Implausible++
+		return
+	}
 	s.stats.Lost += seq - s.next
-	s.next = seq + 1
+	if seq == math.MaxUint64 {
+		s.exhausted = true
+	} else {
+		s.next = seq + 1
+	}
 	defer func() { // wake WaitFor whatever became of the batch
 		select {
 		case s.progress <- struct{}{}:
@@ -233,6 +306,10 @@ func (s *Subscriber) catchUp() {
 		return
 	}
 	s.mu.Lock()
+	if s.exhausted {
+		s.mu.Unlock()
+		return
+	}
 	from := s.next
 	s.stats.ReplayRequests++
 	s.mu.Unlock()
@@ -242,9 +319,7 @@ func (s *Subscriber) catchUp() {
 		s.deliver(seq, payload, true)
 	})
 	if err != nil {
-		s.mu.Lock()
-		s.stats.ReplayErrors++
-		s.mu.Unlock()
+		s.count(func(st *SubscriberStats) { st.ReplayErrors++ })
 	}
 }
 
@@ -265,9 +340,9 @@ var ErrTimeout = errors.New("kvevents/zmq: timed out")
 func (s *Subscriber) WaitFor(ctx context.Context, seq uint64) error {
 	for {
 		s.mu.Lock()
-		next := s.next
+		next, exhausted := s.next, s.exhausted
 		s.mu.Unlock()
-		if next > seq {
+		if next > seq || exhausted {
 			return nil
 		}
 		select {
@@ -280,13 +355,18 @@ func (s *Subscriber) WaitFor(ctx context.Context, seq uint64) error {
 	}
 }
 
-// Close stops the subscriber and closes its sockets.
+// Close stops the subscriber and closes its connections. It returns once its goroutines
+// have, in bounded time whatever the server does.
 func (s *Subscriber) Close() error {
-	err := closeSocket(s.sub)
 	s.cancel()
-	<-s.done
-	if s.replay != nil {
-		s.replay.reset()
+	s.connMu.Lock()
+	if s.conn != nil {
+		s.conn.Close()
 	}
-	return err
+	s.connMu.Unlock()
+	if s.replay != nil {
+		s.replay.close()
+	}
+	<-s.done
+	return nil
 }
