@@ -135,7 +135,9 @@
 // Mean and peak running requests, completions per 1,000 steps, preemptions and the prefix
 // hit rate (hit tokens / prompt tokens of admissions, readmissions included) are over the
 // same steps. With too few requests for the memory the phase is short and mostly the
-// ramp-up at the start; Result.SaturatedSteps says how long it was.
+// ramp-up at the start; Result.SaturatedSteps says how long it was, and
+// Result.ShortPhase (marked "!" in the table, short_phase and a warning in the JSON) flags
+// a phase shorter than ShortPhaseLifetimes mean request lifetimes.
 //
 // # Errors
 //

@@ -43,6 +43,20 @@ type Row struct {
 	TotalPreemptions int `json:"total_preemptions"`
 	Requests         int `json:"requests"`
 	CapacityTokens   int `json:"capacity_tokens"`
+
+	// ShortPhase marks a saturated phase too short to trust (Result.ShortPhase); Warning
+	// then says so in words.
+	ShortPhase bool   `json:"short_phase"`
+	Warning    string `json:"warning,omitempty"`
+}
+
+// ShortPhaseWarning is the warning of a row whose saturated phase is too short.
+func ShortPhaseWarning(r *Result) string {
+	if !r.ShortPhase {
+		return ""
+	}
+	return fmt.Sprintf("saturated phase of %d steps, under %d request lifetimes (mean output %.0f tokens): the figures are mostly the ramp-up; "+
+		"give more requests or less memory", r.SaturatedSteps, ShortPhaseLifetimes, r.MeanOutput)
 }
 
 // RowOf flattens a Result.
@@ -58,6 +72,7 @@ func RowOf(r *Result) Row {
 		Preemptions: r.Preemptions, PrefixHitRate: r.PrefixHitRate,
 		SaturatedSteps: r.SaturatedSteps, WaitingSteps: r.WaitingSteps, TotalSteps: r.TotalSteps,
 		Completed: r.Completed, TotalPreemptions: r.TotalPreemptions, Requests: r.Requests, CapacityTokens: r.Capacity,
+		ShortPhase: r.ShortPhase, Warning: ShortPhaseWarning(r),
 	}
 	if s.allocatesBlocks() {
 		row.Preemption = s.Preemption
@@ -88,6 +103,8 @@ type Report struct {
 	// Phase explains which steps the figures average over.
 	Phase   string `json:"phase"`
 	Schemes []Row  `json:"schemes"`
+	// Warnings repeats every row's warning, labelled, so that none goes unseen.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PhaseNote explains the measured phase; every output repeats it.
@@ -108,7 +125,7 @@ var csvHeader = []string{
 	"token_utilization", "reserved_fraction", "internal_fragmentation", "external_fragmentation",
 	"free_fraction", "cached_fraction", "mean_running", "peak_running", "completed_per_kstep",
 	"preemptions", "prefix_hit_rate", "saturated_steps", "waiting_steps", "total_steps", "completed",
-	"total_preemptions", "requests", "capacity_tokens",
+	"total_preemptions", "requests", "capacity_tokens", "short_phase",
 }
 
 // WriteCSV writes one header row and one row per result, columns named as in the JSON.
@@ -126,7 +143,7 @@ func WriteCSV(w io.Writer, results []*Result) error {
 			f(x.TokenUtilization), f(x.ReservedFraction), f(x.InternalFragmentation), f(x.ExternalFragmentation),
 			f(x.FreeFraction), f(x.CachedFraction), f(x.MeanRunning), d(x.PeakRunning), f(x.CompletedPerKStep),
 			d(x.Preemptions), f(x.PrefixHitRate), d(x.SaturatedSteps), d(x.WaitingSteps), d(x.TotalSteps), d(x.Completed),
-			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens),
+			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens), strconv.FormatBool(x.ShortPhase),
 		}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -138,25 +155,44 @@ func WriteCSV(w io.Writer, results []*Result) error {
 
 // WriteTable writes an aligned table, one row per result: the shares of KV memory as
 // percentages of capacity, then the batch and throughput figures, then the length of the
-// saturated phase in steps (a short phase, from too few requests for the memory, is
-// mostly ramp-up and says little).
+// saturated phase in steps. A phase too short to trust (Result.ShortPhase) is marked "!"
+// and explained in a line below the table.
 func WriteTable(w io.Writer, results []*Result) error {
 	const head = "%-22s %7s %8s %8s %8s %6s %8s %8s %10s %8s %8s %9s\n"
-	const row = "%-22s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s %9d\n"
+	const row = "%-22s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s %9d%s\n"
 	if _, err := fmt.Fprintf(w, head, "scheme", "tokens", "reserved", "internal", "external", "free",
 		"mean run", "peak run", "done/kstep", "preempt", "hit rate", "sat steps"); err != nil {
 		return err
 	}
+	short := 0
 	for _, r := range results {
+		if r.ShortPhase {
+			short++
+		}
+	}
+	for _, r := range results {
+		mark := ""
+		switch {
+		case r.ShortPhase:
+			mark = " !"
+		case short > 0:
+			mark = "  " // keeps the rows aligned
+		}
 		hit := "-"
 		if r.Scheme.PrefixSharing {
 			hit = fmt.Sprintf("%.1f%%", 100*r.PrefixHitRate)
 		}
 		s := r.Shares
 		if _, err := fmt.Fprintf(w, row, r.Scheme.Label(), 100*s.Tokens, 100*s.Reserved, 100*s.Internal, 100*s.External, 100*s.Free,
-			r.MeanRunning, r.PeakRunning, r.CompletedPerKStep, r.Preemptions, hit, r.SaturatedSteps); err != nil {
+			r.MeanRunning, r.PeakRunning, r.CompletedPerKStep, r.Preemptions, hit, r.SaturatedSteps, mark); err != nil {
 			return err
 		}
+	}
+	if short > 0 {
+		_, err := fmt.Fprintf(w, "! saturated phase shorter than %d request lifetimes (%.0f steps: %d x the mean output of %.1f tokens): "+
+			"these figures are mostly the ramp-up at the start, not a loaded cache; give more requests (--num-prompts) or less memory.\n",
+			ShortPhaseLifetimes, ShortPhaseLifetimes*results[0].MeanOutput, ShortPhaseLifetimes, results[0].MeanOutput)
+		return err
 	}
 	return nil
 }

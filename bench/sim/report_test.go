@@ -77,9 +77,11 @@ func TestCSVAndTable(t *testing.T) {
 	buf.Reset()
 	require.NoError(t, WriteTable(&buf, res))
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	require.Len(t, lines, 1+len(res))
-	for _, l := range lines {
-		assert.Equal(t, len(lines[0]), len(l), "aligned: %q", l)
+	require.Len(t, lines, 1+len(res)+1, "the rows and the note on short phases")
+	assert.True(t, strings.HasPrefix(lines[len(lines)-1], "! saturated phase shorter"))
+	lines = lines[:len(lines)-1]
+	for _, l := range lines[1:] {
+		assert.Equal(t, len(lines[1]), len(l), "aligned: %q", l)
 	}
 	assert.Contains(t, lines[3], "orca-oracle")
 	assert.Contains(t, lines[3], " 55.0%")
@@ -103,4 +105,31 @@ func TestWriteCharts(t *testing.T) {
 	files, err = WriteCharts(dir, "contiguous only", tinyResults(t)[:3])
 	require.NoError(t, err)
 	assert.Len(t, files, 2, "no block-size chart without paged runs")
+}
+
+// A run whose whole batch fits at once (the issue's "sat steps 3") is flagged in the table,
+// the CSV and the JSON; a loaded run is not.
+func TestShortPhaseIsFlagged(t *testing.T) {
+	w, err := LookupWorkload("sharegpt")
+	require.NoError(t, err)
+	p := Prepare(w.Generate(100, 42), 2048)
+	schemes := []Scheme{{Name: OrcaOracle}, {Name: Paged, BlockSize: 16}}
+	roomy, err := Compare(p.Requests, DefaultConfig(1<<20), schemes)
+	require.NoError(t, err)
+	tight, err := Compare(p.Requests, DefaultConfig(6000), schemes)
+	require.NoError(t, err)
+	for i := range schemes {
+		assert.True(t, roomy[i].ShortPhase, "%s: %d steps", roomy[i].Scheme.Label(), roomy[i].SaturatedSteps)
+		assert.Less(t, float64(roomy[i].SaturatedSteps), 2*roomy[i].MeanOutput)
+		assert.False(t, tight[i].ShortPhase, "%s: %d steps", tight[i].Scheme.Label(), tight[i].SaturatedSteps)
+		assert.Contains(t, RowOf(roomy[i]).Warning, "mostly the ramp-up")
+		assert.Empty(t, RowOf(tight[i]).Warning)
+	}
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, roomy))
+	assert.Regexp(t, `(?m) !$`, b.String())
+	assert.Contains(t, b.String(), "! saturated phase shorter than 2 request lifetimes")
+	b.Reset()
+	require.NoError(t, WriteTable(&b, tight))
+	assert.NotContains(t, b.String(), "!")
 }

@@ -60,7 +60,19 @@ type Result struct {
 	SaturatedSteps, WaitingSteps, TotalSteps int
 	// Completed counts requests completed in the saturated phase; Requests the run's.
 	Completed, Requests int
+	// MeanOutput is the requests' mean output length: the steps one request lives once
+	// admitted.
+	MeanOutput float64
+	// ShortPhase is true when the saturated phase lasted fewer than ShortPhaseLifetimes
+	// mean request lifetimes (MeanOutput steps): the batch never turned over, so the
+	// figures describe the ramp-up at the start more than a steady state, and should not
+	// be compared. More requests, or less memory, lengthen the phase.
+	ShortPhase bool
 }
+
+// ShortPhaseLifetimes is how many mean request lifetimes a saturated phase must last for
+// its figures to be trusted (see Result.ShortPhase).
+const ShortPhaseLifetimes = 2
 
 // Simulate runs reqs (in arrival order, each within cfg.MaxModelLen; see Prepare) through
 // one scheme under the iteration-level scheduler described in the package doc.
@@ -347,6 +359,14 @@ func (sc *scheduler) finishResult(totalSteps int) {
 	if sc.promptTokens > 0 {
 		r.PrefixHitRate = float64(sc.hitTokens) / float64(sc.promptTokens)
 	}
+	var out int64
+	for i := range sc.reqs {
+		out += int64(sc.reqs[i].Output)
+	}
+	if len(sc.reqs) > 0 {
+		r.MeanOutput = float64(out) / float64(len(sc.reqs))
+	}
+	r.ShortPhase = float64(sc.steps) < ShortPhaseLifetimes*r.MeanOutput
 	if sc.steps == 0 {
 		return
 	}

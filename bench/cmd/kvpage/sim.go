@@ -563,7 +563,11 @@ func (f *simFlags) report(fs *flagSet, r *simRun, results []*sim.Result) *sim.Re
 		Capped: r.prepared.Capped, Skipped: r.trace.Skipped, Phase: sim.PhaseNote,
 	}
 	for _, res := range results {
-		rep.Schemes = append(rep.Schemes, sim.RowOf(res))
+		row := sim.RowOf(res)
+		rep.Schemes = append(rep.Schemes, row)
+		if row.Warning != "" {
+			rep.Warnings = append(rep.Warnings, row.Label+": "+row.Warning)
+		}
 	}
 	return rep
 }
