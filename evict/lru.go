@@ -48,21 +48,25 @@ type lru struct {
 // Name returns "lru".
 func (p *lru) Name() string { return "lru" }
 
-// item encodes a candidate.
-func (p *lru) item(t uint64, key int32) uint64 {
+// fit returns t, or base for a t older than base, after moving base forward if t is too
+// new to fit.
+func (p *lru) fit(t uint64) uint64 {
 	if t < p.base {
-		t = p.base
-	} else if t-p.base > p.maxRel {
-		p.rebase(t)
+		return p.base
 	}
-	return (t-p.base)<<p.kb | uint64(key)
+	p.rebase(t)
+	return t
 }
 
 func (p *lru) key(it uint64) int32 { return int32(it & p.mask) }
 
 // Add makes e.Key a candidate ordered by e.LastAccess.
 func (p *lru) Add(e Entry) {
-	it := p.item(e.LastAccess, e.Key)
+	t := e.LastAccess
+	if t < p.base || t-p.base > p.maxRel {
+		t = p.fit(t)
+	}
+	it := (t-p.base)<<p.kb | uint64(e.Key)
 	switch {
 	case p.pos[e.Key] != 0: // a candidate already: re-rank it
 		p.settle()
@@ -127,11 +131,15 @@ func (p *lru) Reset() {
 	p.base = 0
 }
 
-// settle completes a lazy Victim: the last element fills the root and sinks.
+// settle completes a lazy Victim, if one is pending.
 func (p *lru) settle() {
-	if !p.popped {
-		return
+	if p.popped {
+		p.finishPop()
 	}
+}
+
+// finishPop completes a lazy Victim: the last element fills the root and sinks.
+func (p *lru) finishPop() {
 	p.popped = false
 	last := len(p.heap) - 1
 	moved := p.heap[last]

@@ -195,7 +195,11 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		nd := &x.nodes[n]
 		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}
 		b := start + i
-		x.retain(n, p.retentionAt(b, x.bs, t))
+		if len(p.RetentionRanges) == 0 { // the common case, without a call per block
+			x.retain(n, p.Retention)
+		} else {
+			x.retain(n, p.retentionAt(b, x.bs, t))
+		}
 		if x.bs == 16 {
 			// Through a local, so that the compiler knows source and destination do not
 			// overlap and writes the 64-byte move out in line: no memmove call per block.
@@ -216,8 +220,8 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		}
 		x.cached++
 		pn := &x.nodes[at]
-		if pn.children == 0 && x.isBlock(at) {
-			x.evRemove(at) // no longer a leaf
+		if pn.children == 0 && pn.flags&flagPinned == 0 && x.isBlock(at) {
+			x.evRemoveSlow(at) // an unpinned leaf until now: in the eviction set
 		}
 		pn.children++
 		if nd.flags&flagMM == 0 && x.hint[at] == 0 {

@@ -28,7 +28,9 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 		n := nodeOf(ids[i])
 		nd := &nodes[n]
 		if nd.flags&flagPinned == 0 {
-			x.evRemove(n) // inlined: along a hit path, only a leaf is in the set
+			if nd.children == 0 {
+				x.evRemoveSlow(n) // an unpinned leaf: in the eviction set
+			}
 			x.pin(n)
 		}
 		nd.lastAccess = t
