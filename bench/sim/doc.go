@@ -139,6 +139,47 @@
 // Result.ShortPhase (marked "!" in the table, short_phase and a warning in the JSON) flags
 // a phase shorter than ShortPhaseLifetimes mean request lifetimes.
 //
+// # Retention replays
+//
+// ReplayAgentic, ReplayFlood and ReplayQueue replay three workloads at the level of the
+// cache (retention.go): each request runs through a blocktable.Manager at once (Admit, one
+// Append of its reply, Finish), one at a time, so that what differs between runs is only
+// what the cache keeps. Before each event the shared logical clock is set to event << 20,
+// so retention durations count in events. Draws come from one bench.SplitMix64 seeded
+// with Seed, in the order stated; U[a, b] is a + Next() % (b - a + 1); "p%" is
+// Next() % 100 < p. Private tokens are ids above 128,000 used once.
+//
+//   - agentic (AgenticParams, DefaultAgentic): SystemPrompts system prompts of
+//     SystemTokens tokens (group g's stream, see Token). Sessions sessions, at most
+//     Concurrent open at once; an event first opens sessions up to Concurrent (each:
+//     system prompt Next() % SystemPrompts, then turns U[TurnsMin, TurnsMax], first turn
+//     due now), then runs every open session whose turn is due, in opening order: the
+//     prompt is the session's context plus U[ToolMin, ToolMax] private tokens (a tool's
+//     output or a user message), then the reply is U[ReplyMin, ReplyMax] private tokens;
+//     the context becomes prompt and reply. After a turn that is not the last, the pause
+//     is long with LongPausePercent% (U[LongPauseMin, LongPauseMax] events) or short
+//     (U[ShortPauseMin, ShortPauseMax]). Then, with BackgroundPercent%, one one-shot
+//     request of U[BackgroundMin, BackgroundMax] private tokens. The cache has Blocks
+//     blocks of BlockSize. Schemes: lru and s3fifo (the policy alone); session (policy
+//     priority, and each turn but the last ends with Manager.FinishTurn holding the
+//     context at prefix.SessionPriority for SessionTTL events; the last releases it);
+//     pinned (lru, each system prompt pinned after it is first computed, budget all of
+//     them); session+pinned. Figures: the agents' token hit rate; recomputed tokens, the
+//     full blocks of a turn's previous context that missed; pause survival, the share of
+//     resumed turns whose whole previous context hit, by pause class.
+//   - flood (FloodParams, DefaultFlood): two tenants (cache salts "victim" and "flood"),
+//     LRU. Each of Events events: with VictimPercent%, a victim request: document
+//     Zipf(Documents, 1.1) of DocumentTokens tokens then U[QuestionMin, QuestionMax]
+//     private tokens; then FloodPerEvent flood requests of U[FloodMin, FloodMax] private
+//     tokens. Run without and with prefix.Index.SetQuota(flood, FloodQuota).
+//   - queue (QueueParams, DefaultQueue): the sysprompt workload's first Requests
+//     requests (seed Seed, prompts capped at 4,096 tokens, no replies) arrive through a
+//     waiting queue: each step, 40 slots each bring the next request with probability
+//     ArrivalsPer10/400 (a second SplitMix64 seeded Seed + 7), then the first
+//     AdmitPerStep requests of the queue in the order under test (FCFS, or
+//     prefix.QueueOrder) are admitted and finished. Figures: token hit rate, longest and
+//     mean wait (steps from arrival to admission). LRU, Blocks blocks.
+//
 // # Errors
 //
 // Bad input returns an error wrapping ErrBadTrace (with a *TraceError naming the line and
