@@ -86,6 +86,11 @@ func (m *Manager) CheckInvariants() error {
 	if err := m.checkOrder(); err != nil {
 		return err
 	}
+	for i, s := range m.near {
+		if s != nil && (m.seqs[s.id] != s || uint64(s.id)&uint64(len(m.near)-1) != uint64(i)) {
+			return fmt.Errorf("near-cache slot %d names seq %d, which is not filed there", i, s.id)
+		}
+	}
 	for i, h := range hostHolders {
 		id := blocks.ID(i)
 		if m.cfg.HostPool.HasNullBlock() && id == blocks.NullID {

@@ -35,6 +35,12 @@ type Manager struct {
 	// usually makes several calls in a row on one sequence (Append, then Slot or FillSlots
 	// or FillRow; every chunk of a chunked prefill), and this skips the map for them.
 	last *sequence
+	// near caches sequences by the low bits of their ID (nil = empty; an entry is only
+	// ever s at slot s.id&(len-1), cleared when s is dropped): a scheduler that appends to
+	// every running sequence in turn misses last every time, and near answers most of those
+	// lookups without the map's hashing and probing. It doubles while the running
+	// sequences outnumber half its slots, up to maxNear.
+	near []*sequence
 
 	// ordered is the preemption policy when its order reads no Freeable: the running
 	// sequences are then kept in its order (order.go), re-placed as they grow when
@@ -134,6 +140,7 @@ func New(cfg Config) (*Manager, error) {
 		// Capacity < 2^31 and BlockSize <= 2^16: no overflow in an int64.
 		maxSlots: int(min(int64(cfg.Pool.Capacity())*int64(cfg.BlockSize), math.MaxInt)),
 		seqs:     make(map[SeqID]*sequence),
+		near:     make([]*sequence, 64),
 	}
 	m.release = m.releaseBlocks
 	if m.clock == nil {
@@ -194,12 +201,32 @@ func (m *Manager) lookup(op string, id SeqID) (*sequence, error) {
 	if s := m.last; s != nil && s.id == id {
 		return s, nil
 	}
+	if s := m.near[uint64(id)&uint64(len(m.near)-1)]; s != nil && s.id == id {
+		m.last = s
+		return s, nil
+	}
 	s, ok := m.seqs[id]
 	if !ok {
 		return nil, &SeqError{Op: op, Seq: id, Err: ErrUnknownSeq}
 	}
 	m.last = s
+	m.near[uint64(id)&uint64(len(m.near)-1)] = s
 	return s, nil
+}
+
+// maxNear bounds the near cache: 64K entries, 512 KiB.
+const maxNear = 1 << 16
+
+// file adds s to the sequences and the near cache.
+func (m *Manager) file(s *sequence) {
+	m.seqs[s.id] = s
+	if n := len(m.near); len(m.seqs) > n/2 && n < maxNear {
+		m.near = make([]*sequence, 2*n)
+		for id, t := range m.seqs {
+			m.near[uint64(id)&uint64(2*n-1)] = t
+		}
+	}
+	m.near[uint64(s.id)&uint64(len(m.near)-1)] = s
 }
 
 func (m *Manager) running(op string, id SeqID) (*sequence, error) {
@@ -330,7 +357,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 		panic(fmt.Sprintf("kvpage: broken invariant: admission counted %d blocks but allocation failed: %v", p.need, err))
 	}
 	m.commitFull(s)
-	m.seqs[seq] = s
+	m.file(s)
 	m.orderPush(s)
 	m.st.Admitted++
 	if req.Resumed {
@@ -496,6 +523,9 @@ func (m *Manager) drop(s *sequence) {
 	}
 	m.orderRemove(s)
 	delete(m.seqs, s.id)
+	if slot := uint64(s.id) & uint64(len(m.near)-1); m.near[slot] == s {
+		m.near[slot] = nil
+	}
 	if m.last == s {
 		m.last = nil
 	}
@@ -525,7 +555,7 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.cur = p.cur
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.arrival = m.clock.Tick()
-	m.seqs[child] = c
+	m.file(c)
 	m.orderPush(c)
 	m.st.Forks++
 	m.check()
