@@ -239,7 +239,7 @@ func checkFloat(name string, v, lo, hi float64, loOpen bool, unit string) error 
 		open = "("
 	}
 	return badFlag("--%s %s is out of range: want a number in %s%s, %s]%s", name, strconv.FormatFloat(v, 'g', -1, 64), open,
-		strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64), unit)
+		strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64), unit)
 }
 
 // maxGiB bounds the GiB flags: sizing.MaxBytes.

@@ -113,6 +113,9 @@ func runFleet(args []string, stdout, stderr io.Writer) error {
 }
 
 func checkFleetFlags(f *sizingFlags, concurrent, avg *sizeValue) error {
+	if err := checkMaxModelLen(&f.maxModelLen); err != nil {
+		return err
+	}
 	switch {
 	case !concurrent.set:
 		return badFlag("--concurrent is required: peak concurrent conversations")
