@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/kvpage/kvpage/blocks/sizing"
@@ -229,8 +230,13 @@ func fleetAssumptions(f sizing.Fleet, extra []string, lenGiven bool) []string {
 func writeFleetTable(w io.Writer, f sizing.Fleet, extra []string, byContext, byDType []fleetRow, lenGiven bool) error {
 	c := f.Replica.Config
 	tp := int64(c.TensorParallel)
-	fmt.Fprintf(w, "kvpage fleet: %s conversations x %s tokens on average, %s on %s, KV cache %s",
-		commas(f.Concurrent), commas(f.AvgContext), c.Model.Name, c.GPU.Name, cacheLabel(c))
+	if strings.HasSuffix(c.Model.Name, " per token") {
+		fmt.Fprintf(w, "kvpage fleet: %s conversations x %s tokens on average, KV cache %s on %s",
+			commas(f.Concurrent), commas(f.AvgContext), cacheLabel(c)[3:], c.GPU.Name)
+	} else {
+		fmt.Fprintf(w, "kvpage fleet: %s conversations x %s tokens on average, %s on %s, KV cache %s",
+			commas(f.Concurrent), commas(f.AvgContext), c.Model.Name, c.GPU.Name, cacheLabel(c))
+	}
 	if lenGiven {
 		fmt.Fprintf(w, ", max-model-len %s", commas(int64(c.MaxModelLen)))
 	}
@@ -244,7 +250,8 @@ func writeFleetTable(w io.Writer, f sizing.Fleet, extra []string, byContext, byD
 	if f.ChosenTP {
 		tpNote = "chosen: the smallest that fits"
 		if f.FewestGPUsTP != 0 && f.FewestGPUsTP != c.TensorParallel {
-			tpNote = fmt.Sprintf("chosen: %d would need only %s GPUs, under %.0f%% fewer", f.FewestGPUsTP, commas(f.FewestGPUs), 100*sizing.TPSaving)
+			tpNote = fmt.Sprintf("chosen; %d would need %s GPUs, %.0f%% fewer, under the %.0f%% that pays for tensor parallelism",
+				f.FewestGPUsTP, commas(f.FewestGPUs), 100*(1-float64(f.FewestGPUs)/float64(f.GPUs)), 100*sizing.TPSaving)
 		} else if c.TensorParallel > 1 {
 			tpNote = "chosen: fewest GPUs"
 		}
