@@ -33,7 +33,7 @@ func (c *control) init(cfg *config) {
 
 // recordEvicted notes that block node n is being evicted now.
 func (x *Index) recordEvicted(n int32) {
-	x.ctl.ghost.record(x.nodes[n].key, x.clock.Now(), x.ctl.cause)
+	x.ctl.ghost.record(x.eventKey(n), x.clock.Now(), x.ctl.cause)
 }
 
 // rootInfoFor is the namespace information ns's root would have: the hashes its keys mix

@@ -175,7 +175,7 @@ func (x *Index) Reset() error {
 		}
 		ids = append(ids, blockOf(n))
 		if x.ctl.ghost.on() {
-			x.ctl.ghost.record(nd.key, x.clock.Now(), EvictReset)
+			x.ctl.ghost.record(x.eventKey(n), x.clock.Now(), EvictReset)
 		}
 		*nd = node{gen: nd.gen + 1}
 		x.poisonFreed(n)

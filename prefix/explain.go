@@ -1,6 +1,10 @@
 package prefix
 
-import "github.com/kvpage/kvpage/blocks"
+import (
+	"slices"
+
+	"github.com/kvpage/kvpage/blocks"
+)
 
 // MissReason says where and why a lookup stopped before the end of the prompt's full
 // blocks. It is a value: explaining a lookup allocates nothing and formats nothing.
@@ -179,8 +183,7 @@ func (x *Index) explainStop(p *Prompt, o LookupOptions, c Cursor, matched []bloc
 	if len(p.MM) > 0 {
 		mm = x.blockMM(p, m, &mmLo)
 	}
-	key := x.nextKey(r, c, p.Namespace, toks, m == 0, mm)
-	if cause, at := x.ctl.ghost.find(key); cause != EvictNone {
+	if cause, at := x.ctl.ghost.find(x.nextEventKey(r, c, p.Namespace, toks, m == 0, mm)); cause != EvictNone {
 		e.Reason, e.Evicted, e.EvictedAt = MissEvicted, cause, at
 		return
 	}
@@ -219,6 +222,29 @@ func (x *Index) nextKey(r int32, c Cursor, ns Namespace, toks []int32, first boo
 	}
 	ri := x.ctl.rootInfoFor(ns)
 	return x.childKey(fastRoot&x.cfg.keyMask, toks, &ri, first, mm)
+}
+
+// nextEventKey is eventKey of the block after cursor c, computed from the prompt: the
+// configured hasher's hash of it, chained to its parent's event hash.
+func (x *Index) nextEventKey(r int32, c Cursor, ns Namespace, toks []int32, first bool, mm []string) uint64 {
+	if !x.ctl.ghost.on() {
+		return 0
+	}
+	var parent []byte
+	if r != 0 && c.blocks > 0 && x.isBlock(c.node) {
+		parent = x.appendHash(x.hashBuf[:0], c.node)
+	} else {
+		parent = append(x.hashBuf[:0], x.rootHash...)
+	}
+	e := Extra{LoRA: ns.LoRA, MM: mm}
+	if first {
+		e.Salt = ns.Salt
+	}
+	hs := len(parent)
+	buf := slices.Grow(parent, x.hashSize)[:hs+x.hashSize]
+	x.hasher.Block(buf[hs:], buf[:hs], toks, e)
+	x.hashBuf = buf[:0]
+	return leading64(buf[hs:])
 }
 
 // cachedNext reports whether block m of p (the first one a cap left out) is cached as the

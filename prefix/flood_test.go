@@ -125,15 +125,15 @@ func TestSeededKeysBoundAFloodersCostToOthers(t *testing.T) {
 }
 
 // TestSeedDecidesNothing: indexes with different seeds (and none) driven alike make the
-// same decisions: the same hits, evictions, events and dumps. The seed only places blocks
-// in the table.
+// same decisions: the same hits, evictions, events, explanations and dumps. The seed only
+// places blocks in the table.
 func TestSeedDecidesNothing(t *testing.T) {
 	run := func(opts ...Option) string {
 		var events bytes.Buffer
 		rec := &textObserver{w: &events}
 		pool, err := blocks.New(65, blocks.WithNullBlock())
 		require.NoError(t, err)
-		x, err := New(pool, 4, append(opts, WithObserver(rec))...)
+		x, err := New(pool, 4, append(opts, WithObserver(rec), WithEvictionHistory(16))...)
 		require.NoError(t, err)
 		rng := rand.New(rand.NewPCG(7, 7))
 		var out bytes.Buffer
@@ -141,7 +141,9 @@ func TestSeedDecidesNothing(t *testing.T) {
 		for i := range 400 {
 			p := Prompt{Namespace: Namespace{Salt: fmt.Sprint(rng.IntN(3))}, Tokens: toks(int32(rng.IntN(4)*100), 4+rng.IntN(20))}
 			p.Tokens[len(p.Tokens)-1] = int32(i) // a unique tail
-			ids, _ := x.Peek(nil, &p, true)
+			var e Explanation
+			ids, _ := x.Explain(nil, &p, LookupOptions{LeaveOne: true}, &e)
+			fmt.Fprintf(&out, "%+v ", e)
 			need := (len(p.Tokens)+3)/4 - len(ids)
 			if need > pool.Available() {
 				for _, r := range held {

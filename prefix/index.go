@@ -176,7 +176,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	// Event hashes are stored when they differ from the table keys and something needs
 	// them at commit time: an observer, or a hasher too slow to recompute on demand. The
 	// default (Fast64, seeded keys, no observer) stores none, and Hash recomputes them.
-	if !x.fast && (x.obs != nil || !fast64) {
+	if !x.fast && (x.obs != nil || !fast64 || cfg.history > 0) {
 		x.hashes = make([]byte, nb*x.hashSize)
 	}
 	x.table.init(pool.Capacity())
@@ -272,6 +272,24 @@ func (x *Index) fast64Of(n int32) uint64 {
 		h = fastBlock(h, x.blockTokens(path[i]), e)
 	}
 	return h
+}
+
+// eventKey is the leading 64 bits of block node n's event hash: what the eviction history
+// records, so that Explain's answers do not depend on the table seed. The hash is stored
+// whenever the history is on (see New).
+func (x *Index) eventKey(n int32) uint64 {
+	if x.fast {
+		return x.nodes[n].key
+	}
+	off := int(blockOf(n)) * x.hashSize
+	return leading64(x.hashes[off : off+x.hashSize])
+}
+
+// leading64 reads the first 8 bytes of h big-endian, zero-padded.
+func leading64(h []byte) uint64 {
+	var b [8]byte
+	copy(b[:], h)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // randomSeed draws a table seed nobody outside the process can predict.
