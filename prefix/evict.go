@@ -29,15 +29,6 @@ func (x *Index) evictEntry(n int32) evict.Entry {
 // the eviction set, or re-ranks it there.
 func (x *Index) evAdd(n int32) { x.policy.Add(x.evictEntry(n)) }
 
-// evRemove takes node n out of the eviction set if it is there: call it before n gains a
-// child or a pin. Small enough to inline, so that the common answer (not in the set: along
-// a hit path, Acquire finds only the leaf there) costs one load of the node's flags.
-func (x *Index) evRemove(n int32) {
-	if nd := &x.nodes[n]; evictable(nd) {
-		x.evRemoveSlow(n)
-	}
-}
-
 //go:noinline
 func (x *Index) evRemoveSlow(n int32) { x.policy.Remove(int32(blockOf(n))) }
 

@@ -50,11 +50,6 @@ func (g *ghostTable) find(key uint64) (EvictCause, uint64) {
 	return EvictNone, 0
 }
 
-func (g *ghostTable) clear() {
-	clear(g.keys)
-	clear(g.stamps)
-}
-
 // WithEvictionHistory keeps a record of about n recently evicted blocks (16 bytes each,
 // allocated at New), so that Explain can tell a block that was evicted, and by what, from
 // one that was never stored. Without it Explain reports MissNeverStored for both. n = 0
