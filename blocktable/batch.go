@@ -38,14 +38,24 @@ func (b *Batch) reset(n, stride int) {
 	b.n, b.stride = n, stride
 }
 
-func (b *Batch) strideFor(longest int) (int, error) {
+// MaxBatchEntries bounds a Batch's buffer, rows x stride block IDs (4 bytes each): 2^30
+// entries is 4 GiB, beyond any real batch; a larger MaxBlocks x batch is refused with a
+// *SizeError rather than allocated.
+const MaxBatchEntries = 1 << 30
+
+// strideFor returns the stride for rows rows whose longest table has longest blocks.
+func (b *Batch) strideFor(longest, rows int) (int, error) {
+	stride := longest
 	if b.MaxBlocks > 0 {
 		if longest > b.MaxBlocks {
 			return 0, fmt.Errorf("%w: a table of %d blocks in a batch of stride %d", ErrShortBuffer, longest, b.MaxBlocks)
 		}
-		return b.MaxBlocks, nil
+		stride = b.MaxBlocks
 	}
-	return longest, nil
+	if rows > 0 && stride > MaxBatchEntries/rows {
+		return 0, &SizeError{Op: "pack", What: "batch entries (rows x stride)", N: stride, Max: MaxBatchEntries / rows}
+	}
+	return stride, nil
 }
 
 // PackTables packs tables into b, one row each, reusing b's memory. On error b is unchanged.
@@ -54,7 +64,7 @@ func PackTables(b *Batch, tables []*Table) error {
 	for _, t := range tables {
 		longest = max(longest, len(t.ids))
 	}
-	stride, err := b.strideFor(longest)
+	stride, err := b.strideFor(longest, len(tables))
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func (m *Manager) Pack(b *Batch, seqs []SeqID) error {
 		}
 		longest = max(longest, len(s.t.ids))
 	}
-	stride, err := b.strideFor(longest)
+	stride, err := b.strideFor(longest, len(seqs))
 	if err != nil {
 		return err
 	}

@@ -54,4 +54,8 @@ func (g *ghostTable) find(key uint64) (EvictCause, uint64) {
 // allocated at New), so that Explain can tell a block that was evicted, and by what, from
 // one that was never stored. Without it Explain reports MissNeverStored for both. n = 0
 // turns it off; a server that wants explanations typically passes the pool's capacity.
+// New refuses n outside [0, MaxEvictionHistory] with a *SizeError.
 func WithEvictionHistory(n int) Option { return func(c *config) { c.history = n } }
+
+// MaxEvictionHistory is the largest eviction history New accepts: 2^26 records, 1 GiB.
+const MaxEvictionHistory = 1 << 26

@@ -128,6 +128,9 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.history < 0 || cfg.history > MaxEvictionHistory {
+		return nil, &SizeError{What: "eviction history", N: int64(cfg.history), Max: MaxEvictionHistory}
+	}
 	nb := pool.NumBlocks()
 	x := &Index{
 		cfg:    cfg,

@@ -81,3 +81,16 @@ func TestAcquireRefusesRefCountOverflow(t *testing.T) {
 	require.NoError(t, x.Release(ids))
 	require.NoError(t, x.CheckInvariants())
 }
+
+// An eviction history sized by the caller is bounded too: MaxInt used to loop forever
+// rounding up to a power of two, and 2^40 allocated 16 TiB.
+func TestNewRefusesAbsurdHistory(t *testing.T) {
+	for _, n := range []int{-1, MaxEvictionHistory + 1, 1 << 40, math.MaxInt} {
+		pool, err := blocks.New(8)
+		require.NoError(t, err)
+		_, err = New(pool, 4, WithEvictionHistory(n))
+		var se *SizeError
+		require.ErrorAs(t, err, &se, "history %d", n)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+	}
+}

@@ -301,3 +301,22 @@ func TestReservedSlotsArePrivate(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A Batch's stride comes from the caller (MaxBlocks): MaxBlocks x rows beyond
+// blocktable.MaxBatchEntries is refused rather than allocated.
+func TestPackRefusesAbsurdStride(t *testing.T) {
+	env := kvtest.New(t, kvtest.Config{})
+	m := env.Manager
+	a := env.Seq("a")
+	_, err := m.Admit(a, &blocktable.Request{Prompt: kvtest.MustTokens("0..5")})
+	require.NoError(t, err)
+	for _, mb := range []int{blocktable.MaxBatchEntries + 1, math.MaxInt} {
+		b := &blocktable.Batch{MaxBlocks: mb}
+		require.ErrorIs(t, m.Pack(b, []blocktable.SeqID{a}), blocktable.ErrTooLarge, "MaxBlocks %d", mb)
+		require.Zero(t, b.Len())
+		tbl, err := blocktable.NewTable(env.Pool, 4)
+		require.NoError(t, err)
+		require.ErrorIs(t, blocktable.PackTables(b, []*blocktable.Table{tbl, tbl}), blocktable.ErrTooLarge)
+	}
+	env.AbortAll()
+}
