@@ -202,9 +202,11 @@ func TestSlowSubscribersCannotBlockOrHideLosses(t *testing.T) {
 		return uint64(len(got)) >= last-first-healthyDrops()
 	}, 30*time.Second, time.Millisecond)
 	require.Zero(t, p.Stats().DroppedBatches, "the recorder's queue never filled")
+	t0 := time.Now()
 	withinDeadline(t, 5*time.Second, "Close", func() { require.NoError(t, p.Close()) })
 	closed = true
 	st := p.Stats()
+	t.Logf("healthy: %d of %d received, %d counted dropped; Close took %v; stats %+v", len(got), last-first, healthyDrops(), time.Since(t0), st)
 	require.EqualValues(t, st.Sealed, st.Published)
 	require.Positive(t, st.SubscriberDrops, "the stalled subscriber's batches were dropped, and counted")
 }
