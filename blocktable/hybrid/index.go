@@ -1,6 +1,10 @@
 package hybrid
 
-import "github.com/kvpage/kvpage/blocks"
+import (
+	"unsafe"
+
+	"github.com/kvpage/kvpage/blocks"
+)
 
 // The index and the pool live together here because vLLM's order of evictions comes from
 // their interplay: one free queue holds every unreferenced block, cached or not, in the
@@ -35,8 +39,9 @@ type blk struct {
 
 // node is one logical prefix.
 type node struct {
-	key      uint64
+	key      uint64 // unitKey(parent's key, tokens): picks the child-table slot
 	parent   int32
+	hint     int32 // the child to try first: the last one a walk found by probing, else the first made
 	children int32
 	pins     int32 // sequences positioned here
 	entries  int32 // cached blocks over all groups
@@ -239,20 +244,39 @@ func (s *store) child(parent int32, key uint64, toks []int32) int32 {
 	}
 }
 
+// sameTokens compares two units of tokens as bytes, which the runtime's memequal does
+// with vector loads: much cheaper than a loop over int32s for 16-token units.
 func sameTokens(a, b []int32) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	if len(a) == 0 {
+		return true
 	}
-	return true
+	return unsafe.String((*byte)(unsafe.Pointer(&a[0])), 4*len(a)) ==
+		unsafe.String((*byte)(unsafe.Pointer(&b[0])), 4*len(b))
+}
+
+// next finds the node for the unit toks under parent, or 0: the parent's hint child if
+// its tokens are toks (no hash, no probe: along a shared prefix it almost always is),
+// else by the child table, and the child found becomes the hint.
+func (s *store) next(parent int32, toks []int32) int32 {
+	if h := s.nodes[parent].hint; h != 0 && sameTokens(s.ntok[int(h)*s.unit:int(h+1)*s.unit], toks) {
+		return h
+	}
+	n := s.child(parent, unitKey(s.nodes[parent].key, toks), toks)
+	if n != 0 {
+		s.nodes[parent].hint = n
+	}
+	return n
 }
 
 // ensure returns the node for toks under parent, creating it if needed.
-func (s *store) ensure(parent int32, key uint64, toks []int32) int32 {
+func (s *store) ensure(parent int32, toks []int32) int32 {
+	if h := s.nodes[parent].hint; h != 0 && sameTokens(s.ntok[int(h)*s.unit:int(h+1)*s.unit], toks) {
+		return h
+	}
+	key := unitKey(s.nodes[parent].key, toks)
 	if n := s.child(parent, key, toks); n != 0 {
 		return n
 	}
@@ -272,6 +296,9 @@ func (s *store) ensure(parent int32, key uint64, toks []int32) int32 {
 	s.nodes[n] = node{key: key, parent: parent}
 	copy(s.ntok[int(n)*s.unit:], toks)
 	s.nodes[parent].children++
+	if s.nodes[parent].hint == 0 {
+		s.nodes[parent].hint = n
+	}
 	s.live++
 	if s.live*2 > len(s.slots) {
 		s.grow()
@@ -336,6 +363,9 @@ func (s *store) maybeFree(n int32) {
 		p := nd.parent
 		s.removeSlot(n)
 		*nd = node{}
+		if s.nodes[p].hint == n {
+			s.nodes[p].hint = 0
+		}
 		s.freeNodes = append(s.freeNodes, n)
 		s.live--
 		s.nodes[p].children--

@@ -13,8 +13,9 @@ import (
 //     agree both ways and whose length is counted;
 //   - every cached block is on its (node, group) list exactly once, and the lists hold
 //     only cached blocks of their group; per-group and per-node counts agree;
-//   - every live node is in the child table under its parent with its tokens, its
-//     children count is right, and it has an entry, a child or a pin (no dead node);
+//   - every live node is in the child table under its parent with its tokens and its
+//     chained key, its hint is one of its live children or none, its children count is
+//     right, and it has an entry, a child or a pin (no dead node);
 //   - every sequence's pin is on its path, and its path is a chain of live nodes;
 //   - full attention stays downward closed: a node with a block of a full-attention group
 //     has a parent with one too, so eviction in queue order is leaf-only for full
@@ -158,8 +159,12 @@ func (m *Manager) CheckInvariants() error {
 		if nd.entries == 0 && nd.children == 0 && nd.pins == 0 {
 			return fmt.Errorf("node %d is dead but not freed", n)
 		}
-		if st.child(nd.parent, nd.key, st.ntok[n*m.unit:(n+1)*m.unit]) != int32(n) {
-			return fmt.Errorf("node %d not found under its parent", n)
+		toks := st.ntok[n*m.unit : (n+1)*m.unit]
+		if nd.key != unitKey(st.nodes[nd.parent].key, toks) || st.child(nd.parent, nd.key, toks) != int32(n) {
+			return fmt.Errorf("node %d not found under its parent by its key", n)
+		}
+		if h := nd.hint; h != 0 && (int(h) >= len(st.nodes) || free[h] || st.nodes[h].parent != int32(n)) {
+			return fmt.Errorf("node %d: hint %d is not a live child", n, h)
 		}
 		for g, spec := range m.specs {
 			if spec.Downward() && st.dropped == 0 && nd.parent != 0 && m.k[g] == 1 && st.head[n*m.ng+g] != 0 && st.head[int(nd.parent)*m.ng+g] == 0 {

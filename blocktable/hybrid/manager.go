@@ -63,6 +63,7 @@ type Manager struct {
 	specs []Spec
 	ng    int
 	bs    []int // tokens per block, per group
+	shift []int // log2 of bs when it is a power of two, else -1
 	k     []int // match units per block, per group
 	unit  int
 	lcm   int     // tokens: hits are multiples of it
@@ -89,12 +90,14 @@ type Manager struct {
 
 type seq struct {
 	tokens    []int32
-	keys      []uint64 // chained key per full match unit
-	path      []int32  // node per match unit, as far as it is known to be live
+	path      []int32 // node per match unit, as far as it is known to be live
 	pinned    int32
 	tables    [][]blocks.ID
 	numCached []int // per group: blocks already cached (or skipped)
 	computed  int
+	// quiet is the largest token count the sequence reaches with no group allocating or
+	// caching a block: a decode step below it only has to check the windows.
+	quiet     int
 	maxTokens int
 }
 
@@ -125,6 +128,14 @@ func New(cfg Config) (*Manager, error) {
 	m.lcm = 1
 	for g, s := range m.specs {
 		m.bs = append(m.bs, s.BlockSize())
+		sh := -1
+		if b := s.BlockSize(); b&(b-1) == 0 {
+			sh = 0
+			for 1<<sh < b {
+				sh++
+			}
+		}
+		m.shift = append(m.shift, sh)
 		m.k = append(m.k, s.BlockSize()/m.unit)
 		m.cacheable = m.cacheable || s.Cacheable()
 		m.caches = append(m.caches, s.Cacheable())
@@ -160,6 +171,18 @@ func New(cfg Config) (*Manager, error) {
 	m.view.st = m.st
 	return m, nil
 }
+
+// div is tokens / block size of group g: a shift for the usual power-of-two sizes, since
+// the decode path divides several times a step and a 64-bit division costs tens of cycles.
+func (m *Manager) div(g, tokens int) int {
+	if sh := m.shift[g]; sh >= 0 {
+		return tokens >> sh
+	}
+	return tokens / m.bs[g]
+}
+
+// ceil is tokens / block size of group g, rounded up: the blocks tokens need.
+func (m *Manager) ceil(g, tokens int) int { return m.div(g, tokens+m.bs[g]-1) }
 
 func gcd(a, b int) int {
 	for b != 0 {
@@ -248,41 +271,28 @@ func (m *Manager) newSeq(req *Request) *seq {
 		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng)}
 	}
 	s.tokens = append(s.tokens[:0], req.Prompt...)
-	s.keys, s.path, s.pinned, s.computed, s.maxTokens = s.keys[:0], s.path[:0], 0, 0, req.MaxTokens
+	s.path, s.pinned, s.computed, s.maxTokens = s.path[:0], 0, 0, req.MaxTokens
 	for g := range s.tables {
 		if c := (req.MaxTokens + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
 			s.tables[g] = make([]blocks.ID, 0, c)
 		}
 		s.tables[g], s.numCached[g] = s.tables[g][:0], 0
 	}
-	if c := req.MaxTokens / m.unit; cap(s.keys) < c {
-		s.keys = make([]uint64, 0, c)
+	if c := req.MaxTokens / m.unit; cap(s.path) < c {
 		s.path = make([]int32, 0, c)
 	}
 	if cap(s.tokens) < req.MaxTokens {
 		s.tokens = append(make([]int32, 0, req.MaxTokens), req.Prompt...)
 	}
-	m.addKeys(s)
 	return s
-}
-
-// addKeys chains the keys of s's newly full match units.
-func (m *Manager) addKeys(s *seq) {
-	for u := len(s.keys); (u+1)*m.unit <= len(s.tokens); u++ {
-		var parent uint64
-		if u > 0 {
-			parent = s.keys[u-1]
-		}
-		s.keys = append(s.keys, unitKey(parent, s.tokens[u*m.unit:(u+1)*m.unit]))
-	}
 }
 
 // walk sets s.path to the nodes of s's first units that the trie has, up to maxUnits.
 func (m *Manager) walk(s *seq, maxUnits int) {
 	s.path = s.path[:0]
 	parent := int32(0)
-	for u := 0; u < maxUnits && u < len(s.keys); u++ {
-		n := m.st.child(parent, s.keys[u], s.tokens[u*m.unit:(u+1)*m.unit])
+	for u := 0; u < maxUnits && (u+1)*m.unit <= len(s.tokens); u++ {
+		n := m.st.next(parent, s.tokens[u*m.unit:(u+1)*m.unit])
 		if n == 0 {
 			return
 		}
@@ -430,9 +440,8 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 // grow allocates, group by group, the blocks s needs for tokens slots.
 func (m *Manager) grow(s *seq, tokens int) {
 	for g := range m.specs {
-		bs := m.bs[g]
 		t := s.tables[g]
-		for want := (tokens + bs - 1) / bs; len(t) < want; {
+		for want := m.ceil(g, tokens); len(t) < want; {
 			t = append(t, m.st.alloc())
 		}
 		s.tables[g] = t
@@ -447,7 +456,7 @@ func (m *Manager) commit(s *seq, tokens int) {
 		if !m.caches[g] {
 			continue
 		}
-		full := tokens / m.bs[g]
+		full := m.div(g, tokens)
 		if s.numCached[g] >= full {
 			continue
 		}
@@ -468,6 +477,7 @@ func (m *Manager) commit(s *seq, tokens int) {
 			s.pinned = n
 		}
 	}
+	m.setQuiet(s)
 }
 
 // extend makes s.path cover units match units, creating nodes as needed.
@@ -477,7 +487,7 @@ func (m *Manager) extend(s *seq, units int) {
 		if u > 0 {
 			parent = s.path[u-1]
 		}
-		s.path = append(s.path, m.st.ensure(parent, s.keys[u], s.tokens[u*m.unit:(u+1)*m.unit]))
+		s.path = append(s.path, m.st.ensure(parent, s.tokens[u*m.unit:(u+1)*m.unit]))
 	}
 }
 
@@ -494,13 +504,19 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 	if len(tokens) == 0 || len(tokens) > s.maxTokens-len(s.tokens) || s.computed != len(s.tokens) {
 		return seqErr("append", id, errInvalid)
 	}
-	if err := m.schedule(id, s, s.computed+len(tokens)); err != nil {
+	total := s.computed + len(tokens)
+	if total <= s.quiet && !m.releases(s) {
+		// The common decode step: no group allocates, caches or releases a block.
+		s.tokens = append(s.tokens, tokens...)
+		s.computed = total
+		return nil
+	}
+	if err := m.schedule(id, s, total); err != nil {
 		return err
 	}
 	s.tokens = append(s.tokens, tokens...)
-	m.addKeys(s)
-	m.commit(s, s.computed+len(tokens))
-	s.computed += len(tokens)
+	m.commit(s, total)
+	s.computed = total
 	if invariant.Enabled && invariant.Sample(64) {
 		invariant.Check(m.CheckInvariants)
 	}
@@ -525,6 +541,32 @@ func (m *Manager) Extend(id blocktable.SeqID, n int) error {
 	return nil
 }
 
+// releases reports whether some group of s would release a block before the next step.
+func (m *Manager) releases(s *seq) bool {
+	for g, spec := range m.specs {
+		if !m.skips[g] {
+			continue
+		}
+		t := s.tables[g]
+		if n := min(m.div(g, spec.Skipped(s.computed)), len(t)); n > 0 && t[n-1] != blocks.NullID {
+			return true
+		}
+	}
+	return false
+}
+
+// setQuiet recomputes s.quiet from its tables and cached counts.
+func (m *Manager) setQuiet(s *seq) {
+	q := s.maxTokens
+	for g := range m.specs {
+		q = min(q, len(s.tables[g])*m.bs[g])
+		if m.caches[g] {
+			q = min(q, (s.numCached[g]+1)*m.bs[g]-1)
+		}
+	}
+	s.quiet = q
+}
+
 // schedule releases what s no longer needs and allocates slots up to total tokens, or
 // changes nothing if the pool cannot cover it (counting the blocks the release frees).
 func (m *Manager) schedule(id blocktable.SeqID, s *seq, total int) error {
@@ -533,13 +575,13 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total int) error {
 		t := s.tables[g]
 		if !m.skips[g] {
 		} else if sk := spec.Skipped(s.computed); sk > 0 {
-			for i := min(sk/m.bs[g], len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
+			for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
 				if m.st.blks[t[i]].ref == 1 {
 					freed++
 				}
 			}
 		}
-		want += max((total+m.bs[g]-1)/m.bs[g]-len(t), 0)
+		want += max(m.ceil(g, total)-len(t), 0)
 	}
 	if want > m.st.qlen+freed {
 		return outOfBlocks("append", id, want, m.st.qlen+freed)
@@ -561,7 +603,7 @@ func (m *Manager) releaseSkipped(s *seq) {
 			continue
 		}
 		t := s.tables[g]
-		for i := min(sk/m.bs[g], len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
+		for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
 			m.st.release(t[i])
 			t[i] = blocks.NullID
 		}

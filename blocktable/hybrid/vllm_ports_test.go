@@ -327,11 +327,9 @@ func TestVLLMCacheBlocksMultiGroup(t *testing.T) {
 	}
 	// The request's three full blocks, as index nodes.
 	var path []int32
-	var key uint64
 	parent := int32(0)
 	for i := range 3 {
-		key = unitKey(key, toks[i*bs:(i+1)*bs])
-		parent = st.ensure(parent, key, toks[i*bs:(i+1)*bs])
+		parent = st.ensure(parent, toks[i*bs:(i+1)*bs])
 		path = append(path, parent)
 	}
 	entries := func() int {
