@@ -393,6 +393,18 @@ func (s *store) unpin(n int32) {
 func unitKey(parent uint64, toks []int32) uint64 {
 	var sum uint64
 	i := 0
+	if len(toks) == 16 { // the usual unit, unrolled
+		t := (*[16]int32)(toks)
+		sum = (uint64(uint32(t[0]))+0x243F6A88)*(uint64(uint32(t[1]))+0x85A308D3) +
+			(uint64(uint32(t[2]))+0x13198A2E)*(uint64(uint32(t[3]))+0x03707344) +
+			(uint64(uint32(t[4]))+0xA4093822)*(uint64(uint32(t[5]))+0x299F31D0) +
+			(uint64(uint32(t[6]))+0x082EFA98)*(uint64(uint32(t[7]))+0xEC4E6C89) +
+			(uint64(uint32(t[8]))+0x452821E6)*(uint64(uint32(t[9]))+0x38D01377) +
+			(uint64(uint32(t[10]))+0xBE5466CF)*(uint64(uint32(t[11]))+0x34E90C6C) +
+			(uint64(uint32(t[12]))+0xC0AC29B7)*(uint64(uint32(t[13]))+0xC97C50DD) +
+			(uint64(uint32(t[14]))+0x3F84D5B5)*(uint64(uint32(t[15]))+0xB5470917)
+		i = 16
+	}
 	for ; i+1 < len(toks); i += 2 {
 		k := nhKeys[(i/2)&(len(nhKeys)-1)]
 		sum += (uint64(uint32(toks[i])) + k[0]) * (uint64(uint32(toks[i+1])) + k[1])

@@ -358,3 +358,21 @@ func TestVLLMCacheBlocksMultiGroup(t *testing.T) {
 	require.True(t, both(1))
 	require.False(t, both(2))
 }
+
+// TestUnitKeyUnrolled holds the unrolled 16-token key to the general loop's value.
+func TestUnitKeyUnrolled(t *testing.T) {
+	toks := []int32{5, 127999, 0, 3, 77, 1 << 20, 9, 9, 12, 13, 14, 15, 16, 17, 18, 19}
+	var sum uint64
+	for i := 0; i+1 < 16; i += 2 {
+		k := nhKeys[i/2]
+		sum += (uint64(uint32(toks[i])) + k[0]) * (uint64(uint32(toks[i+1])) + k[1])
+	}
+	parent := uint64(42)
+	h := sum ^ (parent * 0x9E3779B97F4A7C15) ^ 16
+	h ^= h >> 33
+	h *= 0xFF51AFD7ED558CCD
+	h ^= h >> 33
+	h *= 0xC4CEB9FE1A85EC53
+	require.Equal(t, h^h>>33, unitKey(42, toks))
+	require.NotEqual(t, unitKey(42, toks), unitKey(43, toks))
+}
