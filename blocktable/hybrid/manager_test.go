@@ -69,8 +69,8 @@ func TestFreeUncachedFirst(t *testing.T) {
 			return append([]blocks.ID(nil), tb...)
 		}
 		require.Equal(t, []blocks.ID{1, 2}, admit(1, seqTokens(8, 0))) // both cached
-		require.NoError(t, m.Finish(1))                                 // queue 3 4 2 1
-		require.Equal(t, []blocks.ID{3}, admit(2, seqTokens(3, 100)))   // partial: not cached
+		require.NoError(t, m.Finish(1))                                // queue 3 4 2 1
+		require.Equal(t, []blocks.ID{3}, admit(2, seqTokens(3, 100)))  // partial: not cached
 		require.NoError(t, m.Finish(2))
 		if first {
 			require.Equal(t, []blocks.ID{3}, admit(3, seqTokens(3, 200)), "queue 3 4 2 1")
