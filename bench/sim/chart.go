@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Colours of the usage parts, the same in every chart.
@@ -23,11 +25,21 @@ var (
 	colorFree     = color.RGBA{R: 0xdc, G: 0xdc, B: 0xdc, A: 0xff} // light grey
 )
 
+// Chart size: 8 x 4.5 inches at 200 dots per inch, a 1600 x 900 PNG that stays sharp in
+// a paper's column; the SVG has the same layout.
+const (
+	chartWidth  = 8 * vg.Inch
+	chartHeight = 4.5 * vg.Inch
+	chartDPI    = 200
+)
+
 // WriteCharts writes the two charts into dir, each as PNG and SVG, and returns the paths:
 // shares.* (a stacked bar per scheme: tokens, reserved, internal, external, free, as
 // percentages of the KV budget) and blocksize.* (token utilisation against block size for
-// the paged runs, with the contiguous schemes as horizontal lines). A chart with nothing
-// to show (blocksize without paged runs) is not written.
+// the paged runs, with the contiguous schemes as horizontal lines). title names the run
+// (workload, model, GPU, budget) and goes under each chart's own title. Each legend sits
+// beside the plot, never over the data. A chart with nothing to show (blocksize without
+// paged runs) is not written.
 func WriteCharts(dir, title string, results []*Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -35,10 +47,10 @@ func WriteCharts(dir, title string, results []*Result) ([]string, error) {
 	var files []string
 	charts := []struct {
 		name string
-		make func(string, []*Result) (*plot.Plot, vg.Length, error)
+		make func(string, []*Result) (*plot.Plot, error)
 	}{{"shares", sharesChart}, {"blocksize", blockSizeChart}}
 	for _, c := range charts {
-		p, width, err := c.make(title, results)
+		p, err := c.make(title, results)
 		if err != nil {
 			return files, err
 		}
@@ -47,7 +59,7 @@ func WriteCharts(dir, title string, results []*Result) ([]string, error) {
 		}
 		for _, ext := range []string{".png", ".svg"} {
 			path := filepath.Join(dir, c.name+ext)
-			if err := p.Save(width, 10*vg.Centimeter, path); err != nil {
+			if err := saveChart(p, path); err != nil {
 				return files, fmt.Errorf("writing %s: %w", path, err)
 			}
 			files = append(files, path)
@@ -56,11 +68,80 @@ func WriteCharts(dir, title string, results []*Result) ([]string, error) {
 	return files, nil
 }
 
-func sharesChart(title string, results []*Result) (*plot.Plot, vg.Length, error) {
-	p := plot.New()
-	p.Title.Text = "KV memory by use, saturated phase: " + title
-	p.Y.Label.Text = "% of KV budget"
+// saveChart draws p with its legend in a column to the right of the plot area, so that
+// no entry hides a line or a bar, and writes it as PNG or SVG by the path's extension.
+func saveChart(p *plot.Plot, path string) error {
+	var canvas vg.CanvasWriterTo
+	if filepath.Ext(path) == ".svg" {
+		canvas = vgsvg.New(chartWidth, chartHeight)
+	} else {
+		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(chartWidth, chartHeight), vgimg.UseDPI(chartDPI))}
+	}
+	dc := draw.New(canvas)
+	legend := p.Legend
+	p.Legend = plot.NewLegend() // the plot draws none of its own
+	defer func() { p.Legend = legend }()
+	legend.Top, legend.Left = true, true
+	pad := vg.Points(10)
+	width := legend.Rectangle(dc).Size().X + 2*pad
+	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
+	// Top-aligned with the plot area, below the title.
+	titleH := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	legend.Draw(draw.Crop(dc, chartWidth-width+pad, 0, 0, -titleH-pad))
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := canvas.WriteTo(fh); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// percentTicks labels the y axis every 10%, with a faint grid, so that a bar can be read
+// to a few percent.
+type percentTicks struct{}
+
+func (percentTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for v := 0.0; v <= 100; v += 5 {
+		if v < lo-1e-9 || v > hi+1e-9 {
+			continue
+		}
+		label := ""
+		if int(v)%10 == 0 {
+			label = strconv.Itoa(int(v)) + "%"
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
+}
+
+// styleAxes sets the fonts and the grid shared by both charts.
+func styleAxes(p *plot.Plot) {
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.Padding = vg.Points(8)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(11)
+		a.Tick.Label.Font.Size = vg.Points(10)
+	}
+	p.Y.Tick.Marker = percentTicks{}
 	p.Y.Min, p.Y.Max = 0, 100
+	grid := plotter.NewGrid()
+	grid.Vertical.Width = 0
+	grid.Horizontal.Color = color.Gray{Y: 0xe0}
+	p.Add(grid)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.Padding = vg.Points(3)
+}
+
+func sharesChart(title string, results []*Result) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "KV memory by use, time-averaged over the saturated phase\n" + title
+	p.Y.Label.Text = "share of the KV budget (% of token slots)"
+	p.X.Label.Text = "scheme (paged/B: blocks of B tokens; +lru: prefix sharing, LRU eviction)"
+	styleAxes(p)
 	parts := []struct {
 		name  string
 		col   color.Color
@@ -78,6 +159,7 @@ func sharesChart(title string, results []*Result) (*plot.Plot, vg.Length, error)
 	}
 	barWidth := vg.Points(18)
 	var below *plotter.BarChart
+	var bars []*plotter.BarChart
 	for _, part := range parts {
 		vals := make(plotter.Values, len(results))
 		for i, r := range results {
@@ -85,7 +167,7 @@ func sharesChart(title string, results []*Result) (*plot.Plot, vg.Length, error)
 		}
 		bc, err := plotter.NewBarChart(vals, barWidth)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		bc.Color = part.col
 		bc.LineStyle.Width = 0
@@ -94,21 +176,20 @@ func sharesChart(title string, results []*Result) (*plot.Plot, vg.Length, error)
 		}
 		below = bc
 		p.Add(bc)
-		p.Legend.Add(part.name, bc)
+		bars = append(bars, bc)
+	}
+	// The legend lists the parts top down, as the stacks show them.
+	for i := len(parts) - 1; i >= 0; i-- {
+		p.Legend.Add(parts[i].name, bars[i])
 	}
 	p.NominalX(names...)
-	// Room right of the last bar for the legend, inside the plot area.
-	p.X.Max = float64(len(results)) + 1.6
 	p.X.Tick.Label.Rotation = math.Pi / 5
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YCenter
-	p.Legend.Top = true
-	p.Legend.Left = false
-	width := max(14*vg.Centimeter, vg.Length(len(results))*vg.Points(30)+8*vg.Centimeter)
-	return p, width, nil
+	return p, nil
 }
 
-func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, error) {
+func blockSizeChart(title string, results []*Result) (*plot.Plot, error) {
 	type series struct {
 		label string
 		pts   plotter.XYs
@@ -143,15 +224,15 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	if len(lines) == 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = "Token utilisation vs block size: " + title
-	p.X.Label.Text = "block size (tokens)"
-	p.Y.Label.Text = "% of KV budget holding tokens"
+	p.Title.Text = "Token utilisation against block size, saturated phase\n" + title
+	p.X.Label.Text = "block size (tokens per block, log scale)"
+	p.Y.Label.Text = "KV budget holding token states (%)"
+	styleAxes(p)
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = powersOfTwo{}
-	p.Y.Min, p.Y.Max = 0, 100
 	if lo == hi {
 		lo, hi = lo/2, hi*2
 	}
@@ -159,11 +240,16 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 	for i, l := range lines {
 		line, pts, err := plotter.NewLinePoints(l.pts)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		line.Color = palette[i%len(palette)]
+		line.Width = vg.Points(1.5)
 		pts.Color = line.Color
-		pts.Shape = draw.CircleGlyph{}
+		// Shapes and sizes differ by series, the later drawn smaller on top, so that
+		// series with the same value at a block size all stay visible.
+		shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.RingGlyph{}, draw.CrossGlyph{}}
+		pts.Shape = shapes[i%len(shapes)]
+		pts.Radius = vg.Points(max(5-1.2*float64(i), 2))
 		p.Add(line, pts)
 		p.Legend.Add(l.label, line, pts)
 	}
@@ -174,17 +260,15 @@ func blockSizeChart(title string, results []*Result) (*plot.Plot, vg.Length, err
 		}
 		ref, err := plotter.NewLine(plotter.XYs{{X: lo, Y: 100 * r.Shares.Tokens}, {X: hi, Y: 100 * r.Shares.Tokens}})
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		ref.Color = colorExternal
+		ref.Width = vg.Points(1.5)
 		ref.Dashes = dashes[r.Scheme.Name]
 		p.Add(ref)
 		p.Legend.Add(r.Scheme.Label(), ref)
 	}
-	p.Legend.Top = false
-	p.Legend.Left = false
-	p.Legend.YOffs = vg.Points(8)
-	return p, 16 * vg.Centimeter, nil
+	return p, nil
 }
 
 // powersOfTwo puts a labelled tick at every power of two in range.

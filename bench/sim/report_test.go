@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,9 @@ func TestWriteCharts(t *testing.T) {
 		switch filepath.Ext(f) {
 		case ".png":
 			assert.True(t, bytes.HasPrefix(data, []byte("\x89PNG")), f)
+			cfg, err := png.DecodeConfig(bytes.NewReader(data))
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, cfg.Width, 1600, "wide enough for a paper: %s", f)
 		case ".svg":
 			assert.Contains(t, string(data[:min(len(data), 400)]), "<svg", f)
 		}

@@ -19,8 +19,9 @@ import (
 // The estimate is per scheme: a running scheme will take its elapsed time scaled by the
 // share of its requests left, one not yet started as long as the mean of those seen, and
 // the schemes share GOMAXPROCS workers, the slowest running one bounding the rest. The
-// count alone would mislead: the schemes differ by 10x in cost (paging with prefix sharing
-// is the slowest), so a count at 96% can hide most of the time left.
+// count alone would mislead: the schemes differ by 10x and more in cost (paging at block
+// size 1 is the slowest of the default comparison), so a count at 96% can hide most of the
+// time left.
 type progress struct {
 	w        io.Writer
 	terminal bool
