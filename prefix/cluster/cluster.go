@@ -224,7 +224,7 @@ func (c *ClusterIndex) unlock() {
 }
 
 // CheckInvariants verifies the index's bookkeeping: servers sorted by name and reachable
-// by name, every server's block count what its set holds, and stored blocks no fewer than
+// by name, every server's block count what its set holds and within the cap, and stored blocks no fewer than
 // the blocks held plus those removed.
 func (c *ClusterIndex) CheckInvariants() error {
 	c.mu.Lock()
@@ -245,6 +245,9 @@ func (c *ClusterIndex) checkInvariants() error {
 		}
 		if s.stats.Blocks != len(s.blocks) {
 			return fmt.Errorf("cluster: server %q counts %d blocks, holds %d", s.name, s.stats.Blocks, len(s.blocks))
+		}
+		if len(s.blocks) > c.maxBlocks {
+			return fmt.Errorf("cluster: server %q holds %d blocks, over the cap of %d", s.name, len(s.blocks), c.maxBlocks)
 		}
 	}
 	return nil
