@@ -189,7 +189,9 @@ type Stats struct {
 	// Capacity is the pool's usable blocks; Free the blocks on its free list.
 	Capacity, Free int
 	// InUse counts blocks that are not free and not reclaimable: what running sequences
-	// hold (vLLM's usage figure). Capacity = Free + InUse + Evictable.
+	// hold (vLLM's usage figure). Capacity = Free + InUse + Evictable. This differs from
+	// blocks.Stats.InUse, the pool's count, which includes the evictable cached blocks:
+	// here InUse = blocks.Stats.InUse - Evictable.
 	InUse int
 	// Cached counts blocks in the prefix index; Evictable those that repeated leaf
 	// eviction can free now (the index's Reclaimable).

@@ -5,7 +5,8 @@
 //
 // # Table
 //
-// Token position p of a sequence lives in block Blocks()[p/B] at offset p%B, and its flat
+// Token position p of a sequence lives in entry p/B of Blocks() (integer division) at
+// offset p%B, and its flat
 // slot, what paged-attention kernels and vLLM's slot_mapping consume, is block x B +
 // offset. A block is allocated only when every slot so far is taken; lookahead slots for
 // draft tokens are reserved without being committed. FillRow and FillSlots write a table

@@ -9,8 +9,8 @@ import (
 	"github.com/kvpage/kvpage/prefix"
 )
 
-// Table is one sequence's logical-to-physical block map: token position p lives in block
-// Blocks()[p / B] at offset p % B, flat slot block x B + offset. It can be used on its own
+// Table is one sequence's logical-to-physical block map: token position p lives in entry
+// p/B of Blocks() (integer division) at offset p%B, flat slot block x B + offset. It can be used on its own
 // over a pool (no prefix caching); the Manager keeps one per sequence. Not safe for
 // concurrent use.
 //
