@@ -83,6 +83,9 @@ type sequence struct {
 	host      []blocks.ID   // host blocks of a swapped sequence, one per live table entry
 	pos       int32         // position in Manager.order, -1 when not in it
 	info      evict.SeqInfo // scratch for the ordered policy's comparisons (order.go)
+	// stale marks a sequence computed with the weights of an earlier epoch of its
+	// namespace: it commits nothing more (epoch.go).
+	stale bool
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -384,7 +387,7 @@ func (m *Manager) CanAdmit(seq SeqID, req *Request) (AdmitResult, error) {
 // commitFull commits the sequence's full blocks that are not yet on its path in the index
 // and returns how many it passed to the index.
 func (m *Manager) commitFull(s *sequence) int {
-	if !m.caching() {
+	if !m.caching() || s.stale {
 		return 0
 	}
 	from := s.committed()

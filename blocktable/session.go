@@ -18,7 +18,7 @@ func (m *Manager) FinishTurn(seq SeqID, session prefix.SessionID, r prefix.Reten
 		m.commitFull(s)
 	}
 	held := 0
-	if m.caching() {
+	if m.caching() && !s.stale {
 		// The index's own path, not the sequence's table: after a duplicate the cached copy
 		// of a block is the index's, not the sequence's.
 		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens, MM: s.prompt.MM}

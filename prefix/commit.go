@@ -119,6 +119,9 @@ func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 		}
 		return n, nil
 	}
+	if x.isRootSlot(cur.root) && x.root(cur.root).retired {
+		return 0, ErrInvalidCursor // a cursor of an earlier weight epoch (epoch.go)
+	}
 	r := x.rootOf(p.Namespace)
 	if r == 0 {
 		if cur.blocks == 0 {

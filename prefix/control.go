@@ -24,6 +24,11 @@ type control struct {
 	sessions map[SessionID]*session
 	// Quotas per namespace (quota.go), nil without WithQuotas.
 	quota *quotas
+	// Weight epochs (epoch.go): per namespace, nil before the first bump; retired roots
+	// that still have blocks, and tombstone slots.
+	epochs      map[Namespace]uint32
+	retiredLive int
+	tombs       int
 }
 
 func (c *control) init(cfg *config) {
@@ -31,14 +36,27 @@ func (c *control) init(cfg *config) {
 	c.cause = EvictPolicy
 }
 
-// recordEvicted notes that block node n is being evicted now.
+// recordEvicted notes that block node n is being evicted now: for its namespace's quota,
+// for an earlier weight epoch (while a retired root lives, found by a walk up), or by the
+// policy.
 func (x *Index) recordEvicted(n int32) {
-	x.ctl.ghost.record(x.eventKey(n), x.clock.Now(), x.ctl.cause)
+	cause := x.ctl.cause
+	if cause == EvictPolicy && x.ctl.retiredLive > 0 && x.retiredRootOf(n) != 0 {
+		cause = EvictEpoch
+	}
+	x.ctl.ghost.record(x.eventKey(n), x.clock.Now(), cause)
 }
 
 // rootInfoFor is the namespace information ns's root would have: the hashes its keys mix
 // in, for a namespace that has no root now.
 func (c *control) rootInfoFor(ns Namespace) rootInfo {
+	ri := baseRootInfo(ns)
+	c.epochMix(&ri)
+	return ri
+}
+
+// baseRootInfo is rootInfoFor before any weight epoch.
+func baseRootInfo(ns Namespace) rootInfo {
 	ri := rootInfo{ns: ns, hasLo: ns.LoRA != "", hasSa: ns.Salt != ""}
 	if ri.hasLo {
 		ri.lora = hashString(ns.LoRA)
@@ -47,12 +65,6 @@ func (c *control) rootInfoFor(ns Namespace) rootInfo {
 		ri.salt = hashString(ns.Salt)
 	}
 	return ri
-}
-
-// explainEpoch says whether block m (toks) after cursor c is cached, or was evicted,
-// under an earlier weight epoch of ns.
-func (x *Index) explainEpoch(ns Namespace, c Cursor, toks []int32, m int, mm []string) (MissReason, EvictCause, uint64) {
-	return MissNone, EvictNone, 0
 }
 
 // isSaltKey reports whether an extra key marks the first block of a salt region.

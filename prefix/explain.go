@@ -185,9 +185,12 @@ func (x *Index) explainStop(p *Prompt, o LookupOptions, c Cursor, matched []bloc
 	}
 	if cause, at := x.ctl.ghost.find(x.nextEventKey(r, c, p.Namespace, toks, m == 0, mm)); cause != EvictNone {
 		e.Reason, e.Evicted, e.EvictedAt = MissEvicted, cause, at
+		if cause == EvictEpoch {
+			e.Reason = MissEpoch // cached under an earlier weight epoch, evicted since
+		}
 		return
 	}
-	if reason, cause, at := x.explainEpoch(p.Namespace, c, toks, m, mm); reason != MissNone {
+	if reason, cause, at := x.explainEpoch(p, m); reason != MissNone {
 		e.Reason, e.Evicted, e.EvictedAt = reason, cause, at
 		return
 	}

@@ -105,6 +105,11 @@ type rootInfo struct {
 	salt  uint64 // hashString(ns.Salt)
 	hasLo bool
 	hasSa bool
+	// epoch is the namespace's weight epoch when the root was made (epoch.go), folded
+	// into salt; retired marks a root BumpEpoch took out of the map (and, once its last
+	// block goes, a tombstone slot that is never reused).
+	epoch   uint32
+	retired bool
 }
 
 // New builds an index over pool for blocks of blockSize tokens and plugs itself in as the
@@ -351,6 +356,7 @@ func (x *Index) ensureRoot(ns Namespace) int32 {
 	if ri.hasSa {
 		ri.salt = hashString(ns.Salt)
 	}
+	x.ctl.epochMix(&ri)
 	*x.root(r) = ri
 	x.roots[ns] = r
 	if ns == (Namespace{}) {
@@ -385,6 +391,10 @@ func (x *Index) freeRoot(r int32) {
 // entry and its namespace's strings.
 func (x *Index) releaseRoot(r int32, gen uint32) {
 	ri := x.root(r)
+	if ri.retired {
+		x.tombstone(r, gen) // epoch.go: its namespace's entry is another root's now
+		return
+	}
 	delete(x.roots, ri.ns)
 	if ri.ns == (Namespace{}) {
 		x.defRoot = 0

@@ -125,9 +125,13 @@ func (x *Index) checkRoots(children []int32) error {
 		}
 		free[r] = true
 	}
-	live := 0
+	live, retired, tombs := 0, 0, 0
 	for r := int32(x.nb + 1); int(r) < len(x.nodes); r++ {
 		nd, ri := &x.nodes[r], x.root(r)
+		if nd.flags&flagRoot == 0 && ri.retired {
+			tombs++ // epoch.go: never reused
+			continue
+		}
 		if nd.flags&flagRoot == 0 {
 			if !free[r] {
 				return fmt.Errorf("root slot %d is neither a root nor free", r)
@@ -150,11 +154,18 @@ func (x *Index) checkRoots(children []int32) error {
 		if nd.children == 0 {
 			return fmt.Errorf("namespace root %d has no child and nothing will free it", r)
 		}
+		if ri.retired {
+			retired++
+			if x.roots[ri.ns] == r {
+				return fmt.Errorf("retired root %d is still its namespace's root", r)
+			}
+			continue
+		}
 		if x.roots[ri.ns] != r {
 			return fmt.Errorf("namespace root %d is not its namespace's root", r)
 		}
 	}
-	if live != len(x.roots) || live+len(x.freeRoots) != slots {
+	if live-retired != len(x.roots) || live+len(x.freeRoots)+tombs != slots || tombs != x.ctl.tombs {
 		return fmt.Errorf("%d live roots and %d free slots, but %d map entries and %d slots", live, len(x.freeRoots), len(x.roots), slots)
 	}
 	if x.defRoot != x.roots[Namespace{}] {
