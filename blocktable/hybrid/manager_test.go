@@ -129,3 +129,25 @@ func TestRegistry(t *testing.T) {
 	require.Equal(t, "test_scratch", s.Kind())
 	require.Contains(t, hybrid.Kinds(), hybrid.KindMamba)
 }
+
+// A Mamba hybrid gets hits shorter than vLLM's inflated block: with Qwen3-Next's state
+// vLLM's uniform pages give attention 544-token blocks, so a 300-token shared prefix hits
+// nothing; with 16-token blocks (a pool per page size, or carved pages) it hits 288 tokens,
+// the state cached at that block's end.
+func TestMambaHybridHitsBelowInflatedBlock(t *testing.T) {
+	shared := seqTokens(300, 0)
+	prompt := func(tail int32) []int32 { return append(append([]int32(nil), shared...), seqTokens(300, tail)...) }
+	for _, c := range []struct {
+		block, want int
+	}{{544, 0}, {16, 288}} {
+		m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
+			hybrid.FullAttention{Block: c.block}, hybrid.Mamba{Block: c.block, Mode: hybrid.MambaAll},
+		}, NumBlocks: 200})
+		require.NoError(t, err)
+		_, err = m.Admit(1, &hybrid.Request{Prompt: prompt(1000), MaxTokens: 600})
+		require.NoError(t, err)
+		require.NoError(t, m.Finish(1))
+		require.Equal(t, c.want, m.Match(prompt(5000)), "block %d", c.block)
+		require.NoError(t, m.CheckInvariants())
+	}
+}
