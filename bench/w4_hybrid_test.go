@@ -154,6 +154,9 @@ func BenchmarkW4DecodeStep(b *testing.B) {
 
 // TestW4DecodeStepAllocatesNothing holds the decode step to zero allocations.
 func TestW4DecodeStepAllocatesNothing(t *testing.T) {
+	if invariant.Enabled {
+		t.Skip("invariant checks (on under -race and -tags kvinvariants) allocate")
+	}
 	m := w4Manager(t)
 	tr := NewW3Trace()
 	rq := &tr.Requests[0]
