@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,8 +71,16 @@ type RecorderStats struct {
 	SendErrors uint64
 }
 
-// ErrNilSink is returned by NewRecorder without a Sink.
-var ErrNilSink = errors.New("kvevents: nil sink")
+// ErrInvalidArgument is wrapped by the errors returned for bad arguments: a nil Sink, a
+// queue or a batch size over its limit.
+var ErrInvalidArgument = errors.New("kvevents: invalid argument")
+
+// ErrNilSink is returned by NewRecorder without a Sink; it wraps ErrInvalidArgument.
+var ErrNilSink = fmt.Errorf("%w: nil sink", ErrInvalidArgument)
+
+// MaxQueue bounds WithQueue and WithMaxBatchEvents: the queue's slots are allocated up
+// front (vLLM's queue holds 100,000 batches).
+const MaxQueue = 1 << 20
 
 // NewRecorder returns a Recorder that hands its batches to sink, and starts its sender
 // goroutine. Of the options, all apply: the encoding ones, WithQueue, WithMaxBatchEvents
@@ -83,6 +92,9 @@ func NewRecorder(sink Sink, opts ...Option) (*Recorder, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.queueBatches > MaxQueue || cfg.maxBatchEvents > MaxQueue {
+		return nil, fmt.Errorf("%w: queue of %d batches, %d events a batch (at most %d each)", ErrInvalidArgument, cfg.queueBatches, cfg.maxBatchEvents, MaxQueue)
 	}
 	r := &Recorder{
 		cfg:        cfg,

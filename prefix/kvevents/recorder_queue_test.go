@@ -68,3 +68,12 @@ func TestRecorderCountsSinkErrors(t *testing.T) {
 	_, err = kvevents.NewRecorder(nil)
 	require.ErrorIs(t, err, kvevents.ErrNilSink)
 }
+
+func TestRecorderRefusesHugeQueues(t *testing.T) {
+	sink := &gateSink{gate: make(chan struct{}), seqs: make(chan uint64, 1)}
+	for _, o := range []kvevents.Option{kvevents.WithQueue(1 << 40), kvevents.WithMaxBatchEvents(kvevents.MaxQueue + 1)} {
+		r, err := kvevents.NewRecorder(sink, o)
+		require.ErrorIs(t, err, kvevents.ErrInvalidArgument)
+		require.Nil(t, r)
+	}
+}

@@ -282,3 +282,13 @@ func TestSubscriberCountsMalformedMessages(t *testing.T) {
 	require.Eventually(t, func() bool { return sub.Stats().Malformed == 2 }, 10*time.Second, time.Millisecond)
 	require.Zero(t, sub.Stats().Applied)
 }
+
+// Sizes allocated up front are bounded: a replay buffer or a subscriber queue of 2^40
+// batches would panic in make (or on the first connection).
+func TestPublisherRefusesHugeSizes(t *testing.T) {
+	for _, o := range []zmq.Option{zmq.WithReplayBuffer(1 << 40), zmq.WithSubscriberQueue(1 << 40), zmq.WithMaxPeers(1 << 20), zmq.WithEvents(kvevents.WithQueue(1 << 40))} {
+		p, err := zmq.NewPublisher("tcp://127.0.0.1:0", o)
+		require.ErrorIs(t, err, kvevents.ErrInvalidArgument)
+		require.Nil(t, p)
+	}
+}

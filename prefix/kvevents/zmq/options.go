@@ -178,9 +178,10 @@ func SubscribeHandshakeTimeout(d time.Duration) SubscriberOption {
 
 // SubscribeMaxMessage bounds one received message, all frames together (default
 // DefaultMaxMessage); the decoder's payload cap follows it. A larger message closes the
-// connection (the subscriber reconnects and catches up by replay).
+// connection (the subscriber reconnects and catches up by replay). It is kept within
+// [64 B, 1 GiB].
 func SubscribeMaxMessage(n int) SubscriberOption {
-	return func(c *subscriberConfig) { c.maxMessage = max(n, 64) }
+	return func(c *subscriberConfig) { c.maxMessage = min(max(n, 64), 1<<30) }
 }
 
 // SubscribeHashSize sets the length of the byte-string block hashes the decoder accepts.

@@ -56,14 +56,26 @@ type PublisherStats struct {
 	Replays, ReplayErrors uint64
 }
 
+// Upper bounds of the Publisher's sizes, checked by NewPublisher: the replay ring is
+// allocated up front, a subscriber's queue when it connects.
+const (
+	MaxBuffer = 1 << 22
+	MaxPeers  = 1 << 16
+)
+
 // NewPublisher binds a PUB socket at endpoint (for example "tcp://*:5557" as vLLM's
 // default, or "tcp://127.0.0.1:0" for a port chosen by the system) and, with WithReplay, a
 // ROUTER socket for replays, and starts the sender goroutine. Only tcp:// endpoints are
-// supported.
+// supported. Sizes over MaxBuffer or MaxPeers are refused with an error wrapping
+// kvevents.ErrInvalidArgument.
 func NewPublisher(endpoint string, opts ...Option) (*Publisher, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.replayBatches > MaxBuffer || cfg.subscriberQueue > MaxBuffer || cfg.maxPeers > MaxPeers {
+		return nil, fmt.Errorf("%w: replay buffer %d, subscriber queue %d (at most %d), %d peers (at most %d)",
+			kvevents.ErrInvalidArgument, cfg.replayBatches, cfg.subscriberQueue, MaxBuffer, cfg.maxPeers, MaxPeers)
 	}
 	p := &Publisher{cfg: cfg, ring: newReplayRing(cfg.replayBatches), topic: []byte(cfg.topic)}
 	var err error
