@@ -165,7 +165,8 @@ func (t *Table) appendInLast(n int) bool {
 }
 
 // Need returns how many blocks Append(n, lookahead) would allocate now, a copy-on-write
-// included, without changing anything.
+// included, without changing anything: math.MaxInt for counts Append refuses (negative,
+// or beyond the pool's capacity in slots), which no pool can satisfy.
 func (t *Table) Need(n, lookahead int) int {
 	if t.checkSizes(n, lookahead) != nil {
 		return math.MaxInt // can never be satisfied
