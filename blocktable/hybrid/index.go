@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // The index and the pool live together here because vLLM's order of evictions comes from
@@ -68,6 +69,12 @@ type store struct {
 	slots     []int32
 	shift     uint
 
+	// Namespace roots: node 0 is the zero namespace's root; every other namespace (LoRA
+	// adapter, cache salt) has a root node of its own, found through roots, not the child
+	// table, and freed like any node once nothing is under it.
+	roots  map[prefix.Namespace]int32
+	rootNS map[int32]prefix.Namespace
+
 	evictions  uint64
 	duplicates uint64
 	dropped    uint64
@@ -93,7 +100,55 @@ func newStore(numBlocks, unit, ng int, unhashedFirst bool) *store {
 	}
 	s.setTable(size)
 	s.cached = make([]int, ng)
+	s.roots, s.rootNS = map[prefix.Namespace]int32{}, map[int32]prefix.Namespace{}
 	return s
+}
+
+// root returns ns's root node, creating it if create is set; 0 for the zero namespace,
+// and -1 when ns has none and create is not set.
+func (s *store) root(ns prefix.Namespace, create bool) int32 {
+	if ns == (prefix.Namespace{}) {
+		return 0
+	}
+	if n, ok := s.roots[ns]; ok {
+		return n
+	}
+	if !create {
+		return -1
+	}
+	n := s.newNode()
+	s.nodes[n] = node{key: unitKey(hashString(ns.LoRA), []int32{int32(len(ns.Salt))}) ^ hashString(ns.Salt)}
+	s.nodes[0].children++
+	s.live++
+	s.roots[ns], s.rootNS[n] = n, ns
+	return n
+}
+
+// hashString is FNV-1a: namespace roots' keys only seed their children's keys.
+func hashString(v string) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for i := 0; i < len(v); i++ {
+		h ^= uint64(v[i])
+		h *= 0x100000001b3
+	}
+	return h
+}
+
+// newNode takes a free node slot or appends one.
+func (s *store) newNode() int32 {
+	if k := len(s.freeNodes); k > 0 {
+		n := s.freeNodes[k-1]
+		s.freeNodes = s.freeNodes[:k-1]
+		return n
+	}
+	n := int32(len(s.nodes))
+	s.nodes = append(s.nodes, node{})
+	s.ntok = append(s.ntok, make([]int32, s.unit)...)
+	for range s.ng {
+		s.head = append(s.head, 0)
+		s.tail = append(s.tail, 0)
+	}
+	return n
 }
 
 // Free queue.
@@ -280,19 +335,7 @@ func (s *store) ensure(parent int32, toks []int32) int32 {
 	if n := s.child(parent, key, toks); n != 0 {
 		return n
 	}
-	var n int32
-	if k := len(s.freeNodes); k > 0 {
-		n = s.freeNodes[k-1]
-		s.freeNodes = s.freeNodes[:k-1]
-	} else {
-		n = int32(len(s.nodes))
-		s.nodes = append(s.nodes, node{})
-		s.ntok = append(s.ntok, toks...)
-		for range s.ng {
-			s.head = append(s.head, 0)
-			s.tail = append(s.tail, 0)
-		}
-	}
+	n := s.newNode()
 	s.nodes[n] = node{key: key, parent: parent}
 	copy(s.ntok[int(n)*s.unit:], toks)
 	s.nodes[parent].children++
@@ -361,7 +404,12 @@ func (s *store) maybeFree(n int32) {
 			return
 		}
 		p := nd.parent
-		s.removeSlot(n)
+		if ns, isRoot := s.rootNS[n]; isRoot {
+			delete(s.roots, ns)
+			delete(s.rootNS, n)
+		} else {
+			s.removeSlot(n)
+		}
 		*nd = node{}
 		if s.nodes[p].hint == n {
 			s.nodes[p].hint = 0

@@ -44,7 +44,7 @@ func (m *Manager) CheckInvariants() error {
 			if n <= 0 || int(n) >= len(st.nodes) || st.nodes[n].key == 0 && st.nodes[n].parent == 0 && st.nodes[n].entries == 0 && st.nodes[n].children == 0 && st.nodes[n].pins == 0 {
 				return fmt.Errorf("seq %d: path node %d at unit %d is not live", id, n, i)
 			}
-			parent := int32(0)
+			parent := s.root
 			if i > 0 {
 				parent = s.path[i-1]
 			}
@@ -145,8 +145,13 @@ func (m *Manager) CheckInvariants() error {
 			}
 		}
 	}
-	if inTable != live {
-		return fmt.Errorf("%d nodes in the child table, %d live", inTable, live)
+	if inTable+len(st.roots) != live || len(st.roots) != len(st.rootNS) {
+		return fmt.Errorf("%d nodes in the child table and %d namespace roots (%d reverse), %d live", inTable, len(st.roots), len(st.rootNS), live)
+	}
+	for ns, n := range st.roots {
+		if back, ok := st.rootNS[n]; !ok || back != ns || free[n] || st.nodes[n].parent != 0 {
+			return fmt.Errorf("namespace root %d of %+v is not a live root", n, ns)
+		}
 	}
 	for n := 1; n < len(st.nodes); n++ {
 		if free[n] {
@@ -160,14 +165,19 @@ func (m *Manager) CheckInvariants() error {
 			return fmt.Errorf("node %d is dead but not freed", n)
 		}
 		toks := st.ntok[n*m.unit : (n+1)*m.unit]
-		if nd.key != unitKey(st.nodes[nd.parent].key, toks) || st.child(nd.parent, nd.key, toks) != int32(n) {
+		if _, isRoot := st.rootNS[int32(n)]; isRoot {
+			if nd.entries != 0 {
+				return fmt.Errorf("namespace root %d caches blocks", n)
+			}
+		} else if nd.key != unitKey(st.nodes[nd.parent].key, toks) || st.child(nd.parent, nd.key, toks) != int32(n) {
 			return fmt.Errorf("node %d not found under its parent by its key", n)
 		}
 		if h := nd.hint; h != 0 && (int(h) >= len(st.nodes) || free[h] || st.nodes[h].parent != int32(n)) {
 			return fmt.Errorf("node %d: hint %d is not a live child", n, h)
 		}
+		_, parentIsRoot := st.rootNS[nd.parent]
 		for g, spec := range m.specs {
-			if spec.Downward() && st.dropped == 0 && nd.parent != 0 && m.k[g] == 1 && st.head[n*m.ng+g] != 0 && st.head[int(nd.parent)*m.ng+g] == 0 {
+			if spec.Downward() && st.dropped == 0 && nd.parent != 0 && !parentIsRoot && m.k[g] == 1 && st.head[n*m.ng+g] != 0 && st.head[int(nd.parent)*m.ng+g] == 0 {
 				return fmt.Errorf("node %d: group %d (full attention) cached below an uncached parent", n, g)
 			}
 		}

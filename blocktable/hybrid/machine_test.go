@@ -9,12 +9,13 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/prefix"
 	"pgregory.net/rapid"
 )
 
 // TestMachineAgainstVLLMModel runs random admissions, decode steps and finishes on
 // random hybrid models (one to three groups of full attention, sliding windows, Mamba
-// state and chunked local attention, small pools, EAGLE or not) through the Manager and through the reference model of vLLM's
+// state and chunked local attention, small pools, EAGLE or not, two namespaces) through the Manager and through the reference model of vLLM's
 // hybrid manager, and requires the same hits, the same block IDs in every group's table,
 // the same evictions and free-queue length, and the invariants, after every step.
 func TestMachineAgainstVLLMModel(t *testing.T) {
@@ -104,10 +105,11 @@ func checkMachine(t *testing.T) {
 				}
 				id := next
 				next++
-				r := ref.newRequest(prompt)
+				salt := rapid.SampledFrom([]string{"", "", "tenant"}).Draw(rt, "salt")
+				r := ref.newRequestIn(salt, prompt)
 				hits, want := ref.computedBlocks(r)
 				ok := ref.allocateSlots(r, n-want, want, hits)
-				got, err := m.Admit(id, &hybrid.Request{Prompt: prompt, MaxTokens: n + maxExtra})
+				got, err := m.Admit(id, &hybrid.Request{Prompt: prompt, MaxTokens: n + maxExtra, Namespace: prefix.Namespace{Salt: salt}})
 				if !ok {
 					if !errors.Is(err, blocktable.ErrOutOfBlocks) {
 						rt.Fatalf("admit %v: vLLM out of blocks, Manager %v", prompt, err)

@@ -6,6 +6,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // Config configures a Manager.
@@ -36,6 +37,13 @@ type Request struct {
 	// SkipCacheRead admits without looking the prompt up (vLLM's
 	// skip_reading_prefix_cache, for prompt logprobs); its blocks are still cached.
 	SkipCacheRead bool
+	// Namespace keeps sequences of different LoRA adapters or cache salts from sharing
+	// blocks: each namespace has its own prefix tree. The zero value is the default.
+	Namespace prefix.Namespace
+	// HitLimit, when positive, caps the hit at that many tokens (the fixed point is found
+	// under the cap, so the capped hit is valid for every group): a scheduler that must
+	// recompute part of the prompt fixes the shorter hit here.
+	HitLimit int
 	// Prefill, when positive, gives slots to only the hit plus this many prompt tokens
 	// (a chunked prefill's first chunk); Extend schedules the rest. 0 means the whole
 	// prompt.
@@ -89,6 +97,8 @@ type Manager struct {
 }
 
 type seq struct {
+	root      int32 // the namespace's root node (0: the default namespace)
+	ns        prefix.Namespace
 	tokens    []int32
 	path      []int32 // node per match unit, as far as it is known to be live
 	pinned    int32
@@ -272,6 +282,7 @@ func (m *Manager) newSeq(req *Request) *seq {
 	}
 	s.tokens = append(s.tokens[:0], req.Prompt...)
 	s.path, s.pinned, s.computed, s.maxTokens = s.path[:0], 0, 0, req.MaxTokens
+	s.ns, s.root = req.Namespace, m.st.root(req.Namespace, false)
 	for g := range s.tables {
 		if c := (req.MaxTokens + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
 			s.tables[g] = make([]blocks.ID, 0, c)
@@ -290,7 +301,10 @@ func (m *Manager) newSeq(req *Request) *seq {
 // walk sets s.path to the nodes of s's first units that the trie has, up to maxUnits.
 func (m *Manager) walk(s *seq, maxUnits int) {
 	s.path = s.path[:0]
-	parent := int32(0)
+	if s.root < 0 {
+		return // a namespace with nothing cached
+	}
+	parent := s.root
 	for u := 0; u < maxUnits && (u+1)*m.unit <= len(s.tokens); u++ {
 		n := m.st.next(parent, s.tokens[u*m.unit:(u+1)*m.unit])
 		if n == 0 {
@@ -312,16 +326,28 @@ func (m *Manager) lookup(id blocktable.SeqID) (*seq, bool) {
 	return s, ok
 }
 
-// Match returns the hit Admit would take for prompt, in tokens, touching nothing.
+// Match returns the hit Admit would take for prompt in the default namespace, in tokens,
+// touching nothing.
 func (m *Manager) Match(prompt []int32) int {
-	if len(prompt) == 0 {
+	return m.MatchRequest(&Request{Prompt: prompt, MaxTokens: len(prompt)})
+}
+
+// MatchRequest returns the hit Admit would take for req (its namespace, HitLimit and
+// SkipCacheRead included), in tokens, touching nothing.
+func (m *Manager) MatchRequest(req *Request) int {
+	n := len(req.Prompt)
+	if n == 0 || req.SkipCacheRead {
 		return 0
 	}
-	s := m.newSeq(&Request{Prompt: prompt, MaxTokens: len(prompt)})
-	m.walk(s, (len(prompt)-1)/m.unit)
-	n := m.hit(s, len(prompt)-1)
+	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
+	limit := n - 1
+	if req.HitLimit > 0 {
+		limit = min(limit, req.HitLimit)
+	}
+	m.walk(s, limit/m.unit)
+	hit := m.hit(s, limit)
 	m.spare = append(m.spare, s)
-	return n
+	return hit
 }
 
 // HitBlocks appends to dst, for each group, the blocks a hit of hitTokens on prompt takes
@@ -370,8 +396,12 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	n := len(req.Prompt)
 	hit := 0
 	if !req.SkipCacheRead {
-		m.walk(s, (n-1)/m.unit)
-		hit = m.hit(s, n-1)
+		limit := n - 1
+		if req.HitLimit > 0 {
+			limit = min(limit, req.HitLimit)
+		}
+		m.walk(s, limit/m.unit)
+		hit = m.hit(s, limit)
 	}
 	slots := n
 	if req.Prefill > 0 {
@@ -483,8 +513,13 @@ func (m *Manager) commit(s *seq, tokens int) {
 // extend makes s.path cover units match units, creating nodes as needed.
 func (m *Manager) extend(s *seq, units int) {
 	for u := len(s.path); u < units; u++ {
-		parent := int32(0)
-		if u > 0 {
+		var parent int32
+		if u == 0 {
+			// Nothing of the sequence is in the tree yet, so nothing keeps its root: look
+			// it up (or make it) now.
+			s.root = m.st.root(s.ns, true)
+			parent = s.root
+		} else {
 			parent = s.path[u-1]
 		}
 		s.path = append(s.path, m.st.ensure(parent, s.tokens[u*m.unit:(u+1)*m.unit]))

@@ -7,6 +7,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,4 +151,42 @@ func TestMambaHybridHitsBelowInflatedBlock(t *testing.T) {
 		require.Equal(t, c.want, m.Match(prompt(5000)), "block %d", c.block)
 		require.NoError(t, m.CheckInvariants())
 	}
+}
+
+// Namespaces never share blocks, a namespace's root goes when its last block is evicted
+// (no root kept per tenant forever), and HitLimit caps a hit to one every group can serve.
+func TestNamespacesAndHitLimit(t *testing.T) {
+	m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
+		hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 8},
+	}, NumBlocks: 24})
+	require.NoError(t, err)
+	p := seqTokens(21, 0)
+	salted := prefix.Namespace{Salt: "tenant-a"}
+	_, err = m.Admit(1, &hybrid.Request{Prompt: p, MaxTokens: 21, Namespace: salted})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(1))
+	require.Zero(t, m.Match(p), "the default namespace sees nothing of tenant-a's")
+	require.Equal(t, 20, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: salted}))
+	require.Zero(t, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: prefix.Namespace{LoRA: "tenant-a"}}))
+	// A cap below the window's reach: the fixed point under 10 tokens is 8.
+	require.Equal(t, 8, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: salted, HitLimit: 10}))
+	got, err := m.Admit(2, &hybrid.Request{Prompt: p, MaxTokens: 21, Namespace: salted, HitLimit: 10})
+	require.NoError(t, err)
+	require.Equal(t, 8, got)
+	require.NoError(t, m.CheckInvariants())
+	require.NoError(t, m.Finish(2))
+	// Fill the pool from the default namespace until tenant-a's blocks are all evicted.
+	for i := range 3 {
+		id := blocktable.SeqID(10 + i)
+		_, err = m.Admit(id, &hybrid.Request{Prompt: seqTokens(40, int32(1000*(i+1))), MaxTokens: 40})
+		require.NoError(t, err)
+		require.NoError(t, m.Finish(id))
+	}
+	require.Zero(t, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: salted}))
+	require.NoError(t, m.CheckInvariants())
+	before := m.Stats().Nodes
+	_, err = m.Admit(20, &hybrid.Request{Prompt: p, MaxTokens: 21, Namespace: salted})
+	require.NoError(t, err)
+	require.NoError(t, m.CheckInvariants())
+	require.Greater(t, m.Stats().Nodes, before)
 }

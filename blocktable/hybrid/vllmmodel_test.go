@@ -230,6 +230,7 @@ func (g vmGroup) skippedTokens(computed int) int {
 
 // vmRequest is what the managers track for one request (req_to_blocks, num_cached_block).
 type vmRequest struct {
+	seed      vmHash // parent hash of block 0: the cache salt's, or zero
 	tokens    []int32
 	hashes    []vmHash // one per full block of tokens (hash_block_size = block size)
 	computed  int      // num_computed_tokens
@@ -259,8 +260,15 @@ func newVMManager(numBlocks int, groups []vmGroup, eagle bool) *vmManager {
 	return &vmManager{pool: newVMPool(numBlocks), groups: groups, bs: groups[0].blockSize, eagle: eagle}
 }
 
-func (m *vmManager) newRequest(prompt []int32) *vmRequest {
+func (m *vmManager) newRequest(prompt []int32) *vmRequest { return m.newRequestIn("", prompt) }
+
+// newRequestIn makes a request with a cache salt: vLLM hashes it into the first block,
+// so no block of another salt ever matches.
+func (m *vmManager) newRequestIn(salt string, prompt []int32) *vmRequest {
 	r := &vmRequest{blocks: make([][]int, len(m.groups)), numCached: make([]int, len(m.groups))}
+	if salt != "" {
+		r.seed = sha256.Sum256([]byte(salt))
+	}
 	for g := range r.numCached {
 		r.numCached[g] = -1
 	}
@@ -273,7 +281,7 @@ func (m *vmManager) appendTokens(r *vmRequest, toks []int32) {
 	r.tokens = append(r.tokens, toks...)
 	for (len(r.hashes)+1)*m.bs <= len(r.tokens) {
 		i := len(r.hashes)
-		var parent vmHash
+		parent := r.seed
 		if i > 0 {
 			parent = r.hashes[i-1]
 		}
