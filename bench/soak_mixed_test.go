@@ -148,7 +148,7 @@ func (s *soak) admit() error {
 			s.running = append(s.running, s.next)
 			return nil
 		}
-		var oob *blocktable.OutOfBlocksError
+		var oob *blocks.OutOfBlocksError
 		if !errors.As(err, &oob) {
 			return err
 		}
@@ -185,7 +185,7 @@ func (s *soak) append(n int) error {
 		if err == nil {
 			return nil
 		}
-		var oob *blocktable.OutOfBlocksError
+		var oob *blocks.OutOfBlocksError
 		if !errors.As(err, &oob) {
 			return err
 		}
@@ -250,7 +250,7 @@ func (s *soak) preempt(need int, protect blocktable.SeqID) error {
 	var err error
 	s.victims, err = s.m.Preempt(req, s.victims[:0])
 	if err != nil {
-		if !errors.Is(err, blocktable.ErrOutOfBlocks) {
+		if !errors.Is(err, blocks.ErrOutOfBlocks) {
 			return err
 		}
 		s.counts[7]++

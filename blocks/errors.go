@@ -32,12 +32,19 @@ var (
 // one more with ErrRefCountOverflow rather than wrap the count.
 const MaxRefCount = 1<<31 - 1
 
-// OutOfBlocksError says how many blocks an allocation asked for and how many could be had
-// (free plus reclaimable). It wraps ErrOutOfBlocks.
+// OutOfBlocksError says how many blocks an operation asked for and how many could be had
+// (free plus reclaimable). It wraps ErrOutOfBlocks. The pool returns it for an allocation;
+// blocktable returns it, wrapped in a *blocktable.SeqError naming the operation and the
+// sequence, for an admission, an append, a fork, a preemption or a swap that ran short.
 type OutOfBlocksError struct {
+	// Requested is the number of blocks asked for (on admission, plus the watermark).
 	Requested int
+	// Available is how many could be had: free plus reclaimable.
 	Available int
 }
+
+// Missing is how many more blocks the operation needed.
+func (e *OutOfBlocksError) Missing() int { return e.Requested - e.Available }
 
 func (e *OutOfBlocksError) Error() string {
 	return fmt.Sprintf("blocks: out of blocks: requested %d, available %d (free + reclaimable)", e.Requested, e.Available)

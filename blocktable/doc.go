@@ -32,7 +32,7 @@
 // Admit matches the prompt in the prefix index (capped at len-1 tokens by default, as
 // vLLM caps it), counts every block it needs, including the hit blocks it would take off
 // the evictable set, and only then takes the hit and allocates the rest: it either admits
-// with the hit or returns an *OutOfBlocksError saying how many blocks were missing,
+// with the hit or returns an *blocks.OutOfBlocksError saying how many blocks were missing,
 // having changed nothing. CanAdmit is the same check as a dry run. Append commits each
 // block to the index as it fills (through a per-sequence prefix.Cursor, O(1) per block),
 // so concurrent requests hit it before the first finishes. Finish caches the full blocks
@@ -53,12 +53,12 @@
 // # Errors
 //
 // Bad input and lack of memory return errors wrapping a sentinel (ErrUnknownSeq,
-// ErrDuplicateSeq, ErrNotRunning, ErrOutOfBlocks, ErrShortBuffer, ErrNoHostPool,
+// ErrDuplicateSeq, ErrNotRunning, blocks.ErrOutOfBlocks, ErrShortBuffer, ErrNoHostPool,
 // ErrInvalidArgument, ErrTooLarge), tested with errors.Is, and leave every structure
 // exactly as it was. Every size, count and position is checked against the pool's
 // capacity in slots before any arithmetic on it: a request the pool could never hold
 // (ErrTooLarge, a *SizeError) is told apart from one that must wait for memory
-// (ErrOutOfBlocks), and no sum can overflow. A finished, aborted or recompute-preempted sequence is forgotten, so appending to
+// (blocks.ErrOutOfBlocks), and no sum can overflow. A finished, aborted or recompute-preempted sequence is forgotten, so appending to
 // it returns ErrUnknownSeq. The package panics only for a broken invariant.
 //
 // # Invariants

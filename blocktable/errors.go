@@ -4,16 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/kvpage/kvpage/blocks"
 )
 
-// Sentinel errors. Every error the package returns for bad input or lack of memory wraps
-// one of these, so callers test with errors.Is; a failed call changes nothing.
+// Sentinel errors. Every error the package returns for bad input wraps one of these, so
+// callers test with errors.Is; a failed call changes nothing. Lack of memory is the pool's
+// error: a *SeqError (naming the operation and sequence) wrapping a
+// *blocks.OutOfBlocksError, which matches blocks.ErrOutOfBlocks and says how many blocks
+// were requested and available.
 var (
-	// ErrOutOfBlocks: not enough free or reclaimable blocks. Also matches
-	// blocks.ErrOutOfBlocks.
-	ErrOutOfBlocks = errors.New("blocktable: out of blocks")
 	// ErrUnknownSeq: no such sequence (never admitted, or already finished, aborted or
 	// preempted in recompute mode).
 	ErrUnknownSeq = errors.New("blocktable: unknown sequence")
@@ -29,7 +27,7 @@ var (
 	// range, a bad configuration.
 	ErrInvalidArgument = errors.New("blocktable: invalid argument")
 	// ErrTooLarge: a size or count that no amount of preemption could ever satisfy (more
-	// slots than the whole pool holds) or that would overflow. Unlike ErrOutOfBlocks,
+	// slots than the whole pool holds) or that would overflow. Unlike blocks.ErrOutOfBlocks,
 	// retrying after a Preempt cannot help: reject the request. Also matches
 	// ErrInvalidArgument.
 	ErrTooLarge = errors.New("blocktable: size beyond the pool's capacity")
@@ -56,31 +54,6 @@ func (e *SizeError) Error() string {
 // Unwrap returns ErrTooLarge and ErrInvalidArgument.
 func (e *SizeError) Unwrap() []error { return []error{ErrTooLarge, ErrInvalidArgument} }
 
-// OutOfBlocksError says which operation lacked memory and by how much. It matches both
-// ErrOutOfBlocks and blocks.ErrOutOfBlocks.
-type OutOfBlocksError struct {
-	// Op is the operation ("admit", "append", "fork", "preempt", "swap in").
-	Op string
-	// Seq is the sequence concerned.
-	Seq SeqID
-	// Needed is the number of blocks the operation needed (plus the watermark, on admit).
-	Needed int
-	// Available is how many it could have had (free plus reclaimable).
-	Available int
-}
-
-// Missing is how many more blocks the operation needed.
-func (e *OutOfBlocksError) Missing() int { return e.Needed - e.Available }
-
-// Error says what was needed and what was available.
-func (e *OutOfBlocksError) Error() string {
-	return fmt.Sprintf("blocktable: %s seq %d: out of blocks: need %d, available %d, missing %d",
-		e.Op, e.Seq, e.Needed, e.Available, e.Missing())
-}
-
-// Unwrap returns ErrOutOfBlocks and blocks.ErrOutOfBlocks.
-func (e *OutOfBlocksError) Unwrap() []error { return []error{ErrOutOfBlocks, blocks.ErrOutOfBlocks} }
-
 // SeqError names the operation and sequence behind a rejected call; it wraps a sentinel.
 type SeqError struct {
 	Op  string
@@ -90,7 +63,7 @@ type SeqError struct {
 
 // Error names the operation, the sequence and the sentinel.
 func (e *SeqError) Error() string {
-	return fmt.Sprintf("blocktable: %s seq %d: %s", e.Op, e.Seq, strings.TrimPrefix(e.Err.Error(), "blocktable: "))
+	return fmt.Sprintf("blocktable: %s seq %d: %s", e.Op, e.Seq, strings.TrimPrefix(strings.TrimPrefix(e.Err.Error(), "blocktable: "), "blocks: "))
 }
 
 // Unwrap returns the sentinel error.

@@ -235,14 +235,14 @@ func (h *harness) apply(o op) {
 		res, err := h.m.Admit(id, req)
 		require.Equal(h.t, dryErr == nil, err == nil, "CanAdmit and Admit disagree: %v / %v", dryErr, err)
 		if err != nil {
-			if errors.Is(err, ErrOutOfBlocks) {
-				var oob *OutOfBlocksError
+			if errors.Is(err, blocks.ErrOutOfBlocks) {
+				var oob *blocks.OutOfBlocksError
 				require.ErrorAs(h.t, err, &oob)
 				require.Positive(h.t, oob.Missing())
 				h.waiting = append(h.waiting, prompt)
 				h.waitingNS = append(h.waitingNS, ns)
 			}
-			h.failed(before, err, ErrOutOfBlocks, ErrDuplicateSeq, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrDuplicateSeq, ErrTooLarge)
 			return
 		}
 		require.Equal(h.t, dry, res)
@@ -264,7 +264,7 @@ func (h *harness) apply(o op) {
 		}
 		res, err := h.m.Append(id, toks, o.b%4)
 		if err != nil {
-			h.failed(before, err, ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
 			return
 		}
 		if res.Copied {
@@ -334,7 +334,7 @@ func (h *harness) apply(o op) {
 		}
 		out, err := h.m.Preempt(PreemptRequest{Need: 1 + o.c%8, Mode: mode, Protect: protect}, nil)
 		if err != nil {
-			h.failed(before, err, ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
 			return
 		}
 		for _, p := range out {
@@ -348,7 +348,7 @@ func (h *harness) apply(o op) {
 		}
 		plan, err := h.m.SwapIn(id, nil)
 		if err != nil {
-			h.failed(before, err, ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
 			return
 		}
 		for _, c := range plan {
@@ -366,7 +366,7 @@ func (h *harness) apply(o op) {
 		}
 		p, err := h.m.PreemptSeq(id, PreemptMode(o.c%2))
 		if err != nil {
-			h.failed(before, err, ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
 			return
 		}
 		h.preempted(p)

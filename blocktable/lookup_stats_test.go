@@ -1,6 +1,7 @@
 package blocktable
 
 import (
+	"github.com/kvpage/kvpage/blocks"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ func TestManagerLookupStatsCountAdmissionsOnce(t *testing.T) {
 
 	big := &Request{Prompt: seqOf(32, 1000)} // needs 8 new blocks, 5 are free: refused
 	_, err = s.m.Admit(3, big)
-	require.ErrorIs(t, err, ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.Equal(t, base, s.idx.Stats(), "a refused admission is not counted")
 
 	_, err = s.m.Admit(2, req)

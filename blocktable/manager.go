@@ -1,6 +1,7 @@
 package blocktable
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -307,7 +308,7 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 		avail -= m.index.ReclaimableOf(p.hits)
 	}
 	if p.need+m.wmBlocks > avail {
-		return p, &OutOfBlocksError{Op: "admit", Seq: seq, Needed: p.need + m.wmBlocks, Available: avail}
+		return p, &SeqError{Op: "admit", Seq: seq, Err: &blocks.OutOfBlocksError{Requested: p.need + m.wmBlocks, Available: avail}}
 	}
 	return p, nil
 }
@@ -317,11 +318,11 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 // anything every block it needs, cached blocks it would take off the evictable set
 // included. The prompt's full blocks are committed to the index at once, so concurrent
 // requests hit them. It is all or nothing: on failure nothing changed, and an
-// *OutOfBlocksError (errors.Is ErrOutOfBlocks) says how many blocks were missing.
+// *blocks.OutOfBlocksError (errors.Is blocks.ErrOutOfBlocks) says how many blocks were missing.
 func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	p, err := m.plan(seq, req)
 	if err != nil {
-		if _, oob := err.(*OutOfBlocksError); oob {
+		if errors.Is(err, blocks.ErrOutOfBlocks) {
 			m.st.RejectedAdmissions++
 		}
 		return AdmitResult{}, err
@@ -428,7 +429,7 @@ func (m *Manager) rematch(s *sequence, upto int) {
 // accepted draft tokens) and reserves lookahead slots beyond them. Blocks are allocated
 // only when the last one is full; each block that fills is committed to the prefix index
 // at once, so concurrent requests can hit it. The first write into a shared block copies
-// it (see AppendResult.Copy). All or nothing: on ErrOutOfBlocks nothing changed; the
+// it (see AppendResult.Copy). All or nothing: on blocks.ErrOutOfBlocks nothing changed; the
 // caller preempts (Preempt) and retries. Append allocates no memory in steady state.
 func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult, error) {
 	// A decode step of the sequence the previous call named, into its own last block with
@@ -456,7 +457,7 @@ func (m *Manager) appendSlow(seq SeqID, tokens []int32, lookahead int) (AppendRe
 	if lookahead != 0 || !s.t.appendInLast(len(tokens)) {
 		if res, err = s.t.Append(len(tokens), lookahead); err != nil {
 			switch e := err.(type) {
-			case *OutOfBlocksError:
+			case *SeqError: // out of blocks: the Table knows no sequence
 				e.Seq = seq
 			case *SizeError:
 				e.Seq = seq

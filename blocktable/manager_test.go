@@ -140,13 +140,13 @@ func TestManagerAdmitCountsHitBlocksItTakesOffTheEvictableSet(t *testing.T) {
 	long := append(slices.Clone(shared), seqOf(24, 500)...) // 40 tokens, 10 blocks
 	before := s.state(t)
 	_, err = s.m.CanAdmit(2, &Request{Prompt: long})
-	var oob *OutOfBlocksError
+	var oob *blocks.OutOfBlocksError
 	require.ErrorAs(t, err, &oob)
 	res, err := s.m.Admit(2, &Request{Prompt: long})
-	require.ErrorIs(t, err, ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.ErrorAs(t, err, &oob)
 	require.Equal(t, AdmitResult{}, res)
-	require.Equal(t, 6, oob.Needed)
+	require.Equal(t, 6, oob.Requested)
 	require.Equal(t, 5, oob.Available)
 	require.Equal(t, 1, oob.Missing())
 	after := s.state(t)
@@ -301,9 +301,11 @@ func TestManagerPreemptAndReadmit(t *testing.T) {
 	// Sequence 1 cannot grow: every block is held.
 	before := s.state(t)
 	_, err = s.m.Append(1, []int32{17}, 0)
-	var oob *OutOfBlocksError
+	var oob *blocks.OutOfBlocksError
 	require.ErrorAs(t, err, &oob)
-	require.Equal(t, SeqID(1), oob.Seq)
+	var se *SeqError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, SeqID(1), se.Seq)
 	require.Equal(t, 1, oob.Missing())
 	require.Equal(t, before, s.state(t))
 
@@ -322,7 +324,7 @@ func TestManagerPreemptAndReadmit(t *testing.T) {
 	// Nothing can free 100 blocks: nothing is preempted.
 	before = s.state(t)
 	_, err = s.m.Preempt(PreemptRequest{Need: 100}, nil)
-	require.ErrorIs(t, err, ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.Equal(t, before, s.state(t))
 
 	// Sequence 2 finishes; the victim comes back and re-hits its own committed block.
@@ -406,9 +408,9 @@ func TestManagerWatermark(t *testing.T) {
 	_, err := s.m.Admit(1, &Request{Prompt: seqOf(32, 1)}) // 8 blocks + 2 = 10
 	require.NoError(t, err)
 	_, err = s.m.Admit(2, &Request{Prompt: []int32{1000}})
-	var oob *OutOfBlocksError
+	var oob *blocks.OutOfBlocksError
 	require.ErrorAs(t, err, &oob)
-	require.Equal(t, 3, oob.Needed)
+	require.Equal(t, 3, oob.Requested)
 	// Running sequences may still grow into the watermark.
 	_, err = s.m.Append(1, []int32{5}, 0)
 	require.NoError(t, err)
@@ -599,7 +601,7 @@ func TestManagerPreemptSharedForks(t *testing.T) {
 	require.Equal(t, 2, s.pool.Available())
 	// Asking for more than everything can free preempts nobody.
 	_, err = s.m.Preempt(PreemptRequest{Need: 3}, nil)
-	require.ErrorIs(t, err, ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.True(t, s.m.Contains(3))
 	s.done(t)
 }

@@ -36,7 +36,7 @@ func (m *Manager) info(s *sequence) evict.SeqInfo {
 // reclaimable) than now, preempts them in req.Mode, and appends one Preempted per victim
 // to dst. When even all candidates together cannot free enough, or the policy's choice
 // cannot, or swap mode lacks host blocks for the victims, it preempts none and returns an
-// *OutOfBlocksError. The count is exact: what releasing the victims makes free (uncached
+// *blocks.OutOfBlocksError. The count is exact: what releasing the victims makes free (uncached
 // blocks left with no holder) or reclaimable (cached blocks left with no holder and nothing
 // held below them, and the ancestors they unpin, as prefix.Index.Reclaimable counts), so
 // after a successful Preempt at least req.Need more blocks are Available.
@@ -69,7 +69,7 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 		all += m.planRelease(m.seqs[id])
 	}
 	if all < req.Need {
-		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: all}
+		return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: all}}
 	}
 	// Map iteration order is random: sort candidates by ID so that policies see one order.
 	sortInfos(m.infos, m.infoIDs)
@@ -84,7 +84,7 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 		gain += m.planRelease(m.seqs[m.infoIDs[m.victims[k]]])
 	}
 	if gain < req.Need {
-		return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: gain}
+		return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: gain}}
 	}
 	m.victims = m.victims[:k]
 	if req.Mode == Swap {
@@ -93,7 +93,7 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 			host += m.infos[i].Held
 		}
 		if free := m.cfg.HostPool.NumFree(); host > free {
-			return dst, &OutOfBlocksError{Op: "swap out", Needed: host, Available: free}
+			return dst, &SeqError{Op: "swap out", Err: &blocks.OutOfBlocksError{Requested: host, Available: free}}
 		}
 	}
 	for _, i := range m.victims {
@@ -124,7 +124,7 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 	for gain < req.Need {
 		s, ok := m.orderNext()
 		if !ok {
-			return dst, &OutOfBlocksError{Op: "preempt", Needed: req.Need, Available: gain}
+			return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: gain}}
 		}
 		if slices.Contains(req.Protect, s.id) {
 			continue
@@ -135,7 +135,7 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 	}
 	if req.Mode == Swap {
 		if free := m.cfg.HostPool.NumFree(); host > free {
-			return dst, &OutOfBlocksError{Op: "swap out", Needed: host, Available: free}
+			return dst, &SeqError{Op: "swap out", Err: &blocks.OutOfBlocksError{Requested: host, Available: free}}
 		}
 	}
 	for i, s := range m.walked {
@@ -206,7 +206,7 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 		live := s.t.ids[s.t.nulls:]
 		host, err := m.cfg.HostPool.Allocate(s.host[:0], len(live))
 		if err != nil {
-			return Preempted{}, &OutOfBlocksError{Op: "swap out", Seq: seq, Needed: len(live), Available: m.cfg.HostPool.NumFree()}
+			return Preempted{}, &SeqError{Op: "swap out", Seq: seq, Err: &blocks.OutOfBlocksError{Requested: len(live), Available: m.cfg.HostPool.NumFree()}}
 		}
 		s.host = host
 		p.SwapOut = make([]CopyOp, len(live))
@@ -264,7 +264,7 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 		avail -= m.index.ReclaimableOf(m.hits) // hit blocks taken off the evictable set
 	}
 	if need > avail {
-		return dst, &OutOfBlocksError{Op: "swap in", Seq: seq, Needed: need, Available: avail}
+		return dst, &SeqError{Op: "swap in", Seq: seq, Err: &blocks.OutOfBlocksError{Requested: need, Available: avail}}
 	}
 	if k > 0 {
 		if err := m.index.Acquire(m.hits); err != nil {

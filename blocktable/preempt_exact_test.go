@@ -41,7 +41,7 @@ func TestManagerPreemptCountsPinnedParentAsHeld(t *testing.T) {
 	s := dupStack(t)
 	before := s.pool.Available()
 	out, err := s.m.Preempt(PreemptRequest{Need: 1, Protect: []SeqID{2}}, nil)
-	require.ErrorIs(t, err, ErrOutOfBlocks, "preempted %v", out)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks, "preempted %v", out)
 	require.Empty(t, out)
 	require.True(t, s.m.Contains(1))
 	require.Equal(t, before, s.pool.Available())

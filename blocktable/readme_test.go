@@ -60,12 +60,12 @@ func serve(m *blocktable.Manager, waiting []*request, model func(*request) int32
 			r := running[i]
 			tok := model(r)
 			step, err := m.Append(r.id, []int32{tok}, 0)
-			var oob *blocktable.OutOfBlocksError
+			var oob *blocks.OutOfBlocksError
 			if errors.As(err, &oob) {
 				// Out of memory: preempt others (newest first), never the one growing; if
 				// nobody else can make room, the growing one goes back to wait.
 				victims, err = m.Preempt(blocktable.PreemptRequest{Need: oob.Missing(), Protect: []blocktable.SeqID{r.id}}, victims[:0])
-				if errors.Is(err, blocktable.ErrOutOfBlocks) {
+				if errors.Is(err, blocks.ErrOutOfBlocks) {
 					var self blocktable.Preempted
 					self, err = m.PreemptSeq(r.id, blocktable.Recompute)
 					victims = append(victims[:0], self)
@@ -109,7 +109,7 @@ func serve(m *blocktable.Manager, waiting []*request, model func(*request) int32
 			r := waiting[0]
 			toks := append(slices.Clone(r.prompt), r.generated...)
 			res, err := m.Admit(r.id, &blocktable.Request{Prompt: toks, MaxTokens: len(r.prompt) + r.maxNew})
-			if errors.Is(err, blocktable.ErrOutOfBlocks) {
+			if errors.Is(err, blocks.ErrOutOfBlocks) {
 				break // wait for memory; nothing changed
 			}
 			if err != nil {

@@ -201,7 +201,7 @@ func (t *Table) checkSizes(n, lookahead int) error {
 // result). Reserving lookahead slots in a shared block copies it too, so that every slot
 // handed out for writing is the table's own; Reserved is then lookahead. With a sliding
 // window, blocks that fell out of the window are released first. All or nothing: on error
-// (ErrOutOfBlocks, ErrInvalidArgument, ErrTooLarge for counts beyond the pool's capacity)
+// (blocks.ErrOutOfBlocks, ErrInvalidArgument, ErrTooLarge for counts beyond the pool's capacity)
 // nothing changed. It allocates no memory once the table's slice has grown to its working
 // size.
 func (t *Table) Append(n, lookahead int) (AppendResult, error) {
@@ -228,7 +228,7 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 			avail += t.windowFreeable(drop)
 		}
 		if avail < need {
-			return res, &OutOfBlocksError{Op: "append", Needed: need, Available: avail}
+			return res, &SeqError{Op: "append", Err: &blocks.OutOfBlocksError{Requested: need, Available: avail}}
 		}
 	}
 	if drop > 0 {

@@ -101,9 +101,9 @@ func TestTableOutOfBlocksChangesNothing(t *testing.T) {
 	_, err = tb.Append(5, 0)
 	require.NoError(t, err)
 	_, err = tb.Append(4, 0) // would need a third block
-	var oob *OutOfBlocksError
+	var oob *blocks.OutOfBlocksError
 	require.ErrorAs(t, err, &oob)
-	require.ErrorIs(t, err, ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.Equal(t, 1, oob.Missing())
 	require.Equal(t, 5, tb.Len())

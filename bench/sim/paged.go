@@ -84,7 +84,7 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	if n > budget {
 		// Only a prefix hit can bring the prefill within the budget: ask first.
 		res, err := p.m.CanAdmit(id, &p.req)
-		if errors.Is(err, blocktable.ErrOutOfBlocks) {
+		if errors.Is(err, blocks.ErrOutOfBlocks) {
 			return 0, 0, false, nil
 		}
 		if err != nil {
@@ -95,7 +95,7 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 		}
 	}
 	res, err := p.m.Admit(id, &p.req)
-	if errors.Is(err, blocktable.ErrOutOfBlocks) {
+	if errors.Is(err, blocks.ErrOutOfBlocks) {
 		return 0, 0, false, nil
 	}
 	if err != nil {
@@ -119,7 +119,7 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 			s.stored++
 			return victims, nil
 		}
-		if !errors.Is(err, blocktable.ErrOutOfBlocks) {
+		if !errors.Is(err, blocks.ErrOutOfBlocks) {
 			return victims, err
 		}
 		// One token needs at most one block. The policy may pick s itself (vLLM preempts

@@ -3,6 +3,7 @@ package hybrid
 import (
 	"fmt"
 
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 )
 
@@ -15,7 +16,7 @@ var (
 )
 
 func outOfBlocks(op string, seq blocktable.SeqID, needed, available int) error {
-	return &blocktable.OutOfBlocksError{Op: op, Seq: seq, Needed: needed, Available: available}
+	return &blocktable.SeqError{Op: op, Seq: seq, Err: &blocks.OutOfBlocksError{Requested: needed, Available: available}}
 }
 
 func seqErr(op string, seq blocktable.SeqID, err error) error {

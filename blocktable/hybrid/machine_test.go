@@ -111,7 +111,7 @@ func checkMachine(t *testing.T) {
 				ok := ref.allocateSlots(r, n-want, want, hits)
 				got, err := m.Admit(id, &hybrid.Request{Prompt: prompt, MaxTokens: n + maxExtra, Namespace: prefix.Namespace{Salt: salt}})
 				if !ok {
-					if !errors.Is(err, blocktable.ErrOutOfBlocks) {
+					if !errors.Is(err, blocks.ErrOutOfBlocks) {
 						rt.Fatalf("admit %v: vLLM out of blocks, Manager %v", prompt, err)
 					}
 					check("admit refused")

@@ -264,7 +264,7 @@ func tableCases(t *testing.T) badGroup {
 	return badGroup{name: "Table", snapshot: snapshotOf(dump), check: check, cases: []badCase{
 		{"Table.Append", "a negative count", func() error { _, err := tbl.Append(-1, 0); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Append", "a negative lookahead", func() error { _, err := tbl.Append(1, -1); return err }, errs(blocktable.ErrInvalidArgument), false},
-		{"Table.Append", "more blocks than are free", func() error { _, err := tbl.Append(20, 0); return err }, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
+		{"Table.Append", "more blocks than are free", func() error { _, err := tbl.Append(20, 0); return err }, errs(blocks.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
 		{"Table.Append", "more slots than the pool has", func() error { _, err := tbl.Append(100, 0); return err }, errs(blocktable.ErrTooLarge, blocktable.ErrInvalidArgument), false},
 		{"Table.Truncate", "a negative length", func() error { return tbl.Truncate(-1) }, errs(blocktable.ErrInvalidArgument), false},
 		{"Table.Truncate", "past the end", func() error { return tbl.Truncate(7) }, errs(blocktable.ErrInvalidArgument), false},
@@ -305,17 +305,17 @@ func managerCases(t *testing.T) badGroup {
 			_, err := m.Admit(unknown, &blocktable.Request{Prompt: []int32{1}, Lookahead: -1})
 			return err
 		}, errs(blocktable.ErrInvalidArgument), false},
-		{"Manager.Admit", "more blocks than free and evictable", func() error { _, err := m.Admit(unknown, req("0..59")); return err }, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), true},
+		{"Manager.Admit", "more blocks than free and evictable", func() error { _, err := m.Admit(unknown, req("0..59")); return err }, errs(blocks.ErrOutOfBlocks, blocks.ErrOutOfBlocks), true},
 		{"Manager.Admit", "more slots than the pool has", func() error { _, err := m.Admit(unknown, req("0..199")); return err }, errs(blocktable.ErrTooLarge), false},
 		{"Manager.CanAdmit", "a duplicate sequence", func() error { _, err := m.CanAdmit(a, req("1")); return err }, errs(blocktable.ErrDuplicateSeq), false},
-		{"Manager.CanAdmit", "more blocks than free and evictable", func() error { _, err := m.CanAdmit(unknown, req("0..59")); return err }, errs(blocktable.ErrOutOfBlocks), true},
+		{"Manager.CanAdmit", "more blocks than free and evictable", func() error { _, err := m.CanAdmit(unknown, req("0..59")); return err }, errs(blocks.ErrOutOfBlocks), true},
 		{"Manager.Append", "an unknown sequence", func() error { _, err := m.Append(unknown, []int32{1}, 0); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Append", "a swapped sequence", func() error { _, err := m.Append(c, []int32{1}, 0); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Append", "a negative lookahead", func() error { _, err := m.Append(a, []int32{1}, -1); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Append", "more blocks than free and evictable", func() error {
 			_, err := m.Append(a, make([]int32, 50), 0)
 			return err
-		}, errs(blocktable.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
+		}, errs(blocks.ErrOutOfBlocks, blocks.ErrOutOfBlocks), false},
 		{"Manager.Append", "more slots than the pool has", func() error {
 			_, err := m.Append(a, make([]int32, 200), 0)
 			return err
@@ -332,19 +332,19 @@ func managerCases(t *testing.T) badGroup {
 		{"Manager.Truncate", "past the end", func() error { return m.Truncate(a, 11) }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Preempt", "a negative need", func() error { _, err := m.Preempt(blocktable.PreemptRequest{Need: -1}, nil); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Preempt", "an unknown mode", func() error { _, err := m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: 9}, nil); return err }, errs(blocktable.ErrInvalidArgument), false},
-		{"Manager.Preempt", "more than every candidate frees", func() error { _, err := m.Preempt(blocktable.PreemptRequest{Need: 100}, nil); return err }, errs(blocktable.ErrOutOfBlocks), false},
+		{"Manager.Preempt", "more than every candidate frees", func() error { _, err := m.Preempt(blocktable.PreemptRequest{Need: 100}, nil); return err }, errs(blocks.ErrOutOfBlocks), false},
 		{"Manager.Preempt", "every candidate protected", func() error {
 			_, err := m.Preempt(blocktable.PreemptRequest{Need: 1, Protect: []blocktable.SeqID{a, b, e}}, nil)
 			return err
-		}, errs(blocktable.ErrOutOfBlocks), false},
+		}, errs(blocks.ErrOutOfBlocks), false},
 		{"Manager.Preempt", "a swap larger than the host pool", func() error {
 			_, err := m.Preempt(blocktable.PreemptRequest{Need: 3, Mode: blocktable.Swap, Protect: []blocktable.SeqID{e}}, nil)
 			return err
-		}, errs(blocktable.ErrOutOfBlocks), false},
+		}, errs(blocks.ErrOutOfBlocks), false},
 		{"Manager.PreemptSeq", "an unknown sequence", func() error { _, err := m.PreemptSeq(unknown, blocktable.Recompute); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.PreemptSeq", "a swapped sequence", func() error { _, err := m.PreemptSeq(c, blocktable.Recompute); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.PreemptSeq", "an unknown mode", func() error { _, err := m.PreemptSeq(a, 9); return err }, errs(blocktable.ErrInvalidArgument), false},
-		{"Manager.PreemptSeq", "a swap larger than the host pool", func() error { _, err := m.PreemptSeq(a, blocktable.Swap); return err }, errs(blocktable.ErrOutOfBlocks), true},
+		{"Manager.PreemptSeq", "a swap larger than the host pool", func() error { _, err := m.PreemptSeq(a, blocktable.Swap); return err }, errs(blocks.ErrOutOfBlocks), true},
 		{"Manager.SwapIn", "an unknown sequence", func() error { _, err := m.SwapIn(unknown, nil); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.SwapIn", "a running sequence", func() error { _, err := m.SwapIn(a, nil); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.SwapIn", "a device without room", func() error {
@@ -352,7 +352,7 @@ func managerCases(t *testing.T) badGroup {
 			defer env.Heal()
 			_, err := m.SwapIn(c, nil)
 			return err
-		}, errs(blocktable.ErrOutOfBlocks), false},
+		}, errs(blocks.ErrOutOfBlocks), false},
 		{"Manager.Blocks", "a swapped sequence", func() error { _, err := m.Blocks(c); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Tokens", "an unknown sequence", func() error { _, err := m.Tokens(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Seq", "an unknown sequence", func() error { _, err := m.Seq(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},

@@ -95,7 +95,7 @@ func TestFaults(t *testing.T) {
 	m := env.Manager
 	env.FailAllocation(1)
 	_, err := m.Admit(env.Seq("r1"), &blocktable.Request{Prompt: kvtest.MustTokens("0..5")})
-	var oob *blocktable.OutOfBlocksError
+	var oob *blocks.OutOfBlocksError
 	require.True(t, errors.As(err, &oob))
 	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.Equal(t, 1, env.Faults().Tripped)
@@ -104,7 +104,7 @@ func TestFaults(t *testing.T) {
 
 	env.Shrink(env.Pool.Stats().Free)
 	_, err = m.Append(env.Seq("r1"), kvtest.MustTokens("6..9"), 0)
-	require.ErrorIs(t, err, blocktable.ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.Equal(t, 0, env.Pool.NumFree())
 	env.Heal()
 	require.Nil(t, env.Faults())

@@ -9,7 +9,7 @@ import "github.com/kvpage/kvpage/blocks"
 // FailAllocation makes the k-th allocation from now (k >= 1) fail with ErrOutOfBlocks,
 // once. The Manager checks availability before it allocates, so the failure reaches it at
 // that check: the k-th Admit, Append (that needs a block) or SwapIn from now returns an
-// *blocktable.OutOfBlocksError and changes nothing. (A CanAdmit, or PreemptSeq's own
+// *blocks.OutOfBlocksError and changes nothing. (A CanAdmit, or PreemptSeq's own
 // accounting, in between counts as that check too.) k <= 0 disarms it.
 func (e *Env) FailAllocation(k int) {
 	e.faultsOn().FailIn = max(k, 0)

@@ -128,7 +128,7 @@ func FuzzManagerExtremes(f *testing.F) {
 			if !isTyped(err) {
 				t.Fatalf("op %d (kind %d): untyped error %v", ops, kind, err)
 			}
-			if errors.Is(err, blocktable.ErrOutOfBlocks) || errors.Is(err, blocks.ErrOutOfBlocks) {
+			if errors.Is(err, blocks.ErrOutOfBlocks) || errors.Is(err, blocks.ErrOutOfBlocks) {
 				if got := snapshot(false); got != beforeNoCounters {
 					t.Fatalf("op %d (kind %d) failed (%v) and changed the state:\nbefore:\n%s\nafter:\n%s", ops, kind, err, beforeNoCounters, got)
 				}
@@ -143,7 +143,7 @@ func FuzzManagerExtremes(f *testing.F) {
 // isTyped reports whether err wraps one of the sentinels a caller can test for.
 func isTyped(err error) bool {
 	for _, s := range []error{
-		blocktable.ErrOutOfBlocks, blocktable.ErrUnknownSeq, blocktable.ErrDuplicateSeq, blocktable.ErrNotRunning,
+		blocks.ErrOutOfBlocks, blocktable.ErrUnknownSeq, blocktable.ErrDuplicateSeq, blocktable.ErrNotRunning,
 		blocktable.ErrShortBuffer, blocktable.ErrNoHostPool, blocktable.ErrInvalidArgument, blocktable.ErrTooLarge,
 		blocks.ErrOutOfBlocks, blocks.ErrInvalidArgument, blocks.ErrUnknownBlock, blocks.ErrNotAllocated,
 		blocks.ErrNullBlock, blocks.ErrRefCountOverflow, blocks.ErrDoubleFree,

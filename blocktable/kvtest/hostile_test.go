@@ -51,7 +51,7 @@ func TestHostileIntegersChangeNothing(t *testing.T) {
 			badCase{"Manager.Slot", "position " + itoa(n), func() error { _, err := m.Slot(a, n); return err }, invalid, false},
 			badCase{"Manager.FillSlots", "from " + itoa(n), func() error { _, err := m.FillSlots(a, n, 0, slots); return err }, invalid, false},
 			badCase{"Manager.FillSlots", "lookahead " + itoa(n), func() error { _, err := m.FillSlots(e, 10, n, slots); return err }, invalid, false},
-			badCase{"Manager.Preempt", "need " + itoa(n), func() error { _, err := m.Preempt(blocktable.PreemptRequest{Need: n}, nil); return err }, []error{blocktable.ErrOutOfBlocks}, false},
+			badCase{"Manager.Preempt", "need " + itoa(n), func() error { _, err := m.Preempt(blocktable.PreemptRequest{Need: n}, nil); return err }, []error{blocks.ErrOutOfBlocks}, false},
 			badCase{"Pool.Allocate", "count " + itoa(n), func() error { _, err := env.Pool.Allocate(nil, n); return err }, []error{blocks.ErrOutOfBlocks}, true},
 		)
 	}
@@ -154,7 +154,7 @@ func TestFailedSwapInCreatesNoNamespaceRoot(t *testing.T) {
 	env.Shrink(env.Pool.Capacity())
 	before := env.Dump()
 	_, err = m.SwapIn(s, nil)
-	require.ErrorIs(t, err, blocktable.ErrOutOfBlocks)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
 	require.Equal(t, before, env.Dump(), "a failed SwapIn changed the state")
 	env.Heal()
 	_, err = m.SwapIn(s, nil)

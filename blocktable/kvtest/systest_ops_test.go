@@ -86,15 +86,15 @@ func (d *driver) admit(ns prefix.Namespace, prompt []int32) {
 	}
 	res, err := d.m.Admit(id, req)
 	if err != nil {
-		var oob *blocktable.OutOfBlocksError
+		var oob *blocks.OutOfBlocksError
 		if !errors.As(err, &oob) || !errors.Is(err, blocks.ErrOutOfBlocks) {
 			d.fatalf("admit: unexpected error %v", err)
 		}
 		if fits {
 			d.fatalf("admit refused (%v) but the model counts %d blocks needed, %d available", err, need+wm, avail)
 		}
-		if oob.Needed != need+wm || oob.Available != avail {
-			d.fatalf("admit: error says need %d, available %d; the model counts %d, %d", oob.Needed, oob.Available, need+wm, avail)
+		if oob.Requested != need+wm || oob.Available != avail {
+			d.fatalf("admit: error says need %d, available %d; the model counts %d, %d", oob.Requested, oob.Available, need+wm, avail)
 		}
 		d.requireUnchanged(before, "admit")
 		d.count["admit-oob"]++
@@ -173,7 +173,7 @@ func (d *driver) appendTokens(fill bool) {
 	}
 	res, err := d.m.Append(id, toks, look)
 	if err != nil {
-		if !errors.Is(err, blocktable.ErrOutOfBlocks) {
+		if !errors.Is(err, blocks.ErrOutOfBlocks) {
 			d.fatalf("append: unexpected error %v", err)
 		}
 		if need <= avail {
@@ -288,7 +288,7 @@ func (d *driver) preempt() {
 	}
 	out, err := d.m.Preempt(req, nil)
 	if err != nil {
-		if !errors.Is(err, blocktable.ErrOutOfBlocks) || all >= req.Need {
+		if !errors.Is(err, blocks.ErrOutOfBlocks) || all >= req.Need {
 			d.fatalf("preempt: %v, with %d blocks to gain from all candidates for %d", err, all, req.Need)
 		}
 		d.requireUnchanged(before, "preempt")

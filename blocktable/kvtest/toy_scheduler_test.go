@@ -2,6 +2,7 @@ package kvtest_test
 
 import (
 	"errors"
+	"github.com/kvpage/kvpage/blocks"
 	"slices"
 	"testing"
 
@@ -40,7 +41,7 @@ func (s *toyScheduler) Step() error {
 	for len(s.waiting) > 0 {
 		r := s.waiting[0]
 		_, err := s.m.Admit(r.id, &blocktable.Request{Prompt: r.tokens})
-		if errors.Is(err, blocktable.ErrOutOfBlocks) {
+		if errors.Is(err, blocks.ErrOutOfBlocks) {
 			break // wait for memory
 		}
 		if err != nil {
@@ -57,12 +58,12 @@ func (s *toyScheduler) Step() error {
 			if err == nil {
 				break
 			}
-			var oob *blocktable.OutOfBlocksError
+			var oob *blocks.OutOfBlocksError
 			if !errors.As(err, &oob) {
 				return err
 			}
 			victims, err := s.m.Preempt(blocktable.PreemptRequest{Need: oob.Missing(), Protect: []blocktable.SeqID{r.id}}, nil)
-			if errors.Is(err, blocktable.ErrOutOfBlocks) {
+			if errors.Is(err, blocks.ErrOutOfBlocks) {
 				if _, err := s.m.PreemptSeq(r.id, blocktable.Recompute); err != nil {
 					return err
 				}
