@@ -29,6 +29,11 @@ func (x *Index) evictEntry(n int32) evict.Entry {
 // the eviction set, or re-ranks it there.
 func (x *Index) evAdd(n int32) { x.policy.Add(x.evictEntry(n)) }
 
+// evRemoveSlow takes node n, an unreferenced leaf, out of the eviction set: call it before
+// n gains a child or a pin. Callers test evictable (or what they know of n's flags) in line
+// first, so that the common case (not in the set: along a hit path, only the leaf is)
+// makes no call; it stays out of line so that those tests stay small enough to inline.
+//
 //go:noinline
 func (x *Index) evRemoveSlow(n int32) { x.policy.Remove(int32(blockOf(n))) }
 
