@@ -100,7 +100,7 @@ func TestOutOfBlocksChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	before := m.Stats()
 	_, err = m.Admit(2, &hybrid.Request{Prompt: seqTokens(16, 50), MaxTokens: 20})
-	require.True(t, errors.Is(err, blocktable.ErrOutOfBlocks), "%v", err)
+	require.True(t, errors.Is(err, blocks.ErrOutOfBlocks), "%v", err)
 	require.Equal(t, before, m.Stats())
 	require.NoError(t, m.CheckInvariants())
 	_, err = m.Admit(1, &hybrid.Request{Prompt: seqTokens(4, 0), MaxTokens: 4})
