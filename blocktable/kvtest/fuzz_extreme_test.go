@@ -128,7 +128,7 @@ func FuzzManagerExtremes(f *testing.F) {
 			if !isTyped(err) {
 				t.Fatalf("op %d (kind %d): untyped error %v", ops, kind, err)
 			}
-			if errors.Is(err, blocks.ErrOutOfBlocks) || errors.Is(err, blocks.ErrOutOfBlocks) {
+			if errors.Is(err, blocks.ErrOutOfBlocks) {
 				if got := snapshot(false); got != beforeNoCounters {
 					t.Fatalf("op %d (kind %d) failed (%v) and changed the state:\nbefore:\n%s\nafter:\n%s", ops, kind, err, beforeNoCounters, got)
 				}
