@@ -67,8 +67,6 @@ func baseRootInfo(ns Namespace) rootInfo {
 	return ri
 }
 
-// isSaltKey reports whether an extra key marks the first block of a salt region.
-func isSaltKey(k string) bool { return false }
 
 // checkControl verifies the retention state: pin counts add up, every pinned block is
 // cached and held, and each capped namespace's count is its cached blocks.
