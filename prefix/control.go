@@ -67,7 +67,6 @@ func baseRootInfo(ns Namespace) rootInfo {
 	return ri
 }
 
-
 // checkControl verifies the retention state: pin counts add up, every pinned block is
 // cached and held, and each capped namespace's count is its cached blocks.
 func (x *Index) checkControl() error {
