@@ -44,6 +44,8 @@
 // would really make available (a cached block stays pinned while a block below it is
 // held, as after a duplicate commit), so a successful Preempt frees at least what was
 // asked, and each candidate's evict.SeqInfo.Freeable is what preempting it alone frees.
+// With an ordered policy (evict.OrderedPreemption: fcfs, priority, progress) a Preempt
+// costs what its victims hold, not what every running sequence holds.
 //
 // SwapIn takes again, from the index, the blocks of the sequence's committed prefix that
 // are still cached (no copy, no new block) and restores only the rest from the host, as

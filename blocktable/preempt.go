@@ -40,6 +40,12 @@ func (m *Manager) info(s *sequence) evict.SeqInfo {
 // blocks left with no holder) or reclaimable (cached blocks left with no holder and nothing
 // held below them, and the ancestors they unpin, as prefix.Index.Reclaimable counts), so
 // after a successful Preempt at least req.Need more blocks are Available.
+//
+// Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
+// the Manager keeps the running sequences in the policy's order and plans the release of
+// the victims alone, so a call costs what the victims hold, however many sequences run.
+// Any other policy (cost, or a user's) is given every candidate's evict.SeqInfo, whose
+// Freeable takes a pass over the blocks each candidate holds.
 func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
 	if req.Need < 0 || req.Mode > Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
