@@ -244,6 +244,21 @@ func (m *Manager) running(op string, id SeqID) (*sequence, error) {
 	return s, nil
 }
 
+// mmWithin reports whether multimodal inputs are sorted by Offset and lie within a prompt
+// of n tokens (no sum overflows: Length <= n - Offset). An input out of order or past the
+// prompt would leave blocks it overlaps without its hash, so that they match another
+// prompt's with the same placeholder tokens and a different image.
+func mmWithin(mm []prefix.MMInput, n int) bool {
+	prev := 0
+	for _, m := range mm {
+		if m.Offset < prev || m.Offset > n || m.Length < 0 || m.Length > n-m.Offset {
+			return false
+		}
+		prev = m.Offset
+	}
+	return true
+}
+
 // admitPlan is what Admit will do, computed before anything changes.
 type admitPlan struct {
 	res    AdmitResult
@@ -259,7 +274,7 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	if _, dup := m.seqs[seq]; dup {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrDuplicateSeq}
 	}
-	if req == nil || len(req.Prompt) == 0 || req.Prefill < 0 || req.Lookahead < 0 || req.MaxTokens < 0 {
+	if req == nil || len(req.Prompt) == 0 || req.Prefill < 0 || req.Lookahead < 0 || req.MaxTokens < 0 || !mmWithin(req.MM, len(req.Prompt)) {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrInvalidArgument}
 	}
 	// Sizes first, against the pool's capacity in slots, so that no sum below overflows

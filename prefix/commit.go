@@ -1,6 +1,8 @@
 package prefix
 
 import (
+	"fmt"
+
 	"github.com/kvpage/kvpage/blocks"
 )
 
@@ -24,6 +26,9 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 	var res CommitResult
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		return res, ErrEmptyNamespace
+	}
+	if len(p.MM) > 0 && !mmValid(p.MM) {
+		return res, fmt.Errorf("%w: multimodal inputs out of Offset order, or with a negative or overflowing offset or length", ErrInvalidArgument)
 	}
 	start := int(cur.blocks)
 	if need := (start + len(ids)) * x.bs; need > len(p.Tokens) {

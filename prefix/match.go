@@ -1,6 +1,10 @@
 package prefix
 
-import "github.com/kvpage/kvpage/blocks"
+import (
+	"math"
+
+	"github.com/kvpage/kvpage/blocks"
+)
 
 // HitLimit says whether a match may cover the whole prompt: pass WholePrompt or LeaveOne.
 type HitLimit bool
@@ -50,6 +54,9 @@ func (x *Index) RecordLookup(p *Prompt, c Cursor) {
 func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, Cursor) {
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		return dst, Cursor{}
+	}
+	if len(p.MM) > 0 && !mmValid(p.MM) {
+		return dst, Cursor{} // a block's extra keys would be wrong: no hit rather than a false one
 	}
 	r := x.rootOf(p.Namespace)
 	if r == 0 {
@@ -265,6 +272,21 @@ func (x *Index) mmEqual(n int32, mm []string) bool {
 		if have[i] != mm[i] {
 			return false
 		}
+	}
+	return true
+}
+
+// mmValid reports whether multimodal inputs are what blockMM assumes: sorted by Offset,
+// with non-negative offsets and lengths whose sum does not overflow. Out of order, or
+// with a wrapping end, an input would be skipped for blocks it overlaps, and those blocks
+// would match another prompt's with a different image.
+func mmValid(mm []MMInput) bool {
+	prev := 0
+	for _, m := range mm {
+		if m.Offset < prev || m.Length < 0 || m.Length > math.MaxInt-m.Offset {
+			return false
+		}
+		prev = m.Offset
 	}
 	return true
 }

@@ -320,3 +320,41 @@ func TestPackRefusesAbsurdStride(t *testing.T) {
 	}
 	env.AbortAll()
 }
+
+// Multimodal inputs are sizes too. An input whose Offset+Length wraps, or one out of Offset
+// order, was skipped for the blocks it overlaps: those blocks lost the image's hash and a
+// prompt with another image and the same placeholder tokens hit them. Admit refuses such
+// inputs (and any past the prompt); the index's Commit refuses them and Match finds nothing.
+func TestMultimodalInputsAreChecked(t *testing.T) {
+	env := kvtest.New(t, kvtest.Config{})
+	m := env.Manager
+	prompt := kvtest.MustTokens("1..3,900*8,4..7")
+	a := env.Seq("a")
+	_, err := m.Admit(a, &blocktable.Request{Prompt: prompt, MM: []prefix.MMInput{{Hash: "cat", Offset: 3, Length: 8}}})
+	require.NoError(t, err)
+	fresh := env.Seq("b")
+	cases := []badCase{}
+	for name, mm := range map[string][]prefix.MMInput{
+		"a length that wraps":    {{Hash: "dog", Offset: 3, Length: math.MaxInt}},
+		"a length past the end":  {{Hash: "dog", Offset: 3, Length: 13}},
+		"a negative offset":      {{Hash: "dog", Offset: -1, Length: 4}},
+		"a negative length":      {{Hash: "dog", Offset: 3, Length: -8}},
+		"an offset past the end": {{Hash: "dog", Offset: 16, Length: 0}},
+		"out of Offset order":    {{Hash: "x", Offset: 12, Length: 2}, {Hash: "dog", Offset: 3, Length: 8}},
+	} {
+		cases = append(cases, badCase{"Manager.Admit", name, func() error {
+			_, err := m.Admit(fresh, &blocktable.Request{Prompt: prompt, MM: mm})
+			return err
+		}, errs(blocktable.ErrInvalidArgument), false})
+	}
+	runBadCases(t, snapshotOf(env.Dump), cases, env.Check)
+
+	// Straight to the index: no hit on the cat's blocks for a dog whose length wraps.
+	p := &prefix.Prompt{Tokens: prompt, MM: []prefix.MMInput{{Hash: "dog", Offset: 3, Length: math.MaxInt}}}
+	hit, _ := env.Index.Peek(nil, p, prefix.LeaveOne)
+	require.Empty(t, hit)
+	var cur prefix.Cursor
+	_, err = env.Index.Commit(&cur, p, nil)
+	require.ErrorIs(t, err, prefix.ErrInvalidArgument)
+	env.AbortAll()
+}
