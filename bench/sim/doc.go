@@ -180,6 +180,23 @@
 //     prefix.QueueOrder) are admitted and finished. Figures: token hit rate, longest and
 //     mean wait (steps from arrival to admission). LRU, Blocks blocks.
 //
+// # Fleets
+//
+// SimulateFleet runs a trace over FleetConfig.Servers servers behind one router. Each
+// server is the paged scheme with prefix sharing under the scheduler above, its prefix
+// index hashing blocks as vLLM does (vllmhash, seed FleetSeed) and reporting its events to
+// a kvevents.Batcher. After every step each server's batch is encoded (vLLM's msgpack) and
+// queued; at the start of the step EventDelay steps later the router decodes it and applies
+// it to its cluster.ClusterIndex. Every request is routed when it arrives (its arrival step,
+// and for a conversation's turn once the previous turn finished) by a cluster.Router with
+// the policy named by FleetConfig.Policy; the load a policy sees is the router's own count
+// of each server's outstanding requests (routed, not finished). A FleetResult gives the
+// servers' prefix-hit rate, the hit the router expected, the load imbalance (the most
+// outstanding requests on one server over the mean, averaged over busy steps),
+// preemptions, and requests completed per step while requests arrive. With
+// FleetConfig.Publish the batches go over a real transport instead (the smoke test uses
+// NATS JetStream). The command `kvpage fleet-sim` sweeps fleet sizes and policies.
+//
 // # Errors
 //
 // Bad input returns an error wrapping ErrBadTrace (with a *TraceError naming the line and

@@ -37,7 +37,9 @@ type paged struct {
 	req      blocktable.Request
 }
 
-func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
+// newPaged builds the scheme; opts go to the prefix index (the fleet simulator gives it a
+// vLLM hasher and an event observer).
+func newPaged(cfg *Config, s Scheme, seqs []seq, opts ...prefix.Option) (*paged, error) {
 	pool, err := blocks.New(cfg.Capacity/s.BlockSize, blocks.WithNullBlock())
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq) (*paged, error) {
 		if err != nil {
 			return nil, err
 		}
-		if mc.Index, err = prefix.New(pool, s.BlockSize, prefix.WithPolicy(policy), prefix.WithClock(clock)); err != nil {
+		if mc.Index, err = prefix.New(pool, s.BlockSize, append([]prefix.Option{prefix.WithPolicy(policy), prefix.WithClock(clock)}, opts...)...); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kvpage/kvpage/bench/sim"
+	"github.com/kvpage/kvpage/blocks/sizing"
+)
+
+func init() {
+	register(command{name: "fleet-sim", summary: "route a workload over N simulated servers: hit rate, imbalance, preemptions, throughput per policy", run: runFleetSim})
+}
+
+const fleetSimIntro = `usage: kvpage fleet-sim [flags]
+
+Simulates a fleet: --servers servers, each its own kvpage Manager with prefix sharing
+over the KV memory the planner gives --model on --gpu (or --kv-budget-tokens), behind
+one router. Each request is routed when it arrives by each --policies policy, with the
+router's cluster index as the servers' KV events (vLLM's msgpack, decoded and applied)
+have told it, --event-delay steps late. Arrivals are Poisson at --rate-per-server x
+servers requests per second; the workload has --requests-per-server x servers requests.
+Policies: round-robin, least-loaded (the router's outstanding requests per server),
+prefix (longest cached prefix, least loaded among equals), prefix-load
+(score = w x cached/prompt blocks - (1 - w) x load/max load, w = --weight).
+
+For every workload, server count and policy it prints the fleet prefix-hit rate (server
+side), the hit the router expected, the load imbalance (max / mean outstanding requests,
+averaged over busy steps), preemptions, and requests completed per step while requests
+arrive; --charts DIR writes fleet-WORKLOAD.png (1,800 px wide) per workload.
+
+`
+
+func runFleetSim(args []string, stdout, stderr io.Writer) error {
+	f := newFlagSet("fleet-sim", fleetSimIntro)
+	workloads := f.fs.String("workload", "sysprompt,conversation", "comma-separated built-in workloads")
+	servers := f.fs.String("servers", "8,16", "comma-separated fleet sizes")
+	policies := f.fs.String("policies", strings.Join(sim.FleetPolicies(), ","), "comma-separated routing policies")
+	perServer := f.fs.Int("requests-per-server", 200, "requests per server")
+	rate := f.fs.Float64("rate-per-server", 16, "Poisson arrivals per second per server")
+	delay := f.fs.Int("event-delay", 0, "steps between a server's events and the router applying them")
+	weight := f.fs.Float64("weight", 0.5, "prefix-load's prefix weight w, in [0, 1]")
+	model := f.fs.String("model", "llama-3-8b", "model preset (the planner sizes each server's KV memory)")
+	gpu := f.fs.String("gpu", "rtx-4090", "GPU preset, one per server")
+	budget := f.fs.Int("kv-budget-tokens", 0, "KV budget per server in tokens, instead of --model and --gpu")
+	blockSize := f.fs.Int("block-size", 16, "tokens per block")
+	charts := f.fs.String("charts", "", "directory to write the charts into")
+	seed := f.fs.Uint64("seed", 42, "workload and arrival seed")
+	if err := f.parse(args, stdout); err != nil {
+		return err
+	}
+	wls, err := splitFleetList(*workloads, func(s string) (string, error) { _, err := sim.LookupWorkload(s); return s, err })
+	if err != nil {
+		return badFlag("--workload: %v", err)
+	}
+	ns, err := splitFleetList(*servers, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 4096 {
+			return 0, fmt.Errorf("%q is not a fleet size from 1 to 4,096", s)
+		}
+		return n, nil
+	})
+	if err != nil {
+		return badFlag("--servers: %v", err)
+	}
+	pols, err := splitFleetList(*policies, func(s string) (string, error) {
+		for _, p := range sim.FleetPolicies() {
+			if p == s {
+				return s, nil
+			}
+		}
+		return "", fmt.Errorf("unknown policy %q (%s)", s, strings.Join(sim.FleetPolicies(), ", "))
+	})
+	if err != nil {
+		return badFlag("--policies: %v", err)
+	}
+	switch {
+	case *perServer < 1 || *perServer > 100000:
+		return badFlag("--requests-per-server must be between 1 and 100,000, got %d", *perServer)
+	case !(*rate > 0) || *rate > 1e6:
+		return badFlag("--rate-per-server must be above 0, got %v", *rate)
+	case *delay < 0 || *delay > 1<<20:
+		return badFlag("--event-delay must be between 0 and 2^20 steps, got %d", *delay)
+	case !(*weight >= 0 && *weight <= 1):
+		return badFlag("--weight must be in [0, 1], got %v", *weight)
+	case *blockSize < 1 || *blockSize > 1024:
+		return badFlag("--block-size must be between 1 and 1,024, got %d", *blockSize)
+	case *budget < 0:
+		return badFlag("--kv-budget-tokens must be positive, got %d", *budget)
+	}
+
+	if *charts != "" {
+		if err := os.MkdirAll(*charts, 0o755); err != nil {
+			return err
+		}
+	}
+	for wi, wname := range wls {
+		w, _ := sim.LookupWorkload(wname)
+		capacity := *budget
+		memory := fmt.Sprintf("%d tokens per server (--kv-budget-tokens)", capacity)
+		if capacity == 0 {
+			if capacity, err = planBudget(*model, *gpu, w.MaxModelLen); err != nil {
+				return err
+			}
+			memory = fmt.Sprintf("%s on %s: %d tokens per server (the planner, max-model-len %d)", *model, *gpu, capacity, w.MaxModelLen)
+		}
+		if wi > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", wname, memory)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "workload\tservers\tpolicy\thit rate\trouted hit\timbalance\tpreemptions\tcompleted/step\tsteps\t")
+		var results []*sim.FleetResult
+		for _, n := range ns {
+			tr := w.Generate(n**perServer, *seed)
+			sim.WithPoissonArrivals(tr, *rate*float64(n), *seed)
+			reqs := sim.Prepare(tr, w.MaxModelLen).Requests
+			cfg := sim.DefaultConfig(capacity)
+			cfg.MaxModelLen = w.MaxModelLen
+			cfg.MaxNumBatchedTokens = max(cfg.MaxNumBatchedTokens, w.MaxModelLen)
+			cfg.Seed = *seed
+			for _, pol := range pols {
+				r, err := sim.SimulateFleet(reqs, sim.FleetConfig{
+					Servers: n, Server: cfg, Policy: pol, Weight: *weight, EventDelay: *delay,
+					Scheme: sim.Scheme{Name: sim.Paged, BlockSize: *blockSize, PrefixSharing: true},
+				})
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%.1f%%\t%.2f\t%d\t%.3f\t%d\t\n", wname, n, pol, 100*r.HitRate, 100*r.RoutedHitRate, r.Imbalance, r.Preemptions, r.CompletedPerStep, r.Steps)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if *charts != "" {
+			path := filepath.Join(*charts, "fleet-"+wname+".png")
+			if err := sim.WriteFleetChart(path, wname, results); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "wrote %s\n", path)
+		}
+	}
+	return nil
+}
+
+// planBudget is one server's KV budget in tokens from the planner.
+func planBudget(model, gpu string, maxModelLen int) (int, error) {
+	m, err := sizing.ModelPreset(model)
+	if err != nil {
+		return 0, badFlag("--model: %v", err)
+	}
+	g, err := sizing.GPUPreset(gpu)
+	if err != nil {
+		return 0, badFlag("--gpu: %v", err)
+	}
+	p, err := sizing.NewPlan(sizing.PlanConfig{Model: m, GPU: g, MaxModelLen: maxModelLen})
+	if err != nil {
+		return 0, err
+	}
+	return sim.TokenBudget(p)
+}
+
+func splitFleetList[T any](s string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		v, err := parse(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	return out, nil
+}
