@@ -88,8 +88,8 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		return badFlag("--event-delay must be between 0 and 2^20 steps, got %d", *delay)
 	case !(*weight >= 0 && *weight <= 1):
 		return badFlag("--weight must be in [0, 1], got %v", *weight)
-	case *blockSize < 1 || *blockSize > 1024:
-		return badFlag("--block-size must be between 1 and 1,024, got %d", *blockSize)
+	case *blockSize < 1 || *blockSize > 65536:
+		return badFlag("--block-size must be between 1 and 65536 tokens, got %d", *blockSize)
 	case *budget < 0:
 		return badFlag("--kv-budget-tokens must be positive, got %d", *budget)
 	}

@@ -23,6 +23,8 @@ var quick = map[string][]string{
 	"plan":  {"--model", "llama-3.1-8b", "--gpu", "h100"},
 	"fleet": {"--model", "llama-3.1-8b", "--gpu", "h100", "--concurrent", "100", "--avg-context", "4k"},
 	"sim":   {"--num-prompts", "30", "--kv-budget-tokens", "6k", "--block-size-sweep", "", "--no-charts", "--no-progress"},
+
+	"fleet-sim": {"--workload", "sysprompt", "--servers", "2", "--requests-per-server", "10"},
 }
 
 func TestEverySubcommandIsCovered(t *testing.T) {
@@ -63,7 +65,7 @@ func TestHelpExitsZeroOnStdout(t *testing.T) {
 	code, out, errOut := runKV("nosuch")
 	assert.Equal(t, 2, code)
 	assert.Empty(t, out)
-	assert.Equal(t, "kvpage: unknown subcommand \"nosuch\" (demo, fleet, hash, plan, sim)\nsee kvpage --help\n", errOut)
+	assert.Equal(t, "kvpage: unknown subcommand \"nosuch\" (demo, fleet, fleet-sim, hash, plan, sim)\nsee kvpage --help\n", errOut)
 }
 
 // badInputs are, per subcommand, inputs that must be refused with status 2 and a short
@@ -81,6 +83,9 @@ var badInputs = []struct {
 	{"fleet", []string{"--block-size", "100000"}, "--block-size must be between 1 and 65536 tokens", false},
 	{"sim", []string{"--block-size", "100000"}, "--block-size must be between 1 and 65536 tokens", false},
 	{"sim", []string{"--block-size-sweep", "100000"}, "between 1 and 65536 tokens", false},
+	{"fleet-sim", []string{"--block-size", "100000"}, "--block-size must be between 1 and 65536 tokens", false},
+	{"fleet-sim", []string{"--servers", "0"}, "--servers: \"0\" is not a fleet size", false},
+	{"fleet-sim", []string{"--nope"}, "unknown flag --nope", false},
 	{"plan", []string{"--max-model-len", "1"}, "--max-model-len must be between 2 and 2,147,483,647 tokens", false},
 	{"fleet", []string{"--max-model-len", "1"}, "--max-model-len must be between 2 and 2,147,483,647 tokens", false},
 	{"sim", []string{"--max-model-len", "1"}, "--max-model-len must be between 2 and 2,147,483,647 tokens", false},
