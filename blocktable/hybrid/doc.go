@@ -8,9 +8,16 @@
 // Describe each group with a Spec (a built-in type, or NewSpec with a kind added by
 // Register), build a Manager over a pool size, and drive it per sequence: Admit (the hit
 // every group can serve, found as vLLM's HybridKVCacheCoordinator finds it, then every
-// group's blocks for the prompt), Append as tokens are computed (each group first releases
-// what it no longer needs to the null block), Finish. Table, Slot and PackTables give the
-// kernel its per-group block tables and slots.
+// group's blocks for the prompt, or its first chunk with Request.Prefill), Extend for the
+// next prefill chunk, Append as tokens are computed (each group first releases what it no
+// longer needs to the null block), Finish. Table, Slot and PackTables give the kernel its
+// per-group block tables and slots; Match, MatchRequest and HitBlocks look up without
+// touching anything; EvictBlocks drops given blocks from the cache (vLLM's evict_blocks).
+// A Request carries a Namespace (LoRA adapter, cache salt: separate prefix trees), a
+// HitLimit (fix a shorter hit) and SkipCacheRead (vLLM's skip_reading_prefix_cache);
+// Config has Eagle (drop the last matched block, as vLLM for EAGLE/MTP), MatchUnit (vLLM's
+// hash_block_size: groups with different block sizes over one match unit) and
+// FreeUncachedFirst (vLLM's newer free order).
 //
 // # Semantics
 //
@@ -31,6 +38,15 @@
 // ErrDuplicateSeq, ErrOutOfBlocks); a failed call changes nothing. A Manager is not safe
 // for concurrent use: one scheduler goroutine owns it. CheckInvariants verifies every
 // group's accounting; under the kvinvariants build tag mutations re-check it, sampled.
+//
+// # Not yet here
+//
+// Mamba's align mode allocates as the generic path does (vLLM reuses a running block and
+// the last state block step to step); vLLM's rule that a Mamba block cached in this step
+// cannot serve another request before the next step is not modelled; there are no KV
+// events, multimodal extra keys, lookahead slots, forks or CopyOps, host tiers, or sparse
+// retention of window and state blocks (prefix_cache_retention_interval). The single-group
+// blocktable.Manager and prefix.Index are separate and unchanged.
 //
 // # Extending
 //
