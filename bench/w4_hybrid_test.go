@@ -10,14 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// W4's check values, from vLLM v1's own hybrid KVCacheManager (../shared/workloads.md).
-const (
-	w4HitTokens = 34627440
-	w4Evictions = 2383379
-)
-
-var w4FirstHits = []int{0, 2048, 0, 0, 0, 2048, 0, 0}
-
 // w4Result is what one run of W4 reports.
 type w4Result struct {
 	w3Result
@@ -80,10 +72,10 @@ func TestW4HybridMatchesVLLM(t *testing.T) {
 	res, err := runW4(m, NewW3Trace(), make([]int, 8))
 	require.NoError(t, err)
 	t.Logf("hit rate %.10f, evictions %d, stats %+v", res.HitRate(), res.Evictions, m.Stats())
-	require.Equal(t, w4FirstHits, res.FirstHits)
+	require.Equal(t, W4FirstHits, res.FirstHits)
 	require.Equal(t, uint64(W3Requests*(W3SystemTokens+W3UniqueTokens)), res.PromptTokens)
-	require.Equal(t, uint64(w4HitTokens), res.HitTokens)
-	require.Equal(t, uint64(w4Evictions), res.Evictions)
+	require.Equal(t, uint64(W4HitTokens), res.HitTokens)
+	require.Equal(t, uint64(W4Evictions), res.Evictions)
 	st := m.Stats()
 	require.Zero(t, st.Running)
 	require.Equal(t, st.Capacity, st.Free, "every block is in the free queue, cached or not")

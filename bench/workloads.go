@@ -29,7 +29,14 @@ const (
 	// W4Window is the sliding window, in tokens, of W4's second KV-cache group (W4 is W3's
 	// trace on a full-attention group plus this sliding-window group, in one pool).
 	W4Window = 128
+	// W4HitTokens and W4Evictions are W4's check values, from vLLM v1's own hybrid
+	// KVCacheManager: hit rate 0.6763171875.
+	W4HitTokens = 34627440
+	W4Evictions = 2383379
 )
+
+// W4FirstHits are the hits, in tokens, of W4's first eight requests (check values).
+var W4FirstHits = []int{0, 2048, 0, 0, 0, 2048, 0, 0}
 
 // W2Prompt returns W2's prompt: the first 4,096 tokens of a fresh generator.
 func W2Prompt() []int32 {

@@ -125,15 +125,7 @@ func checkMachine(t *testing.T) {
 				check("admit")
 			},
 			"append": func(rt *rapid.T) {
-				if len(live) == 0 {
-					rt.Skip("nothing running")
-				}
-				ids := make([]blocktable.SeqID, 0, len(live))
-				for id := range live {
-					ids = append(ids, id)
-				}
-				slices.Sort(ids)
-				id := rapid.SampledFrom(ids).Draw(rt, "seq")
+				id := pickSeq(rt, live)
 				r := live[id]
 				tok := rapid.Int32Range(0, 2).Draw(rt, "tok")
 				err := m.Append(id, []int32{tok})
@@ -154,15 +146,7 @@ func checkMachine(t *testing.T) {
 				check("append")
 			},
 			"finish": func(rt *rapid.T) {
-				if len(live) == 0 {
-					rt.Skip("nothing running")
-				}
-				ids := make([]blocktable.SeqID, 0, len(live))
-				for id := range live {
-					ids = append(ids, id)
-				}
-				slices.Sort(ids)
-				id := rapid.SampledFrom(ids).Draw(rt, "seq")
+				id := pickSeq(rt, live)
 				if err := m.Finish(id); err != nil {
 					rt.Fatal(err)
 				}
@@ -172,4 +156,17 @@ func checkMachine(t *testing.T) {
 			},
 		})
 	})
+}
+
+// pickSeq draws one of the running sequences, in ID order so that runs replay.
+func pickSeq(rt *rapid.T, live map[blocktable.SeqID]*vmRequest) blocktable.SeqID {
+	if len(live) == 0 {
+		rt.Skip("nothing running")
+	}
+	ids := make([]blocktable.SeqID, 0, len(live))
+	for id := range live {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return rapid.SampledFrom(ids).Draw(rt, "seq")
 }
