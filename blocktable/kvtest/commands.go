@@ -101,6 +101,9 @@ func (r *Runner) cmdAdmit(a *args, dry bool) (string, error) {
 			return "", err
 		}
 	}
+	if req.Resumed, err = a.boolean("resumed", false); err != nil {
+		return "", err
+	}
 	if err := a.done(); err != nil {
 		return "", err
 	}
@@ -367,4 +370,34 @@ func (r *Runner) cmdStats(a *args) (string, error) {
 	s := r.env.Manager.Stats()
 	return fmt.Sprintf("running=%d swapped=%d admitted=%d finished=%d aborted=%d forks=%d preemptions=%d swapins=%d cows=%d evictions=%d rejected=%d hitrate=%.4f",
 		s.Running, s.Swapped, s.Admitted, s.Finished, s.Aborted, s.Forks, s.Preemptions, s.SwapIns, s.CopyOnWrites, s.Evictions, s.RejectedAdmissions, s.HitRate()), a.done()
+}
+
+// cmdExplain: explain prompt=TOKENS [ns=SALT] [lora=NAME] [eagle=true] says where and why
+// the lookup of that prompt stops (prefix.Index.Explain, with the Manager's len-1 cap
+// unless fullhit), and keeps the answer for the miss keys of expect.
+func (r *Runner) cmdExplain(a *args) (string, error) {
+	spec, ok := a.str("prompt")
+	if !ok {
+		return "", scriptErrorf("explain needs prompt=TOKENS")
+	}
+	toks, err := ParseTokens(spec)
+	if err != nil {
+		return "", scriptErrorf("%v", err)
+	}
+	req := &blocktable.Request{Prompt: toks}
+	req.Namespace.Salt, _ = a.str("ns")
+	req.Namespace.LoRA, _ = a.str("lora")
+	eagle, err := a.boolean("eagle", false)
+	if err != nil {
+		return "", err
+	}
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	if r.Env().Index == nil {
+		return "", scriptErrorf("explain needs an index")
+	}
+	r.miss = r.Env().explain(req, eagle)
+	e := r.miss
+	return fmt.Sprintf("reason=%s cause=%s matched=%d shared=%d", e.Reason, e.Evicted, e.MatchedBlocks, e.SharedTokens), nil
 }

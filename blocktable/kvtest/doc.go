@@ -41,7 +41,10 @@
 //
 // Runner documents every command (admit, append, fork, finish, abort, truncate, preempt,
 // swapin, evict, reset, tick, fail-alloc, shrink, heal, table, slots, log, stats, dump,
-// expect). Running the tests with -kvtest.rewrite rewrites the expected outputs (and the
+// explain, expect). explain prints why a prompt's lookup stops (a prefix.MissReason) and
+// expect reads it back (miss, miss.cause, miss.matched), with the counters of resumed
+// admissions (resumed, rehits) and pins (pinned); in Go, Env.Explain and Env.ExpectMiss
+// do the same. Running the tests with -kvtest.rewrite rewrites the expected outputs (and the
 // values of expect lines) with the actual ones, to review as a diff.
 //
 // # Example: testing a toy scheduler

@@ -143,7 +143,8 @@ func build(tb TB, cfg Config) (*Env, error) {
 		}
 	}
 	if !cfg.NoIndex {
-		iopts := []prefix.Option{prefix.WithClock(e.Clock), prefix.WithObserver(&eventLogger{env: e, next: cfg.Observer})}
+		iopts := []prefix.Option{prefix.WithClock(e.Clock), prefix.WithObserver(&eventLogger{env: e, next: cfg.Observer}),
+			prefix.WithEvictionHistory(cfg.Blocks)} // so that Explain tells evicted from never stored
 		policy := cfg.EvictionPolicy
 		if policy == nil && cfg.Eviction != "" {
 			if policy, err = evict.ByName(cfg.Eviction); err != nil {

@@ -50,6 +50,11 @@ func (r *Runner) expect(d *directive, a *args) error {
 //	admitted finished aborted forks preemptions swapins cows evictions rejected hitrate
 //	                                        the Manager's counters (evictions: reclaimed for allocations)
 //	evicted inserts duplicates lookups      the index's counters (evicted: every eviction)
+//	resumed rehits                          admissions with resumed=true, and their hit tokens
+//	miss miss.cause miss.matched miss.shared
+//	                                        the last explain: reason, what evicted the next
+//	                                        block, blocks matched, tokens shared below a block
+//	pinned                                  distinct blocks pinned in the index
 //	tripped hidden                          faults delivered, blocks hidden
 //	clock                                   the shared clock
 //	refs.ID                                 the refcount of block ID
@@ -115,6 +120,23 @@ func (r *Runner) Value(key string) (string, error) {
 			return itoa(f.Tripped), nil
 		}
 		return itoa(f.Hidden), nil
+	case "resumed":
+		return u(st.ResumedAdmitted), nil
+	case "rehits":
+		return u(st.ResumedHitTokens), nil
+	case "miss":
+		return r.miss.Reason.String(), nil
+	case "miss.cause":
+		return r.miss.Evicted.String(), nil
+	case "miss.matched":
+		return itoa(r.miss.MatchedBlocks), nil
+	case "miss.shared":
+		return itoa(r.miss.SharedTokens), nil
+	case "pinned":
+		if e.Index == nil {
+			return "0", nil
+		}
+		return itoa(e.Index.Pinned()), nil
 	case "evicted", "inserts", "duplicates", "lookups":
 		if e.Index == nil {
 			return "0", nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // Runner executes scenario commands against an Env. RunFile drives one from a file; a
@@ -43,6 +44,7 @@ type Runner struct {
 	env     *Env
 	file    string
 	last    blocktable.AdmitResult
+	miss    prefix.Explanation // the last explain directive's
 	lenient bool
 }
 
@@ -126,10 +128,11 @@ func init() {
 			r.Env().Heal()
 			return "ok", a.done()
 		}},
-		"table": {run: (*Runner).cmdTable, readOnly: true},
-		"slots": {run: (*Runner).cmdSlots, readOnly: true},
-		"log":   {run: (*Runner).cmdLog, readOnly: true},
-		"stats": {run: (*Runner).cmdStats, readOnly: true},
+		"table":   {run: (*Runner).cmdTable, readOnly: true},
+		"slots":   {run: (*Runner).cmdSlots, readOnly: true},
+		"log":     {run: (*Runner).cmdLog, readOnly: true},
+		"stats":   {run: (*Runner).cmdStats, readOnly: true},
+		"explain": {run: (*Runner).cmdExplain, readOnly: true},
 		"dump": {run: func(r *Runner, a *args) (string, error) {
 			return strings.TrimRight(r.Env().Dump(), "\n"), a.done()
 		}, readOnly: true},
