@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 func TestEnvExpectMiss(t *testing.T) {
 	env := kvtest.New(t, kvtest.Config{})
 	id := env.Seq("a")
