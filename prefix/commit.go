@@ -6,6 +6,20 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 )
 
+// Duplicates and stale cursors, for maintainers.
+//
+// When Commit is given a block whose tokens (and extra keys) are already cached under the
+// same parent as another block, the index keeps its existing copy and touches it; the
+// caller's block is left alone: not cached, still held by the caller, valid in its table,
+// and back to the pool when the caller releases it. The cursor moves onto the existing copy
+// so later blocks chain under it. The caller does not hold that copy, so it may be evicted
+// before the caller's next Commit; the cursor notices (a generation per node), walks the
+// prompt from the root to find the path again, and if it is gone leaves the rest of the
+// sequence's blocks uncached (CommitResult.Orphaned). No table ever points at a freed block.
+// A live cursor used with another namespace's prompt fails with ErrInvalidCursor; a stale
+// one cannot be told apart from its namespace's own (its root may be gone) and is walked
+// under the prompt's namespace, which is where its blocks belong.
+
 // Commit caches the caller's full blocks ids, whose tokens are tokens (len(ids) x block
 // size) starting at the cursor's position in p (p supplies the namespace and multimodal
 // inputs; tokens must equal p.Tokens[cur.Blocks()*B : (cur.Blocks()+len(ids))*B]), and

@@ -1,5 +1,17 @@
 package prefix
 
+// Hashes and events, for maintainers.
+//
+// Each cached block has a chained hash for events: by default Fast64 (64-bit,
+// non-cryptographic, the same everywhere, so a router can recompute it), computed and
+// stored at Commit only when an Observer is set (Hash recomputes it otherwise, so the
+// default costs no extra memory); SHA256 or any Hasher (prefix/vllmhash has vLLM's
+// sha256_cbor) are computed at Commit and stored beside the tree. A Hasher sees the parent hash, the tokens and the Extra keys in vLLM's
+// order (LoRA name, multimodal hashes, cache salt on a namespace's first block only). An
+// Observer receives BlockStored (one event per Commit that stores, the new blocks as one
+// chain), BlockRemoved (one per eviction batch) and AllBlocksCleared (Reset), synchronously
+// and in order; with no Observer nothing is computed for events.
+
 import "github.com/kvpage/kvpage/blocks"
 
 // hashChain computes, with the configured (non-default) hasher, the event hashes of the

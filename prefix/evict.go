@@ -5,6 +5,21 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
+// Only unreferenced leaves are evictable, so every cached path stays a valid prefix. The
+// evictable set is kept incrementally: a leaf enters it when its last request reference
+// goes, and a parent enters it when its last child is evicted, with its own older last
+// access (not the time it became a leaf). The default order is LRU by last use on a logical
+// clock, ties by block ID: every Acquire and Commit touches the blocks involved (one tick
+// per call), Release touches them from last to first (one tick each, so a request's tail is
+// older than its head, as vLLM frees in reverse), and Match touches nothing. The default
+// policy is evict.NewLRU over block IDs; WithPolicy plugs in any other evict.Factory. The pool's free list
+// is always used before anything is evicted.
+//
+// Reclaimable is exact: it is the number of cached blocks no request holds and that lie
+// above no held block, kept as a count of "pinned" blocks (held, or with a pinned child)
+// updated when a block's pin state changes, which costs O(1) amortized per block along a
+// request's path.
+//
 // The eviction set is exactly the unreferenced cached leaves (cached, not pinned, no
 // child), kept in x.policy keyed by block ID. The index knows from a node's own flags
 // whether it is in the set, so it asks the policy only to change the set, never to test it:

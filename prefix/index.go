@@ -9,6 +9,57 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
+// How the index is laid out (for maintainers; users read the package doc).
+//
+// Every cached block is one node, and the node of block b is simply slot b+1 of flat
+// arrays: 40 bytes of metadata (chained key, last access, parent, child and pinned-child
+// counts, generation, hits, flags) and the block's tokens in one token arena, indexed by
+// block ID, with no pointer anywhere for the garbage collector to scan. Parent-to-child
+// links live in one open-addressing table for the whole tree, keyed by each child's chained
+// 64-bit hash and sized once for the pool's capacity, so it never grows or rehashes.
+//
+// Compressed runs (one node for a chain of blocks, split on divergence) save a table probe
+// per block on a long unshared path, but the unit of sharing, eviction, reference counting
+// and events is the block: with runs, evicting a leaf block splits a node, a hit in the
+// middle of a run splits it, and every per-block fact (refcount, last access, hash) needs a
+// side array anyway. With one node per block, every operation is O(blocks touched) and node
+// metadata is indexed directly by block ID.
+//
+// What runs would save, a probe per block along a path, one node per block gets back with a
+// hint: each node names one child to try first, the last child a request acquired (else the
+// first committed). Along a path that requests share, the next block is that child, so
+// Match confirms it with one 16-token comparison and no hash or table probe: about 4.5 ns
+// a block, 1.2 us for W2's 256 blocks on the test machine (see bench/README.md). Only where the prompt leaves the
+// hinted child for another does Match hash the block and probe the table; a node whose only
+// child is the hint answers a miss without either. The hint costs 4 bytes a node and is
+// only ever a shortcut: a child is accepted on its tokens, and multimodal children (whose
+// extra keys a token comparison would skip) are never hints.
+//
+// Namespaces (LoRA adapter, cache salt) are separate subtrees under their own roots, not a
+// filter after matching. A root lives only while its namespace has cached blocks, so a
+// server that gives every user a cache salt does not keep a root per user forever: Commit
+// creates a namespace's root, evicting its last block frees it, and Reset frees them all.
+// Freed root slots (a node, a hint, the namespace's strings and its map entry) go on a
+// free list that later namespaces reuse, so there are never more root slots than the peak
+// number of live namespaces. Freeing a root bumps its generation, so a cursor at a freed
+// root, or at one reused by another namespace, is stale like a cursor at an evicted block:
+// Commit walks the prompt from its namespace's current root (creating it again for a cursor
+// at the root) and never commits under whoever holds the slot now.
+//
+// Multimodal extra keys are stored for the blocks that carry any and take part in equality
+// and in hashes. Equality is always decided on tokens and extra keys: a hash picks a table
+// slot and labels a block in events, and colliding hashes only cost probes (tests force
+// every key to collide).
+//
+// The table is shared by every namespace, so its keys are seeded: the fast scheme with
+// secret constants drawn per index (WithSeed fixes them). With public constants a tenant
+// could craft blocks whose keys all collide and make every other tenant's lookups probe
+// through them (26x to 54x slower in issue 13's measurements); seeded, crafted blocks cost
+// others what as many ordinary blocks would (TestSeededKeysBoundAFloodersCostToOthers,
+// BenchmarkFlood). The seed decides where a block sits in the table and nothing else:
+// hits, evictions, events, hashes and dumps are identical under every seed, so runs stay
+// deterministic without fixing it.
+
 // Index is the radix-tree prefix index. See the package documentation.
 type Index struct {
 	cfg   config
