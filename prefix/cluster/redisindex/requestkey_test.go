@@ -46,3 +46,32 @@ func TestKeyHasherIsLLMDs(t *testing.T) {
 	_, err := redisindex.NewKeyHasher(0, "")
 	require.ErrorIs(t, err, redisindex.ErrBlockSize)
 }
+
+// The fast field parser agrees with encoding/json on every field it accepts, and leaves
+// the rest to it.
+func TestParseFieldFastPathAgrees(t *testing.T) {
+	for _, e := range []redisindex.Entry{
+		{Server: "pod-a", Tier: "gpu"},
+		{Server: "10.0.0.7:8000", Tier: "cpu", Speculative: true, HasGroup: true, Group: 3},
+		{Server: "pod<&>", Tier: "disk"},        // json escapes < & > as \\u003c...
+		{Server: "pod \"quoted\"", Tier: "gpu"}, // an escape
+		{Server: "pödé", Tier: "gpu"},           // not ASCII
+	} {
+		got, ok := redisindex.ParseField(e.Field())
+		require.True(t, ok, e.Field())
+		require.Equal(t, e, got, e.Field())
+	}
+	for _, f := range []string{
+		`{"PodIdentifier":"","DeviceTier":"gpu","Speculative":false,"HasGroup":false,"GroupIdx":0}`,
+		`{"PodIdentifier":"a","DeviceTier":"gpu","Speculative":maybe,"HasGroup":false,"GroupIdx":0}`,
+		`{"PodIdentifier":"a","DeviceTier":"gpu","Speculative":false,"HasGroup":false,"GroupIdx":-1}x`,
+		`{"PodIdentifier":"a"`,
+		`[]`,
+	} {
+		_, ok := redisindex.ParseField(f)
+		require.False(t, ok, f)
+	}
+	e, ok := redisindex.ParseField(`{"GroupIdx":1,"PodIdentifier":"b","DeviceTier":"gpu","HasGroup":true}`)
+	require.True(t, ok, "another field order still parses (through encoding/json)")
+	require.Equal(t, redisindex.Entry{Server: "b", Tier: "gpu", HasGroup: true, Group: 1}, e)
+}
