@@ -56,6 +56,10 @@
 // the caller's slice has room, and W1 (allocate 256, free 256) costs a few nanoseconds per
 // block. bench/README.md has the figures and the commands that produced them.
 //
-// KV sizing (bytes per token and block, model and GPU presets, planning) lives in the
-// sibling package blocks/sizing, which imports nothing of the pool.
+// # Extending it
+//
+// The pool knows no tokens: what fills blocks (the prefix index, a tier of host memory)
+// plugs in above it, as a holder of references or as the pool's one Reclaimer
+// (SetReclaimer). KV sizing (bytes per token and block, model and GPU presets, planning)
+// lives in the sibling package blocks/sizing, which imports nothing of the pool.
 package blocks

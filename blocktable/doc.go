@@ -84,4 +84,11 @@
 // Append, slot lookups and FillRow/FillSlots/Pack allocate nothing in steady state:
 // finished sequences' records are reused, and token and block buffers keep their
 // capacity (Request.MaxTokens sizes them once).
+//
+// # Extending it
+//
+// A new preemption order is a policy of package evict (Config.Preemption); a new eviction
+// order is one of the index's (prefix.WithPolicy). Models with several KV-cache groups are
+// served by blocktable/hybrid, whose Spec is where a new kind of layer goes; the test kit
+// for schedulers is blocktable/kvtest and the Prometheus collector blocktable/kvprom.
 package blocktable

@@ -44,4 +44,7 @@
 //
 // For each server and epoch, the Subscriber applies sequence numbers in increasing order,
 // each at most once, and counts every number it skipped over as lost.
+//
+// Another transport is a package beside this one (as kvevents/zmq), built on
+// kvevents.Recorder on the publishing side and kvevents.Applier on the subscribing side.
 package natsjs
