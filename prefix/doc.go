@@ -15,6 +15,17 @@
 // that must never share blocks; Prompt.Retention asks the eviction policy to keep a
 // prompt's blocks longer. See the Example.
 //
+// # Retention and explanations
+//
+// Prompt.RetentionRanges give token ranges their own priority and duration (TensorRT-LLM's
+// shape, on the logical clock); HoldSession keeps a session's context through a pause;
+// Pin holds blocks within WithPinBudget, saying what it refused; SetQuota (WithQuotas)
+// caps a namespace, evicting its own blocks first; SaltRegion shares a public prefix and
+// keeps the rest per tenant; BumpEpoch makes a namespace's blocks unreachable at once,
+// evicted lazily. Explain says, as a MissReason, where and why a lookup stopped
+// (WithEvictionHistory tells evicted from never stored). QueueOrder and BatchSharing
+// order and group waiting requests by what is cached, changing nothing.
+//
 // # Contract
 //
 // An Index is not safe for concurrent use: one scheduler goroutine owns it with its pool,
