@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kvpage/kvpage/blocks"
 )
 
 // Sentinel errors. Every error the package returns for bad input wraps one of these, so
@@ -24,8 +26,10 @@ var (
 	// ErrNoHostPool: Swap mode without Config.HostPool.
 	ErrNoHostPool = errors.New("blocktable: no host pool for swapping")
 	// ErrInvalidArgument: an empty prompt, a negative count, a position or length out of
-	// range, a bad configuration.
-	ErrInvalidArgument = errors.New("blocktable: invalid argument")
+	// range, a bad configuration. It matches blocks.ErrInvalidArgument, as the
+	// invalid-argument errors of every package a server embeds do: one errors.Is test
+	// covers them all.
+	ErrInvalidArgument error = argError{}
 	// ErrTooLarge: a size or count that no amount of preemption could ever satisfy (more
 	// slots than the whole pool holds) or that would overflow. Unlike blocks.ErrOutOfBlocks,
 	// retrying after a Preempt cannot help: reject the request. Also matches
@@ -68,3 +72,9 @@ func (e *SeqError) Error() string {
 
 // Unwrap returns the sentinel error.
 func (e *SeqError) Unwrap() error { return e.Err }
+
+// argError is ErrInvalidArgument: its own message, and it matches blocks.ErrInvalidArgument.
+type argError struct{}
+
+func (argError) Error() string { return "blocktable: invalid argument" }
+func (argError) Unwrap() error { return blocks.ErrInvalidArgument }

@@ -12,7 +12,9 @@ import (
 // errors.Is), and a call that fails leaves the index and the pool exactly as they were.
 var (
 	// ErrInvalidArgument: a bad block size, a nil pool, a pool already serving another index.
-	ErrInvalidArgument = errors.New("prefix: invalid argument")
+	// It matches blocks.ErrInvalidArgument, as the invalid-argument errors of every
+	// package a server embeds do: one errors.Is test covers them all.
+	ErrInvalidArgument error = argError{}
 	// ErrLengthMismatch: the prompt holds fewer tokens than the blocks given to Commit cover.
 	ErrLengthMismatch = errors.New("prefix: tokens and blocks disagree in length")
 	// ErrNotHeld: Commit was given a block the caller does not hold (free, null, unknown,
@@ -93,3 +95,9 @@ func (e *HeldError) Error() string {
 
 // Unwrap returns ErrBlocksHeld.
 func (e *HeldError) Unwrap() error { return ErrBlocksHeld }
+
+// argError is ErrInvalidArgument: its own message, and it matches blocks.ErrInvalidArgument.
+type argError struct{}
+
+func (argError) Error() string { return "prefix: invalid argument" }
+func (argError) Unwrap() error { return blocks.ErrInvalidArgument }
