@@ -124,3 +124,32 @@ func TestFleetBadValues(t *testing.T) {
 		})
 	}
 }
+
+// --max-model-len bounds the fleet: a longer average is refused, longer rows are not
+// planned, and the header says the length.
+func TestFleetHonoursMaxModelLen(t *testing.T) {
+	obj := planJSONOf(t, 0, "fleet", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrent", "1000", "--avg-context", "8k", "--max-model-len", "32k")
+	assert.Equal(t, "32000", num(t, obj, "max_model_len"))
+	assert.Equal(t, true, obj["max_model_len_given"])
+	ctx := rows(t, obj, "sensitivity_context")
+	require.Len(t, ctx, 4)
+	assert.Nil(t, ctx[2]["above_max_model_len"], "32k is within 32k")
+	assert.Equal(t, true, ctx[3]["above_max_model_len"], "128k is above 32k")
+	code, out, errOut := runKV("fleet", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrent", "1000", "--avg-context", "8k", "--max-model-len", "32k")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, ", max-model-len 32,000\n")
+	assert.Contains(t, out, "above --max-model-len")
+}
+
+// An 8B model fits one H100: the fleet keeps it on one GPU per replica, and says which
+// size would need fewer GPUs and by how much.
+func TestFleetKeepsASmallModelOnOneGPU(t *testing.T) {
+	obj := planJSONOf(t, 0, "fleet", "--model", "llama-3-8b", "--gpu", "h100", "--concurrent", "10k", "--avg-context", "8k")
+	assert.Equal(t, "1", num(t, obj, "tensor_parallel_size"))
+	assert.Equal(t, "179", num(t, obj, "gpus_needed"))
+	assert.Equal(t, "4", num(t, obj, "fewest_gpus_tensor_parallel_size"))
+	assert.Equal(t, "152", num(t, obj, "fewest_gpus"))
+	code, out, _ := runKV("fleet", "--model", "llama-3-8b", "--gpu", "h100", "--concurrent", "10k", "--avg-context", "8k")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "chosen; 4 would need 152 GPUs, 15% fewer, under the 20% that pays for tensor parallelism")
+}

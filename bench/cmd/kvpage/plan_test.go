@@ -282,3 +282,26 @@ func TestCommasAndHuman(t *testing.T) {
 	assert.Equal(t, "320.00 KiB", human(327680))
 	assert.Equal(t, "10.00 GiB", human(10<<30))
 }
+
+// The textbook's figures from bytes alone, the total budget across GPUs, and a request
+// size given directly.
+func TestPlanFromFigures(t *testing.T) {
+	base := []string{"plan", "--gpu-memory", "80GB", "--gpu-memory-utilization", "1", "--weights", "14GB", "--overhead", "5GB", "--kv-bytes-per-token", "0.05MB"}
+	obj := planJSONOf(t, 0, append(base, "--max-model-len", "4k")...)
+	assert.Equal(t, "50000", num(t, obj, "bytes_per_token"))
+	assert.Equal(t, "61000000000", num(t, obj, "kv_cache_bytes_per_gpu"))
+	assert.Equal(t, "305", num(t, obj, "max_concurrency"))
+	// Over 2 GPUs the weights split: 80 - 7 - 5 = 68 GB of KV cache each, 136 GB in all.
+	obj = planJSONOf(t, 0, append(base, "--max-model-len", "4k", "-tp", "2")...)
+	assert.Equal(t, "68000000000", num(t, obj, "kv_cache_bytes_per_gpu"))
+	assert.Equal(t, "136000000000", num(t, obj, "kv_cache_bytes"))
+	assert.Equal(t, "25000", num(t, obj, "bytes_per_token_per_gpu"))
+	code, out, errOut := runKV(append(base, "--max-model-len", "4k", "-tp", "2")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "KV cache budget, total             136.00 GB (126.66 GiB)  across the 2 GPUs")
+	// --kv-bytes-per-request: 61 GB / 250 MB = 244 requests, whatever max-model-len says.
+	obj = planJSONOf(t, 0, append(base, "--max-model-len", "4k", "--kv-bytes-per-request", "250MB")...)
+	over, ok := obj["kv_bytes_per_request"].(map[string]any)
+	require.True(t, ok)
+	assert.Equal(t, "244", over["max_concurrency"].(json.Number).String())
+}
