@@ -112,6 +112,14 @@ func (f *flagSet) printHelp(w io.Writer) {
 	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
 	for _, fl := range flags {
 		kind, usage := flag.UnquoteUsage(fl)
+		switch fl.Value.(type) {
+		case *bytesValue:
+			kind = "SIZE"
+		case *sizeValue:
+			kind = "TOKENS"
+		case *countValue:
+			kind = "COUNT"
+		}
 		line := "  --" + fl.Name
 		if s, ok := shorts[fl.Name]; ok {
 			dashes := "-"
