@@ -43,7 +43,7 @@
 // Preempt's accounting is exact: a victim's release counts what the pool and the index
 // would really make available (a cached block stays pinned while a block below it is
 // held, as after a duplicate commit), so a successful Preempt frees at least what was
-// asked, and each candidate's evict.SeqInfo.Freeable is what preempting it alone frees.
+// asked, and each candidate's evict.Candidate.Freeable is what preempting it alone frees.
 // With an ordered policy (evict.OrderedPreemption: fcfs, priority, progress) a Preempt
 // costs what its victims hold, not what every running sequence holds.
 //

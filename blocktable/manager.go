@@ -53,7 +53,7 @@ type Manager struct {
 	walked        []*sequence
 
 	hits    []blocks.ID // scratch for matches
-	infos   []evict.SeqInfo
+	infos   []evict.Candidate
 	infoIDs []SeqID
 	victims []int
 	// Release plans (plan.go): the index's, or without an index, per block, sequence
@@ -81,9 +81,9 @@ type sequence struct {
 	promptLen int
 	priority  int
 	arrival   uint64
-	host      []blocks.ID   // host blocks of a swapped sequence, one per live table entry
-	pos       int32         // position in Manager.order, -1 when not in it
-	info      evict.SeqInfo // scratch for the ordered policy's comparisons (order.go)
+	host      []blocks.ID     // host blocks of a swapped sequence, one per live table entry
+	pos       int32           // position in Manager.order, -1 when not in it
+	info      evict.Candidate // scratch for the ordered policy's comparisons (order.go)
 	// stale marks a sequence computed with the weights of an earlier epoch of its
 	// namespace: it commits nothing more (epoch.go).
 	stale bool

@@ -13,8 +13,8 @@ import "github.com/kvpage/kvpage/evict"
 // key is the sequence as the ordered policy sees it, refreshed in place: it lives in the
 // sequence record because a pointer passed through the policy's interface escapes, and a
 // local would be allocated at every comparison.
-func (s *sequence) key() *evict.SeqInfo {
-	s.info = evict.SeqInfo{ID: uint64(s.id), Priority: s.priority, Arrival: s.arrival,
+func (s *sequence) key() *evict.Candidate {
+	s.info = evict.Candidate{ID: uint64(s.id), Priority: s.priority, Arrival: s.arrival,
 		Computed: len(s.tokens), Output: max(0, len(s.tokens)-s.promptLen)}
 	return &s.info
 }

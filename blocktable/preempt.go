@@ -19,8 +19,8 @@ func (m *Manager) freeable(s *sequence) int {
 	return m.planRelease(s)
 }
 
-func (m *Manager) info(s *sequence) evict.SeqInfo {
-	return evict.SeqInfo{
+func (m *Manager) info(s *sequence) evict.Candidate {
+	return evict.Candidate{
 		ID:       uint64(s.id),
 		Priority: s.priority,
 		Arrival:  s.arrival,
@@ -44,7 +44,7 @@ func (m *Manager) info(s *sequence) evict.SeqInfo {
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
 // the victims alone, so a call costs what the victims hold, however many sequences run.
-// Any other policy (cost, or a user's) is given every candidate's evict.SeqInfo, whose
+// Any other policy (cost, or a user's) is given every candidate's evict.Candidate, whose
 // Freeable takes a pass over the blocks each candidate holds.
 func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
 	if req.Need < 0 || req.Mode > Swap {
@@ -158,7 +158,7 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 // sortInfos sorts infos (and ids alongside) by ID. It is a heapsort: O(n log n) without
 // allocating, since Preempt runs whenever memory runs out with every running sequence as a
 // candidate (an insertion sort made a simulator run of 10,000 requests take minutes).
-func sortInfos(infos []evict.SeqInfo, ids []SeqID) {
+func sortInfos(infos []evict.Candidate, ids []SeqID) {
 	swap := func(i, j int) {
 		infos[i], infos[j] = infos[j], infos[i]
 		ids[i], ids[j] = ids[j], ids[i]

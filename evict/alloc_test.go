@@ -68,9 +68,9 @@ func TestPreemptionDoesNotAllocate(t *testing.T) {
 	if invariant.Enabled {
 		t.Skip("invariant checks allocate")
 	}
-	running := make([]SeqInfo, 256)
+	running := make([]Candidate, 256)
 	for i := range running {
-		running[i] = SeqInfo{ID: uint64(i * 7 % 256), Priority: i % 3, Arrival: uint64(i), Computed: 100 + i,
+		running[i] = Candidate{ID: uint64(i * 7 % 256), Priority: i % 3, Arrival: uint64(i), Computed: 100 + i,
 			Output: i % 17, Held: 10, Freeable: i % 4}
 	}
 	dst := make([]int, 0, len(running))

@@ -28,9 +28,9 @@ func BenchmarkPolicy(b *testing.B) {
 
 // BenchmarkPreemption measures choosing victims among 256 running sequences.
 func BenchmarkPreemption(b *testing.B) {
-	running := make([]SeqInfo, 256)
+	running := make([]Candidate, 256)
 	for i := range running {
-		running[i] = SeqInfo{ID: uint64(i), Priority: i % 3, Arrival: uint64(i * 31 % 256), Computed: 100 + i*13%500,
+		running[i] = Candidate{ID: uint64(i), Priority: i % 3, Arrival: uint64(i * 31 % 256), Computed: 100 + i*13%500,
 			Output: i % 17, Held: 10, Freeable: i % 4}
 	}
 	dst := make([]int, 0, len(running))

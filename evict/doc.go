@@ -27,7 +27,7 @@
 //
 // # Preemption
 //
-// A Preemption policy receives the running sequences (SeqInfo) and the number of blocks
+// A Preemption policy receives the running sequences (Candidate) and the number of blocks
 // needed, and returns, in order, just enough of them to cover the need by Freeable blocks.
 // Built in (PreemptionByName, PreemptionNames): fcfs (newest first, vLLM's default),
 // priority (vLLM's priority mode), progress (SGLang's retract order) and cost.

@@ -37,7 +37,7 @@ func Example() {
 
 // Preemption policies pick running sequences to pause until enough blocks come back.
 func ExamplePreemption() {
-	running := []evict.SeqInfo{
+	running := []evict.Candidate{
 		{ID: 1, Arrival: 1, Computed: 900, Output: 300, Freeable: 50},
 		{ID: 2, Arrival: 2, Computed: 400, Output: 10, Freeable: 20},
 		{ID: 3, Arrival: 3, Computed: 64, Output: 64, Freeable: 0}, // shares all its blocks

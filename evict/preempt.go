@@ -1,7 +1,8 @@
 package evict
 
-// SeqInfo describes one running sequence to a preemption policy.
-type SeqInfo struct {
+// Candidate describes one running sequence to a preemption policy: what the policy needs
+// to rank it (blocktable.SeqInfo is what the Manager tells its caller about a sequence).
+type Candidate struct {
 	// ID is the scheduler's sequence ID. Ties in every policy are broken by ID.
 	ID uint64
 	// Priority is the scheduling priority; as in vLLM, a larger value means less important.
@@ -34,7 +35,7 @@ type Preemption interface {
 	// The built-in policies append just enough victims, taken in policy order, for their
 	// Freeable blocks to add up to need; when even all of them fall short they append all of
 	// them (the caller decides whether that is worth it); for need <= 0 they append none.
-	Victims(dst []int, running []SeqInfo, need int) []int
+	Victims(dst []int, running []Candidate, need int) []int
 }
 
 // OrderedPreemption is a Preemption whose order reads neither Freeable nor Held: it ranks
@@ -49,7 +50,7 @@ type OrderedPreemption interface {
 	// when the policy does not tell them apart (the caller breaks ties by smallest ID). It
 	// reads only ID, Priority, Arrival, Computed and Output, and its result for two
 	// sequences changes only when those fields do.
-	Compare(a, b *SeqInfo) int
+	Compare(a, b *Candidate) int
 	// ReadsProgress reports whether Compare reads Computed or Output, which change as a
 	// sequence runs; a caller keeping an order must then re-place a sequence that grows.
 	ReadsProgress() bool

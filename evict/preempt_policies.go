@@ -13,17 +13,17 @@ func NewFCFSPreemption() FCFSPreemption { return FCFSPreemption{} }
 func (FCFSPreemption) Name() string { return "fcfs" }
 
 // Victims appends the newest sequences until their Freeable blocks cover need.
-func (FCFSPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
+func (FCFSPreemption) Victims(dst []int, running []Candidate, need int) []int {
 	return selectVictims(dst, running, need, newestFirst)
 }
 
 // Compare orders newest first (OrderedPreemption).
-func (FCFSPreemption) Compare(a, b *SeqInfo) int { return newestFirst(a, b) }
+func (FCFSPreemption) Compare(a, b *Candidate) int { return newestFirst(a, b) }
 
 // ReadsProgress is false: arrival order does not change as sequences run.
 func (FCFSPreemption) ReadsProgress() bool { return false }
 
-func newestFirst(a, b *SeqInfo) int { return cmp.Compare(b.Arrival, a.Arrival) }
+func newestFirst(a, b *Candidate) int { return cmp.Compare(b.Arrival, a.Arrival) }
 
 // PriorityPreemption preempts the least important sequence first (largest Priority value,
 // as in vLLM, where a larger value means less important), then the newest (largest
@@ -38,17 +38,17 @@ func (PriorityPreemption) Name() string { return "priority" }
 
 // Victims appends the least important, then newest, sequences until their Freeable blocks
 // cover need.
-func (PriorityPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
+func (PriorityPreemption) Victims(dst []int, running []Candidate, need int) []int {
 	return selectVictims(dst, running, need, leastImportantFirst)
 }
 
 // Compare orders least important, then newest, first (OrderedPreemption).
-func (PriorityPreemption) Compare(a, b *SeqInfo) int { return leastImportantFirst(a, b) }
+func (PriorityPreemption) Compare(a, b *Candidate) int { return leastImportantFirst(a, b) }
 
 // ReadsProgress is false: priority and arrival do not change as sequences run.
 func (PriorityPreemption) ReadsProgress() bool { return false }
 
-func leastImportantFirst(a, b *SeqInfo) int {
+func leastImportantFirst(a, b *Candidate) int {
 	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
 		return c
 	}
@@ -70,17 +70,17 @@ func (ProgressPreemption) Name() string { return "progress" }
 
 // Victims appends the sequences with the least decode progress until their Freeable blocks
 // cover need.
-func (ProgressPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
+func (ProgressPreemption) Victims(dst []int, running []Candidate, need int) []int {
 	return selectVictims(dst, running, need, leastProgressFirst)
 }
 
 // Compare orders least progress first (OrderedPreemption).
-func (ProgressPreemption) Compare(a, b *SeqInfo) int { return leastProgressFirst(a, b) }
+func (ProgressPreemption) Compare(a, b *Candidate) int { return leastProgressFirst(a, b) }
 
 // ReadsProgress is true: Output and Computed grow as sequences run.
 func (ProgressPreemption) ReadsProgress() bool { return true }
 
-func leastProgressFirst(a, b *SeqInfo) int {
+func leastProgressFirst(a, b *Candidate) int {
 	if c := cmp.Compare(a.Output, b.Output); c != 0 {
 		return c
 	}
@@ -101,11 +101,11 @@ func (CostPreemption) Name() string { return "cost" }
 
 // Victims appends the sequences with the fewest recomputed tokens per freed block until
 // their Freeable blocks cover need.
-func (CostPreemption) Victims(dst []int, running []SeqInfo, need int) []int {
+func (CostPreemption) Victims(dst []int, running []Candidate, need int) []int {
 	return selectVictims(dst, running, need, cheapestPerBlockFirst)
 }
 
-func cheapestPerBlockFirst(a, b *SeqInfo) int {
+func cheapestPerBlockFirst(a, b *Candidate) int {
 	af, bf := a.Freeable > 0, b.Freeable > 0
 	switch {
 	case af && !bf:

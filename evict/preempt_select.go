@@ -7,7 +7,7 @@ import (
 
 // seqCompare orders two sequences for preemption: negative when a is to be preempted
 // before b, zero when the policy does not tell them apart.
-type seqCompare func(a, b *SeqInfo) int
+type seqCompare func(a, b *Candidate) int
 
 // scanPicks is how many victims selectVictims finds by scanning before it sorts instead.
 const scanPicks = 4
@@ -22,7 +22,7 @@ const scanPicks = 4
 // rest are heap-selected in dst's spare capacity (O(n + k log n) for k more victims);
 // otherwise scanning goes on. Either way nothing is allocated when dst has room for the
 // victims.
-func selectVictims(dst []int, running []SeqInfo, need int, compare seqCompare) []int {
+func selectVictims(dst []int, running []Candidate, need int, compare seqCompare) []int {
 	if need <= 0 || len(running) == 0 {
 		return dst
 	}
@@ -65,7 +65,7 @@ func selectVictims(dst []int, running []SeqInfo, need int, compare seqCompare) [
 // total order, and pops just enough. Each pop moves the minimum to the end of the shrinking
 // heap, so the victims collect, last first, at the end of the region; they are reversed
 // and moved up behind the first picks.
-func heapRest(dst []int, running []SeqInfo, need, freed, prev int, order func(i, j int) int) []int {
+func heapRest(dst []int, running []Candidate, need, freed, prev int, order func(i, j int) int) []int {
 	start := len(dst)
 	for i := range running {
 		if order(i, prev) > 0 {

@@ -12,7 +12,7 @@ import (
 // refVictims is the reference for every preemption policy: sort a copy of all sequences by
 // the policy's definition with sort keys written out as tuples, then take them in order
 // until their Freeable blocks cover need.
-func refVictims(name string, running []SeqInfo, need int) []int {
+func refVictims(name string, running []Candidate, need int) []int {
 	if need <= 0 {
 		return nil
 	}
@@ -21,7 +21,7 @@ func refVictims(name string, running []SeqInfo, need int) []int {
 		idx[i] = i
 	}
 	// key returns the tuple that sorts ascending in preemption order.
-	key := func(s SeqInfo) []int64 {
+	key := func(s Candidate) []int64 {
 		switch name {
 		case "fcfs":
 			return []int64{-int64(s.Arrival)}
@@ -72,10 +72,10 @@ func refVictims(name string, running []SeqInfo, need int) []int {
 	return idx
 }
 
-func seqGen() *rapid.Generator[SeqInfo] {
-	return rapid.Custom(func(t *rapid.T) SeqInfo {
+func seqGen() *rapid.Generator[Candidate] {
+	return rapid.Custom(func(t *rapid.T) Candidate {
 		computed := rapid.IntRange(0, 64).Draw(t, "computed")
-		return SeqInfo{
+		return Candidate{
 			ID:       rapid.Uint64Range(0, 12).Draw(t, "id"), // duplicates on purpose
 			Priority: rapid.IntRange(-2, 3).Draw(t, "priority"),
 			Arrival:  rapid.Uint64Range(0, 10).Draw(t, "arrival"),
@@ -122,7 +122,7 @@ func TestPreemptionAgainstReference(t *testing.T) {
 }
 
 func TestPreemptionOrders(t *testing.T) {
-	running := []SeqInfo{
+	running := []Candidate{
 		{ID: 10, Priority: 0, Arrival: 1, Computed: 400, Output: 100, Freeable: 4},
 		{ID: 11, Priority: 1, Arrival: 2, Computed: 50, Output: 10, Freeable: 1},
 		{ID: 12, Priority: 0, Arrival: 3, Computed: 300, Output: 10, Freeable: 0},
@@ -152,7 +152,7 @@ func TestPreemptionOrders(t *testing.T) {
 }
 
 func TestPreemptionTiesByID(t *testing.T) {
-	running := []SeqInfo{
+	running := []Candidate{
 		{ID: 9, Arrival: 5, Freeable: 1},
 		{ID: 3, Arrival: 5, Freeable: 1},
 		{ID: 7, Arrival: 5, Freeable: 1},
@@ -166,9 +166,9 @@ func TestPreemptionTiesByID(t *testing.T) {
 // TestPreemptionSortsManyVictims reaches the heap-selection path (more than scanPicks victims,
 // room for all) and the scanning path (no room) and expects the same answer.
 func TestPreemptionSortsManyVictims(t *testing.T) {
-	running := make([]SeqInfo, 50)
+	running := make([]Candidate, 50)
 	for i := range running {
-		running[i] = SeqInfo{ID: uint64(i), Arrival: uint64(i * 17 % 50), Computed: i, Freeable: i % 2}
+		running[i] = Candidate{ID: uint64(i), Arrival: uint64(i * 17 % 50), Computed: i, Freeable: i % 2}
 	}
 	for _, name := range PreemptionNames() {
 		p, _ := PreemptionByName(name)

@@ -116,7 +116,7 @@ func RecordPreemptions(p evict.Preemption, log *Log, name func(blocktable.SeqID)
 func (r *RecordingPreemption) Name() string { return r.inner.Name() }
 
 // Victims asks the wrapped policy and logs its choice.
-func (r *RecordingPreemption) Victims(dst []int, running []evict.SeqInfo, need int) []int {
+func (r *RecordingPreemption) Victims(dst []int, running []evict.Candidate, need int) []int {
 	start := len(dst)
 	dst = r.inner.Victims(dst, running, need)
 	chosen := make([]blocktable.SeqID, 0, len(dst)-start)
