@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/kvpage/kvpage/internal/invariant"
 	"os"
 	"strings"
 	"testing"
@@ -26,7 +27,9 @@ var queueOrders = []struct {
 // the tables of bench/README.md.
 func TestRetentionReplays(t *testing.T) {
 	ag, fl, qu := DefaultAgentic, DefaultFlood, DefaultQueue
-	if testing.Short() {
+	if testing.Short() || invariant.Enabled {
+		// Under -race and kvinvariants every mutation re-checks the index: the full replays
+		// take many minutes there. The smaller ones keep every assertion meaningful.
 		ag.Sessions, fl.Events, qu.Requests = 80, 4000, 4000
 	}
 	var out strings.Builder
