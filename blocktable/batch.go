@@ -1,6 +1,10 @@
 package blocktable
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+)
 
 // Batch is a padded, row-major [Len x Stride] int32 buffer of block tables, the input of
 // a paged-attention kernel for one step. Padding is the null block (0). Its memory is
@@ -59,20 +63,36 @@ func (b *Batch) strideFor(longest, rows int) (int, error) {
 }
 
 // PackTables packs tables into b, one row each, reusing b's memory. On error b is unchanged.
+// Manager.Pack is the same for a Manager's sequences, named by SeqID.
 func PackTables(b *Batch, tables []*Table) error {
+	return b.pack(len(tables), func(i int) ([]blocks.ID, error) { return tables[i].ids, nil })
+}
+
+// pack is the one packing routine behind PackTables and Manager.Pack: it packs n rows
+// into b, row i holding the block IDs that row(i) returns. A first pass asks each row
+// for its IDs (an error there returns with b unchanged) and finds the longest; the second
+// sizes b and copies. row is called twice per row and must return the same IDs both
+// times; it does not escape, so the caller's closure stays on its stack and packing
+// allocates nothing once b is large enough.
+func (b *Batch) pack(n int, row func(i int) ([]blocks.ID, error)) error {
 	longest := 0
-	for _, t := range tables {
-		longest = max(longest, len(t.ids))
+	for i := range n {
+		ids, err := row(i)
+		if err != nil {
+			return err
+		}
+		longest = max(longest, len(ids))
 	}
-	stride, err := b.strideFor(longest, len(tables))
+	stride, err := b.strideFor(longest, n)
 	if err != nil {
 		return err
 	}
-	b.reset(len(tables), stride)
-	for i, t := range tables {
-		row := b.rows[i*stride : (i+1)*stride]
-		for j, id := range t.ids {
-			row[j] = int32(id)
+	b.reset(n, stride)
+	for i := range n {
+		ids, _ := row(i)
+		dst := b.rows[i*stride : (i+1)*stride]
+		for j, id := range ids {
+			dst[j] = int32(id)
 		}
 	}
 	return nil

@@ -506,6 +506,13 @@ func TestManagerSlotsRowsAndPack(t *testing.T) {
 	b.MaxBlocks = 3
 	require.NoError(t, s.m.Pack(&b, []SeqID{1}))
 	require.Equal(t, []int32{1, 2, 0}, b.Rows())
+	require.ErrorIs(t, s.m.Pack(&b, []SeqID{1, 9}), ErrUnknownSeq)
+	require.Equal(t, []int32{1, 2, 0}, b.Rows(), "unchanged on error")
+	if !invariant.Enabled {
+		seqs := []SeqID{2, 1}
+		allocs := testing.AllocsPerRun(100, func() { _ = s.m.Pack(&b, seqs) })
+		require.Zero(t, allocs, "packing reuses the batch's memory")
+	}
 	require.Equal(t, []SeqID{1, 2}, s.m.Seqs(nil))
 	s.done(t)
 }

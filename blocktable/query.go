@@ -110,28 +110,17 @@ func (m *Manager) FillRow(seq SeqID, dst []int32) (int, error) {
 }
 
 // Pack packs the block tables of the running sequences seqs into b, one padded row each
-// in the order of seqs (see Batch). On error b is unchanged.
+// in the order of seqs (see Batch); PackTables is the same for standalone Tables. On
+// error (a sequence unknown or not running, a table longer than b.MaxBlocks) b is
+// unchanged.
 func (m *Manager) Pack(b *Batch, seqs []SeqID) error {
-	longest := 0
-	for _, id := range seqs {
-		s, err := m.running("pack", id)
+	return b.pack(len(seqs), func(i int) ([]blocks.ID, error) {
+		s, err := m.running("pack", seqs[i])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		longest = max(longest, len(s.t.ids))
-	}
-	stride, err := b.strideFor(longest, len(seqs))
-	if err != nil {
-		return err
-	}
-	b.reset(len(seqs), stride)
-	for i, id := range seqs {
-		row := b.rows[i*stride : (i+1)*stride]
-		for j, blk := range m.seqs[id].t.ids {
-			row[j] = int32(blk)
-		}
-	}
-	return nil
+		return s.t.ids, nil
+	})
 }
 
 // Stats returns a snapshot of the Manager's state and counters.
