@@ -33,7 +33,7 @@ var _ prefix.Observer = (*Batcher)(nil)
 
 // NewBatcher returns an empty Batcher. Of the options, the encoding ones apply
 // (WithIntHashes, WithMedium, WithLoRAIDs, WithDataParallelRank, WithoutDataParallelRank,
-// WithoutExtraKeys); the others are the Publisher's.
+// WithoutExtraKeys, WithGroup); the others are the Publisher's.
 func NewBatcher(opts ...Option) *Batcher {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -55,12 +55,16 @@ func (b *Batcher) Len() int { return b.n }
 
 // BlockStored encodes a BlockStored event: the chain's hashes, its parent's hash (None for
 // a chain that starts its namespace), every token, the block size, lora_id, medium,
-// lora_name, and, unless WithoutExtraKeys, each block's extra keys in vLLM's order.
+// lora_name, unless WithoutExtraKeys each block's extra keys in vLLM's order, and under
+// WithGroup the group's index.
 func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 	nblocks := len(e.Blocks)
 	withExtra := !b.cfg.omitExtraKeys
 	fields := blockStoredFieldsNoExt
-	if withExtra {
+	switch {
+	case b.cfg.hasGroup:
+		fields = blockStoredFieldsGroup
+	case withExtra:
 		fields = blockStoredFields
 	}
 	enc := b.enc
@@ -101,19 +105,31 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 			}
 			b.encodeExtraKeys(lora, mm, salt)
 		}
+	} else if b.cfg.hasGroup {
+		b.events.b = append(b.events.b, msgpackNil) // extra_keys None, before group_idx
+	}
+	if b.cfg.hasGroup {
+		_ = enc.EncodeInt(int64(b.cfg.group))
 	}
 	b.n++
 }
 
 // BlockRemoved encodes a BlockRemoved event listing every removed block's hash.
 func (b *Batcher) BlockRemoved(e *prefix.BlockRemoved) {
-	_ = b.enc.EncodeArrayLen(blockRemovedFields)
+	fields := blockRemovedFields
+	if b.cfg.hasGroup {
+		fields = blockRemovedFieldsGrp
+	}
+	_ = b.enc.EncodeArrayLen(fields)
 	_ = b.enc.EncodeString(TagBlockRemoved)
 	_ = b.enc.EncodeArrayLen(len(e.Blocks))
 	for i := range e.Blocks {
 		b.encodeHash(e.Hash(i))
 	}
 	b.encodeOptString(b.cfg.medium)
+	if b.cfg.hasGroup {
+		_ = b.enc.EncodeInt(int64(b.cfg.group))
+	}
 	b.n++
 }
 

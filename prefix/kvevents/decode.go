@@ -132,11 +132,12 @@ const (
 	fieldMedium      = "medium"
 	fieldLoRAName    = "lora_name"
 	fieldExtraKeys   = "extra_keys"
+	fieldGroupIdx    = "group_idx"
 )
 
 var (
-	storedFields  = []string{fieldBlockHashes, fieldParent, fieldTokenIDs, fieldBlockSize, fieldLoRAID, fieldMedium, fieldLoRAName, fieldExtraKeys}
-	removedFields = []string{fieldBlockHashes, fieldMedium}
+	storedFields  = []string{fieldBlockHashes, fieldParent, fieldTokenIDs, fieldBlockSize, fieldLoRAID, fieldMedium, fieldLoRAName, fieldExtraKeys, fieldGroupIdx}
+	removedFields = []string{fieldBlockHashes, fieldMedium, fieldGroupIdx}
 )
 
 func fieldsOf(k EventKind) []string {

@@ -45,6 +45,14 @@ func (d *Decoder) field(b *Batch, e *Event, name string) error {
 		}
 	case fieldExtraKeys:
 		err = d.extraKeys(e)
+	case fieldGroupIdx:
+		if e.HasGroup, err = d.notNil(); err == nil && e.HasGroup {
+			var v int64
+			if v, err = d.int(); err == nil && (v < 0 || v > MaxGroup) {
+				err = fmt.Errorf("group %d out of [0, %d]", v, MaxGroup)
+			}
+			e.Group = int(v)
+		}
 	default:
 		err = d.skipOne()
 	}

@@ -18,6 +18,10 @@ const (
 	DefaultHashSize = 32
 	// MaxHashSize is the longest byte-string hash any Decoder accepts.
 	MaxHashSize = 64
+	// MaxGroup is the largest KV-cache group index (group_idx) a Decoder accepts: vLLM
+	// numbers a model's groups from 0, and no model has more than a handful. A negative
+	// one is refused too, as llm-d refuses it.
+	MaxGroup = 1<<15 - 1
 	// maxSkipDepth bounds how deeply a skipped unknown element may nest.
 	maxSkipDepth = 32
 	// allocFactor and allocSlack bound what one Decode may build: the Go memory of its

@@ -71,6 +71,12 @@ type Event struct {
 	// put there (newer vLLM writes [identifier, offset] pairs for multimodal inputs), as
 	// msgpack's generic decoder returns them.
 	ExtraKeys [][]any
+	// Group is the KV-cache group the event is about (vLLM's group_idx, llm-d's GroupIdx:
+	// a hybrid model's full-attention, sliding-window or Mamba layers each have one); a
+	// BlockStored and a BlockRemoved carry it. HasGroup is false when the sender left it
+	// out or sent None (vLLM before the hybrid allocator's events).
+	Group    int
+	HasGroup bool
 }
 
 // Batch is one decoded event batch.

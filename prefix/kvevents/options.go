@@ -12,6 +12,8 @@ type config struct {
 	dpRank        int64
 	omitDPRank    bool
 	omitExtraKeys bool
+	group         int
+	hasGroup      bool
 	now           func() float64
 
 	// Recorder only.
@@ -59,6 +61,15 @@ func WithoutDataParallelRank() Option { return func(c *config) { c.omitDPRank = 
 // WithoutExtraKeys leaves extra_keys out of every BlockStored: the 8-element form of vLLM
 // before extra_keys was added (early 2026), for consumers that decode exactly 8 fields.
 func WithoutExtraKeys() Option { return func(c *config) { c.omitExtraKeys = true } }
+
+// WithGroup writes group_idx = g on every BlockStored and BlockRemoved, after extra_keys
+// and medium, as vLLM's hybrid allocator does for the KV-cache group an index caches (vLLM
+// writes it for every group, 0 included; a store without extra keys then writes
+// extra_keys as None before it). Without it the events have no group_idx: vLLM's form
+// before the hybrid allocator, which every consumer reads. A negative g is taken as 0.
+func WithGroup(g int) Option {
+	return func(c *config) { c.group, c.hasGroup = max(g, 0), true }
+}
 
 // WithTimestamps sets the source of batch timestamps, in seconds (default: the wall clock,
 // as vLLM). Tests inject a fixed or counting source.

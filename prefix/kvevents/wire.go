@@ -8,15 +8,20 @@ package kvevents
 //
 //	EventBatch       [ts float64, events array, data_parallel_rank int]  (rank dropped when None)
 //	BlockStored      ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size,
-//	                  lora_id, medium, lora_name, extra_keys]            (extra_keys dropped when None)
-//	BlockRemoved     ["BlockRemoved", block_hashes, medium]
+//	                  lora_id, medium, lora_name, extra_keys, group_idx,
+//	                  kv_cache_spec_kind, kv_cache_spec_sliding_window]  (trailing Nones dropped)
+//	BlockRemoved     ["BlockRemoved", block_hashes, medium, group_idx]  (group_idx dropped when None)
 //	AllBlocksCleared ["AllBlocksCleared"]
 //
 // A block hash is the hash bytes (msgpack bin), or with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES
 // its last 8 bytes as an unsigned integer. lora_id, medium and lora_name have no default
 // and are always present, None (nil) when unset. vLLM fills extra_keys with one entry per
 // stored block (None, or the tuple of that block's extra keys), so it is present whenever
-// blocks are. Integers take msgpack's shortest form, strings fixstr/str8/16/32, floats
+// blocks are. group_idx and the two kv_cache_spec fields came with vLLM's hybrid
+// allocator (mid 2026): vLLM sets group_idx to the KV-cache group's index on every store
+// and removal, 0 included (a model with one group sends 0), and leaves the spec fields None
+// unless the events describe themselves, so a BlockStored has 10 elements and a
+// BlockRemoved 4; older vLLM sends neither. Integers take msgpack's shortest form, strings fixstr/str8/16/32, floats
 // float64, exactly as msgspec writes them.
 //
 // Later in 2026 vLLM switched the events (not the batch) to msgpack maps keyed by field
@@ -38,5 +43,7 @@ const (
 	blockStoredFields      = 9 // tag + 8 fields
 	blockStoredFieldsNoExt = 8 // without extra_keys
 	blockRemovedFields     = 3
+	blockStoredFieldsGroup = 10 // with group_idx
+	blockRemovedFieldsGrp  = 4  // with group_idx
 	allBlocksClearedFields = 1
 )
