@@ -13,14 +13,15 @@ import (
 // ApplyContext applies one batch of server's events as llm-d's event pool does, so that the
 // keys it writes are the keys llm-d's indexer would have written for the same batch:
 //
-//   - BlockStored: the entry {server, medium in lower case or "gpu"} is added under the
+//   - BlockStored: the entry {server, medium in lower case or "gpu", the event's group
+//     when it has one} is added under the
 //     request keys of the event's tokens, chained from the request key the parent's engine
 //     key maps to (or from the model's root; the model is the event's LoRA name when it has
 //     one), and the event's engine keys are mapped to them. An event whose parent Redis does
 //     not know is skipped and counted in Stats.Orphans. An event without tokens moves blocks
 //     to another tier: the entry is added under the request keys its engine keys map to.
-//   - BlockRemoved: the entry is evicted from every request key each engine key maps to,
-//     and the emptied keys pruned.
+//   - BlockRemoved: the entry (of the event's tier and group) is evicted from every
+//     request key each engine key maps to, and the emptied keys pruned.
 //   - AllBlocksCleared: Clear(server).
 //
 // Writes are queued in one pipeline that is sent whenever the next event needs to read
@@ -107,7 +108,10 @@ func (a *applier) entry(e *kvevents.Event) Entry {
 	if e.HasMedium && e.Medium != "" {
 		tier = strings.ToLower(e.Medium)
 	}
-	return Entry{Server: a.server, Tier: tier}
+	// llm-d's pool: the event's group_idx, when it has one, marks the entry (HasGroup,
+	// GroupIdx), so a hybrid server's groups are separate fields and a sliding-window
+	// group's removal leaves the full-attention group's entry in place.
+	return Entry{Server: a.server, Tier: tier, HasGroup: e.HasGroup, Group: e.Group}
 }
 
 // resolve sends the queued writes with a ZREVRANGE of each engine key and returns the

@@ -53,7 +53,7 @@
 // A batch's writes go in as few round trips as its reads allow, where llm-d sends several
 // per event; the keys written are the same (a test compares them byte for byte with the
 // keys llm-d's own code wrote from the same batches, and another reads those keys).
-// Entries carry the KV-cache group when the caller gives one (Add); Apply writes none
-// until kvevents decodes vLLM's group_idx. This package imports go-redis; the packages a
+// Entries carry the KV-cache group: Apply writes an event's group_idx (kvevents.Event.Group)
+// into the entry as llm-d's event pool does, and Add takes it from the caller. This package imports go-redis; the packages a
 // server embeds (blocks, prefix, blocktable, evict) do not import it.
 package redisindex
