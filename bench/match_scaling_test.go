@@ -47,7 +47,7 @@ func scalingIndex(tb testing.TB, n int) (x *prefix.Index, cached int, heapBytes 
 	for i := range prefixes {
 		p := prefix.Prompt{Tokens: scalingPrompt(buf, w2, prefixes[i])}
 		var cur prefix.Cursor
-		ids, cur = x.Match(ids[:0], &p, prefix.WholePrompt)
+		ids, cur = x.Peek(ids[:0], &p, prefix.WholePrompt)
 		hit := len(ids)
 		if err := x.Acquire(ids); err != nil {
 			tb.Fatal(err)
@@ -144,7 +144,7 @@ func BenchmarkMatchScaling(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				dst, _ = x.Match(dst[:0], p, prefix.WholePrompt)
+				dst, _ = x.Peek(dst[:0], p, prefix.WholePrompt)
 			}
 			if cpu := cpuTime() - cpu0; cpu0 != 0 {
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(len(dst)), "cpu-ns/block")
@@ -164,7 +164,7 @@ func BenchmarkMatchScaling(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				dst, _ = x.Match(dst[:0], r.next(), prefix.WholePrompt)
+				dst, _ = x.Peek(dst[:0], r.next(), prefix.WholePrompt)
 				hit += len(dst)
 			}
 			if cpu := cpuTime() - cpu0; cpu0 != 0 {

@@ -23,7 +23,7 @@ func w3Replay(tb testing.TB, tr *W3Trace, requests int) (hitTokens int, eviction
 		tokens = append(tokens[:0], rq.Prompt...)
 		p := prefix.Prompt{Tokens: tokens}
 		var cur prefix.Cursor
-		ids, cur = x.Match(ids[:0], &p, prefix.LeaveOne)
+		ids, cur = x.Peek(ids[:0], &p, prefix.LeaveOne)
 		hit := len(ids)
 		hitTokens += hit * BlockSize
 		if err := x.Acquire(ids); err != nil {

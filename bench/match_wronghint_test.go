@@ -24,7 +24,7 @@ func wrongHintIndex(tb testing.TB) (*prefix.Index, *prefix.Prompt) {
 	}
 	cache := func(tokens []int32) {
 		p := &prefix.Prompt{Tokens: tokens}
-		ids, cur := x.Match(nil, p, prefix.WholePrompt)
+		ids, cur := x.Peek(nil, p, prefix.WholePrompt)
 		hit := len(ids)
 		if err := x.Acquire(ids); err != nil {
 			tb.Fatal(err)
@@ -62,7 +62,7 @@ func BenchmarkMatchWrongHints(b *testing.B) {
 	dst := make([]blocks.ID, 0, W2PromptTokens/BlockSize)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst, _ = x.Match(dst[:0], p, prefix.WholePrompt)
+		dst, _ = x.Peek(dst[:0], p, prefix.WholePrompt)
 	}
 	if len(dst) != W2PromptTokens/BlockSize {
 		b.Fatalf("hit %d blocks, want 256", len(dst))
@@ -77,7 +77,7 @@ func BenchmarkMatchWrongHints(b *testing.B) {
 // the benchmark measures what it says.
 func TestWrongHintsStillHitEverything(t *testing.T) {
 	x, p := wrongHintIndex(t)
-	got, _ := x.Match(nil, p, prefix.WholePrompt)
+	got, _ := x.Peek(nil, p, prefix.WholePrompt)
 	if len(got) != 256 {
 		t.Fatalf("W2 hits %d blocks, want 256", len(got))
 	}

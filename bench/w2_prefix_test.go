@@ -51,7 +51,7 @@ func BenchmarkW2PrefixHit(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				dst, _ = x.Match(dst[:0], p, prefix.WholePrompt)
+				dst, _ = x.Peek(dst[:0], p, prefix.WholePrompt)
 			}
 			cpu := cpuTime() - cpu0
 			if len(dst) != W2PromptTokens/BlockSize {
@@ -72,11 +72,11 @@ func BenchmarkW2PrefixHit(b *testing.B) {
 
 func TestW2FullHit(t *testing.T) {
 	x, p := w2Index(t)
-	got, _ := x.Match(nil, p, prefix.WholePrompt)
+	got, _ := x.Peek(nil, p, prefix.WholePrompt)
 	if len(got) != 256 {
 		t.Fatalf("W2 hits %d blocks, want 256", len(got))
 	}
-	if got, _ := x.Match(nil, p, prefix.LeaveOne); len(got) != 255 {
+	if got, _ := x.Peek(nil, p, prefix.LeaveOne); len(got) != 255 {
 		t.Fatalf("W2 with one token left to compute hits %d blocks, want 255", len(got))
 	}
 }

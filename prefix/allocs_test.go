@@ -38,7 +38,7 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 				p := &prompts[step%len(prompts)]
 				step++
 				var cur Cursor
-				ids, cur = x.Match(ids[:0], p, LeaveOne)
+				ids, cur = x.Peek(ids[:0], p, LeaveOne)
 				hit := len(ids)
 				if err := x.Acquire(ids); err != nil {
 					t.Fatal(err)
@@ -76,7 +76,7 @@ func TestMatchAllocatesNothing(t *testing.T) {
 	dst := make([]blocks.ID, 0, 256)
 	p := &Prompt{Tokens: toks(1, 256*testBS)}
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		dst, _ = x.Match(dst[:0], p, WholePrompt)
+		dst, _ = x.Peek(dst[:0], p, WholePrompt)
 	}))
 	assert.Len(t, dst, 256)
 }

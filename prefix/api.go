@@ -158,7 +158,7 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } }
 
 // Cursor remembers where in the tree a sequence's committed blocks end, so that committing
-// one more block as it fills costs O(1) instead of a walk from the root. Match (or Peek)
+// one more block as it fills costs O(1) instead of a walk from the root. Peek
 // returns one at the end of the hit, and Commit advances it. The zero Cursor stands at the
 // root of the prompt's namespace, whether or not that namespace has anything cached yet: a
 // sequence that matched nothing commits with it, and its first block creates the root. A

@@ -16,7 +16,7 @@ func TestDuplicateCopyEvictedUnderCursor(t *testing.T) {
 		pool, x := newTestIndex(t, 32)
 		tk := toks(1, 2*testBS)
 		a := &request{p: Prompt{Tokens: append([]int32(nil), tk[:testBS]...)}}
-		a.ids, a.cur = x.Match(nil, &a.p, LeaveOne)
+		a.ids, a.cur = x.Peek(nil, &a.p, LeaveOne)
 		var err error
 		a.ids, err = pool.Allocate(a.ids, 1)
 		require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestCursorOfAnotherNamespaceIsRejected(t *testing.T) {
 func TestReleaseRepeatedBlock(t *testing.T) {
 	pool, x := newTestIndex(t, 16)
 	admit(t, x, pool, Prompt{Tokens: toks(1, testBS)}).finish(t, x)
-	got, _ := x.Match(nil, &Prompt{Tokens: toks(1, testBS)}, WholePrompt)
+	got, _ := x.Peek(nil, &Prompt{Tokens: toks(1, testBS)}, WholePrompt)
 	require.Len(t, got, 1)
 	require.NoError(t, x.Acquire(got))
 	twice := []blocks.ID{got[0], got[0]}
@@ -112,9 +112,9 @@ func TestNoFalseHitAtBlockSize16(t *testing.T) {
 	for i := range 16 {
 		other := toks(1, 16)
 		other[i] = -1
-		got, _ := x.Match(nil, &Prompt{Tokens: other}, WholePrompt)
+		got, _ := x.Peek(nil, &Prompt{Tokens: other}, WholePrompt)
 		assert.Empty(t, got, "token %d differs", i)
 	}
-	got, _ := x.Match(nil, &Prompt{Tokens: base}, WholePrompt)
+	got, _ := x.Peek(nil, &Prompt{Tokens: base}, WholePrompt)
 	assert.Equal(t, ids, got)
 }

@@ -4,9 +4,10 @@
 //
 // # Use
 //
-// A request calls Match to find the longest cached prefix of its prompt (no references
-// taken, nothing touched), Acquire to take its own references on the matched blocks,
-// allocates the rest from the pool, Commit to cache each block as it fills (so that
+// A request calls Peek to find the longest cached prefix of its prompt (no references
+// taken, nothing touched or counted), RecordLookup once it is admitted (the hit rate of
+// Stats), Acquire to take its own references on the matched blocks, allocates the rest
+// from the pool, Commit to cache each block as it fills (so that
 // concurrent requests can hit it before the first one finishes), and Release at the end.
 // A request that matched nothing commits with the zero Cursor. The index holds one pool
 // reference on every cached block and is the pool's reclaimer: an allocation that finds the
@@ -33,7 +34,7 @@
 // and must not call back. Bad input returns an error wrapping a sentinel of errors.go (test
 // with errors.Is) and leaves the index and the pool exactly as they were; the index panics
 // only for a broken invariant (CheckInvariants lists them; -tags kvinvariants and -race
-// check them after every mutation). Match, Acquire, Release, Commit and Evict are
+// check them after every mutation). Peek, Acquire, Release, Commit and Evict are
 // O(blocks touched), Evict adds O(log evictable) per victim, and none allocates in steady
 // state. Memory is fixed at New: about 128 bytes per pool block at 16 tokens a block (64 of
 // them tokens).

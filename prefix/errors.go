@@ -31,7 +31,7 @@ var (
 	ErrBlocksHeld = errors.New("prefix: cached blocks are held by requests")
 	// ErrEmptyNamespace: the zero Namespace in an index built WithNamespaceRequired.
 	ErrEmptyNamespace = errors.New("prefix: namespace required")
-	// ErrInvalidCursor: a cursor that no Match, Cursor or Commit of this index produced.
+	// ErrInvalidCursor: a cursor that no Peek or Commit of this index produced.
 	ErrInvalidCursor = errors.New("prefix: invalid cursor")
 	// ErrNotPinned: Unpin was given a block without a pin.
 	ErrNotPinned = errors.New("prefix: block not pinned")

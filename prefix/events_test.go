@@ -145,12 +145,12 @@ func TestCollisionsGiveNoFalseHit(t *testing.T) {
 			}
 			assert.Equal(t, 5, x.Stats().Cached, "a and b share their first block; c shares nothing")
 			for _, tk := range [][]int32{a, b, c} {
-				got, _ := x.Match(nil, &Prompt{Tokens: tk}, WholePrompt)
+				got, _ := x.Peek(nil, &Prompt{Tokens: tk}, WholePrompt)
 				assert.Len(t, got, 2)
 			}
-			got, _ := x.Match(nil, &Prompt{Tokens: cat(toks(1, testBS), toks(30, testBS))}, false)
+			got, _ := x.Peek(nil, &Prompt{Tokens: cat(toks(1, testBS), toks(30, testBS))}, false)
 			assert.Len(t, got, 1, "colliding siblings are told apart by their tokens")
-			got, _ = x.Match(nil, &Prompt{Tokens: toks(3, 2*testBS)}, WholePrompt)
+			got, _ = x.Peek(nil, &Prompt{Tokens: toks(3, 2*testBS)}, WholePrompt)
 			assert.Empty(t, got)
 			assert.Equal(t, 5, x.Evict(10))
 			require.NoError(t, x.CheckInvariants())

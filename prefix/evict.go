@@ -11,7 +11,7 @@ import (
 // access (not the time it became a leaf). The default order is LRU by last use on a logical
 // clock, ties by block ID: every Acquire and Commit touches the blocks involved (one tick
 // per call), Release touches them from last to first (one tick each, so a request's tail is
-// older than its head, as vLLM frees in reverse), and Match touches nothing. The default
+// older than its head, as vLLM frees in reverse), and Peek touches nothing. The default
 // policy is evict.NewLRU over block IDs; WithPolicy plugs in any other evict.Factory. The pool's free list
 // is always used before anything is evicted.
 //
@@ -66,7 +66,7 @@ func (x *Index) Evict(n int) int {
 func (x *Index) Reclaimable() int { return x.cached - x.pinned }
 
 // ReclaimableOf counts the blocks of ids that are reclaimable now: for a path from a
-// namespace root, as Match returns, exactly what Acquire(ids) would take off Reclaimable,
+// namespace root, as Peek returns, exactly what Acquire(ids) would take off Reclaimable,
 // which is what an admission check must subtract from the pool's Available. Blocks that
 // are not cached count for nothing.
 func (x *Index) ReclaimableOf(ids []blocks.ID) int {

@@ -16,7 +16,8 @@ func Example() {
 	system := []int32{1, 2, 3, 4, 5, 6, 7, 8} // two blocks
 	serve := func(user ...int32) {
 		p := &prefix.Prompt{Tokens: append(append([]int32{}, system...), user...)}
-		ids, cur := idx.Match(nil, p, prefix.LeaveOne) // the cached prefix; takes nothing yet
+		ids, cur := idx.Peek(nil, p, prefix.LeaveOne) // the cached prefix; takes nothing yet
+		idx.RecordLookup(p, cur)                      // admitted: count it once in Stats
 		hit := len(ids)
 		_ = idx.Acquire(ids) // the request's own references on its hit
 		ids, _ = pool.Allocate(ids, (len(p.Tokens)+blockSize-1)/blockSize-hit)

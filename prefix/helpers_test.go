@@ -50,7 +50,8 @@ type request struct {
 func admit(t testing.TB, x *Index, pool *blocks.Pool, p Prompt) *request {
 	t.Helper()
 	r := &request{p: p}
-	r.ids, r.cur = x.Match(nil, &r.p, LeaveOne)
+	r.ids, r.cur = x.Peek(nil, &r.p, LeaveOne)
+	x.RecordLookup(&r.p, r.cur) // admitted: counted once, as the Manager does
 	r.hit = len(r.ids)
 	require.NoError(t, x.Acquire(r.ids))
 	need := (len(p.Tokens)+testBS-1)/testBS - r.hit

@@ -28,9 +28,9 @@ import (
 // What runs would save, a probe per block along a path, one node per block gets back with a
 // hint: each node names one child to try first, the last child a request acquired (else the
 // first committed). Along a path that requests share, the next block is that child, so
-// Match confirms it with one 16-token comparison and no hash or table probe: about 4.5 ns
+// Peek confirms it with one 16-token comparison and no hash or table probe: about 4.5 ns
 // a block, 1.2 us for W2's 256 blocks on the test machine (see bench/README.md). Only where the prompt leaves the
-// hinted child for another does Match hash the block and probe the table; a node whose only
+// hinted child for another does Peek hash the block and probe the table; a node whose only
 // child is the hint answers a miss without either. The hint costs 4 bytes a node and is
 // only ever a shortcut: a child is accepted on its tokens, and multimodal children (whose
 // extra keys a token comparison would skip) are never hints.
@@ -74,9 +74,9 @@ type Index struct {
 	tokens []int32 // bs tokens per block, indexed by block ID
 	table  childTable
 	mm     map[int32][]string // multimodal extra keys of the blocks that have any
-	// hint is, per node, the child Match tries first (0 = none): a text-only child, the
+	// hint is, per node, the child Peek tries first (0 = none): a text-only child, the
 	// last one a request acquired, else the first one committed. Along a path that
-	// requests share, the next block is almost always this child, so Match confirms it
+	// requests share, the next block is almost always this child, so Peek confirms it
 	// by comparing tokens and skips the hash and the table probe. See match.go.
 	hint []int32
 
@@ -256,7 +256,7 @@ func (x *Index) Pool() *blocks.Pool { return x.pool }
 func (x *Index) Clock() evict.Clock { return x.clock }
 
 // WithNamespaceRequired makes the zero Namespace an error: Commit fails with
-// ErrEmptyNamespace and Match finds nothing. A multi-tenant server sets it so that a
+// ErrEmptyNamespace and Peek finds nothing. A multi-tenant server sets it so that a
 // request without a tenant's salt can never share another's blocks.
 func WithNamespaceRequired() Option { return func(c *config) { c.requireNS = true } }
 
@@ -428,7 +428,7 @@ func (x *Index) dropRoot(ns Namespace) {
 }
 
 // freeRoot frees root r, which has no child: its namespace has nothing cached. The root's
-// generation is bumped, so a cursor at r (from Match, Peek or Commit) is stale from now on
+// generation is bumped, so a cursor at r (from Peek or Commit) is stale from now on
 // and Commit walks its prompt from the namespace's current root instead, creating it again
 // if need be (see resolve): a cursor never commits under whoever reuses the slot.
 func (x *Index) freeRoot(r int32) {

@@ -17,40 +17,22 @@ const (
 	LeaveOne HitLimit = true
 )
 
-// Match appends to dst the cached blocks of the longest cached prefix of p, in full blocks,
-// and returns dst. It takes no references and touches nothing. limit says whether the hit
-// may cover the whole prompt (WholePrompt) or must leave a token to compute (LeaveOne).
-// The returned Cursor sits at the end of the match;
-// it is the zero Cursor when p's namespace has no root (nothing of it is cached), which
-// Commit takes as the namespace's root.
+// Peek appends to dst the cached blocks of the longest cached prefix of p, in full blocks,
+// and returns dst. It takes no references, touches nothing and counts nothing. limit says
+// whether the hit may cover the whole prompt (WholePrompt) or must leave a token to compute
+// (LeaveOne). The returned Cursor sits at the end of the match; it is the zero Cursor when
+// p's namespace has no root (nothing of it is cached), which Commit takes as the
+// namespace's root.
 //
-// Match counts the lookup in Stats (Lookups, LookedUpTokens, HitTokens). A caller that
-// may match one request several times (a dry run before admission, a retry after running
-// out of memory) uses Peek and counts once with RecordLookup.
+// Looking up and counting are apart, as in vLLM (the cache's find_longest_cache_hit
+// counts nothing; the manager records the lookup): a scheduler may look a request up
+// several times (a dry run before admission, a retry after running out of memory) and
+// counts it once, with RecordLookup, when it is admitted.
 //
-// Match compares every matched block's tokens (and extra keys) with the prompt's. Along the
+// Peek compares every matched block's tokens (and extra keys) with the prompt's. Along the
 // path requests share it tries each node's hint child first and needs nothing else; where
 // the prompt leaves the hinted child, and for blocks with multimodal inputs, it also hashes
 // the block and probes the child table. It allocates nothing when dst has room.
-func (x *Index) Match(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, Cursor) {
-	dst, c := x.Peek(dst, p, limit)
-	x.RecordLookup(p, c)
-	return dst, c
-}
-
-// RecordLookup counts in Stats one lookup of p that matched up to c, as Match does: one
-// lookup, len(p.Tokens) looked-up tokens and c.Blocks() full blocks of hit tokens. Call it
-// with a Cursor that Peek returned for p, before moving it with Commit.
-func (x *Index) RecordLookup(p *Prompt, c Cursor) {
-	x.stats.lookups++
-	if p != nil {
-		x.stats.lookedUp += uint64(len(p.Tokens))
-	}
-	x.stats.hitTokens += uint64(max(c.blocks, 0)) * uint64(x.bs)
-}
-
-// Peek is Match without counting anything in Stats: the same blocks and Cursor, for dry
-// runs and re-matches that must not inflate the hit rate.
 func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, Cursor) {
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		return dst, Cursor{}
@@ -101,7 +83,19 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, C
 	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 }
 
-// matchText is Match's loop for prompts without multimodal inputs: the common case. Each
+// RecordLookup counts in Stats one lookup of p that matched up to c: one lookup,
+// len(p.Tokens) looked-up tokens and c.Blocks() full blocks of hit tokens. Call it once
+// per admitted request, with the Cursor that Peek returned for p, before moving it with
+// Commit; RecordResumedLookup instead for a preempted request admitted again.
+func (x *Index) RecordLookup(p *Prompt, c Cursor) {
+	x.stats.lookups++
+	if p != nil {
+		x.stats.lookedUp += uint64(len(p.Tokens))
+	}
+	x.stats.hitTokens += uint64(max(c.blocks, 0)) * uint64(x.bs)
+}
+
+// matchText is Peek's loop for prompts without multimodal inputs: the common case. Each
 // block first tries the node's hint child (see Index.hint) with one token comparison and
 // no hash; only where the hint is missing or wrong and the node has other children does it
 // hash the block and probe the child table (nextByKey).

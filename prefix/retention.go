@@ -91,7 +91,7 @@ type PinResult struct {
 // from the cache for good; a pin beyond it is granted in part or refused (PinResult).
 func WithPinBudget(n int) Option { return func(c *config) { c.pinBudget = n } }
 
-// Pin keeps the cached blocks ids (a path from a namespace root, as Match returns it, for
+// Pin keeps the cached blocks ids (a path from a namespace root, as Peek returns it, for
 // a system prompt say) from eviction until Unpin: the index holds a reference on each, so
 // they are neither evictable nor reclaimable. Blocks already pinned cost no budget (the
 // pins count per block); the rest are pinned in order while the budget lasts, and the

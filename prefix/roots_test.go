@@ -57,7 +57,7 @@ func TestNamespacesComeAndGo(t *testing.T) {
 				if len(window) > tc.live && tc.commit {
 					// The oldest tenant leaves: its three blocks are the LRU victims.
 					require.Equal(t, 3, x.Evict(3))
-					got, _ := x.Match(nil, &Prompt{Namespace: window[0], Tokens: toks(1, 3*testBS)}, WholePrompt)
+					got, _ := x.Peek(nil, &Prompt{Namespace: window[0], Tokens: toks(1, 3*testBS)}, WholePrompt)
 					require.Empty(t, got)
 					window = window[1:]
 				}
@@ -134,7 +134,7 @@ func TestNoRootWithoutCommit(t *testing.T) {
 	pool, x := newTestIndex(t, 16)
 	a := Namespace{Salt: "a"}
 	p := Prompt{Namespace: a, Tokens: toks(1, testBS)}
-	_, c := x.Match(nil, &p, WholePrompt)
+	_, c := x.Peek(nil, &p, WholePrompt)
 	assert.Equal(t, Cursor{}, c, "a namespace with nothing cached matches at the zero Cursor")
 	_, err := x.Commit(&c, &Prompt{Namespace: a, Tokens: toks(1, testBS-1)}, nil)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestNoRootWithoutCommit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, CommitResult{Stored: 1}, res)
 	assert.Equal(t, 1, x.Stats().Namespaces)
-	got, _ := x.Match(nil, &p, WholePrompt)
+	got, _ := x.Peek(nil, &p, WholePrompt)
 	assert.Equal(t, ids, got)
 	require.NoError(t, x.Release(ids))
 	require.Equal(t, 1, x.Evict(1))
@@ -219,7 +219,7 @@ func TestStaleCursorAtFreedRoot(t *testing.T) {
 			assert.Equal(t, tc.want, res)
 			assert.Equal(t, b+1, cur.Blocks())
 			if tc.want.Stored == 1 {
-				got, _ := x.Match(nil, &Prompt{Namespace: mine, Tokens: tk[:testBS]}, WholePrompt)
+				got, _ := x.Peek(nil, &Prompt{Namespace: mine, Tokens: tk[:testBS]}, WholePrompt)
 				assert.Equal(t, next, got, "committed under mine")
 				if tc.reuse {
 					assert.NotEqual(t, slot, x.rootOf(mine), "in a root of its own")

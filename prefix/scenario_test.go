@@ -36,15 +36,15 @@ func TestDivergenceInsideABlock(t *testing.T) {
 
 	other := append([]int32(nil), base...)
 	other[2*testBS+1] = -7 // the third block differs in its second token
-	got, cur := x.Match(nil, &Prompt{Tokens: other}, WholePrompt)
+	got, cur := x.Peek(nil, &Prompt{Tokens: other}, WholePrompt)
 	assert.Len(t, got, 2, "only the fully shared blocks hit")
 	assert.Equal(t, 2, cur.Blocks())
 
-	got, _ = x.Match(nil, &Prompt{Tokens: base}, WholePrompt)
+	got, _ = x.Peek(nil, &Prompt{Tokens: base}, WholePrompt)
 	assert.Len(t, got, 3)
-	got, _ = x.Match(nil, &Prompt{Tokens: base}, LeaveOne)
+	got, _ = x.Peek(nil, &Prompt{Tokens: base}, LeaveOne)
 	assert.Len(t, got, 2, "leaveOne keeps the last token to compute")
-	got, _ = x.Match(nil, &Prompt{Tokens: base[:2*testBS+3]}, WholePrompt)
+	got, _ = x.Peek(nil, &Prompt{Tokens: base[:2*testBS+3]}, WholePrompt)
 	assert.Len(t, got, 2, "a partial last block never matches")
 }
 
@@ -77,7 +77,7 @@ func TestTouchOnAcquireReordersEviction(t *testing.T) {
 	a.finish(t, x)
 	b.finish(t, x)
 	// A lookup alone touches nothing: a is still the oldest.
-	x.Match(nil, &Prompt{Tokens: toks(100, testBS)}, WholePrompt)
+	x.Peek(nil, &Prompt{Tokens: toks(100, testBS)}, WholePrompt)
 	// Re-acquiring and releasing a makes it the newest.
 	c := admit(t, x, pool, Prompt{Tokens: toks(100, testBS+1)})
 	require.Equal(t, 1, c.hit)
@@ -93,10 +93,10 @@ func TestNamespaceIsolation(t *testing.T) {
 	tk := toks(1, 3*testBS)
 	admit(t, x, pool, Prompt{Tokens: tk, Namespace: Namespace{LoRA: "sql"}}).finish(t, x)
 	for _, ns := range []Namespace{{}, {LoRA: "chat"}, {Salt: "tenant-a"}, {LoRA: "sql", Salt: "x"}} {
-		got, _ := x.Match(nil, &Prompt{Tokens: tk, Namespace: ns}, WholePrompt)
+		got, _ := x.Peek(nil, &Prompt{Tokens: tk, Namespace: ns}, WholePrompt)
 		assert.Empty(t, got, "namespace %+v", ns)
 	}
-	got, _ := x.Match(nil, &Prompt{Tokens: tk, Namespace: Namespace{LoRA: "sql"}}, WholePrompt)
+	got, _ := x.Peek(nil, &Prompt{Tokens: tk, Namespace: Namespace{LoRA: "sql"}}, WholePrompt)
 	assert.Len(t, got, 3)
 	r := admit(t, x, pool, Prompt{Tokens: tk, Namespace: Namespace{Salt: "tenant-a"}})
 	assert.Equal(t, 0, r.hit)
@@ -110,11 +110,11 @@ func TestMultimodalExtraKeys(t *testing.T) {
 	tk := cat(toks(1, testBS), make([]int32, 2*testBS)) // block 0 text, blocks 1-2 image placeholders
 	img := func(h string) []MMInput { return []MMInput{{Hash: h, Offset: testBS, Length: 2 * testBS}} }
 	admit(t, x, pool, Prompt{Tokens: tk, MM: img("cat")}).finish(t, x)
-	got, _ := x.Match(nil, &Prompt{Tokens: tk, MM: img("dog")}, WholePrompt)
+	got, _ := x.Peek(nil, &Prompt{Tokens: tk, MM: img("dog")}, WholePrompt)
 	assert.Len(t, got, 1, "same placeholder tokens, another image: only the text block hits")
-	got, _ = x.Match(nil, &Prompt{Tokens: tk, MM: img("cat")}, WholePrompt)
+	got, _ = x.Peek(nil, &Prompt{Tokens: tk, MM: img("cat")}, WholePrompt)
 	assert.Len(t, got, 3)
-	got, _ = x.Match(nil, &Prompt{Tokens: tk}, WholePrompt)
+	got, _ = x.Peek(nil, &Prompt{Tokens: tk}, WholePrompt)
 	assert.Len(t, got, 1, "text with the same tokens is not the image")
 }
 
@@ -143,7 +143,7 @@ func TestDuplicateCommit(t *testing.T) {
 	// a and b arrive together: neither hits, both compute the same prompt.
 	a := admit(t, x, pool, Prompt{Tokens: tk})
 	b := &request{p: Prompt{Tokens: tk}}
-	b.ids, b.cur = x.Match(nil, &Prompt{Tokens: toks(1, 1)}, LeaveOne) // b matched before a committed
+	b.ids, b.cur = x.Peek(nil, &Prompt{Tokens: toks(1, 1)}, LeaveOne) // b matched before a committed
 	var err error
 	b.ids, err = pool.Allocate(b.ids, 4)
 	require.NoError(t, err)
@@ -160,7 +160,7 @@ func TestDuplicateCommit(t *testing.T) {
 	res, err = x.Commit(&b.cur, &b.p, b.ids[3:4])
 	require.NoError(t, err)
 	assert.Equal(t, CommitResult{Stored: 1}, res)
-	got, _ := x.Match(nil, &b.p, WholePrompt)
+	got, _ := x.Peek(nil, &b.p, WholePrompt)
 	assert.Equal(t, append(append([]blocks.ID(nil), a.ids[:3]...), b.ids[3]), got)
 
 	free := pool.NumFree()
@@ -189,9 +189,9 @@ func TestReclaimerWithPool(t *testing.T) {
 	ids, err = pool.Allocate(ids, 3)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), x.Stats().Evictions)
-	got, _ := x.Match(nil, &Prompt{Tokens: toks(1, 3*testBS)}, WholePrompt)
+	got, _ := x.Peek(nil, &Prompt{Tokens: toks(1, 3*testBS)}, WholePrompt)
 	assert.Empty(t, got)
-	got, _ = x.Match(nil, &Prompt{Tokens: toks(100, 3*testBS)}, WholePrompt)
+	got, _ = x.Peek(nil, &Prompt{Tokens: toks(100, 3*testBS)}, WholePrompt)
 	assert.Len(t, got, 3)
 
 	// Holding b's middle block pins b's head too; only b's tail is reclaimable.
@@ -285,11 +285,11 @@ func TestReclaimableOfMatchedPath(t *testing.T) {
 	pool, x := newTestIndex(t, 32)
 	tk := toks(1, 4*testBS)
 	admit(t, x, pool, Prompt{Tokens: tk}).finish(t, x)
-	deep, _ := x.Match(nil, &Prompt{Tokens: tk}, WholePrompt)
+	deep, _ := x.Peek(nil, &Prompt{Tokens: tk}, WholePrompt)
 	require.NoError(t, x.Acquire(deep[3:])) // a held leaf pins its three ancestors
 	assert.Equal(t, 0, x.Reclaimable())
 	short := Prompt{Tokens: tk[:2*testBS]}
-	hit, _ := x.Match(nil, &short, WholePrompt)
+	hit, _ := x.Peek(nil, &short, WholePrompt)
 	assert.Equal(t, 0, x.ReclaimableOf(hit), "refcount 1 but pinned: acquiring them frees nothing up")
 	require.NoError(t, x.Release(deep[3:]))
 	before := x.Reclaimable()

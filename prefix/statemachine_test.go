@@ -122,7 +122,7 @@ func (mc *machine) commit(t *rapid.T, r *mreq, upto int) {
 func (mc *machine) Admit(t *rapid.T) {
 	r := &mreq{p: drawPrompt(t, mc.bs)}
 	leaveOne := rapid.Bool().Draw(t, "leaveOne")
-	r.ids, r.cur = mc.x.Match(nil, &r.p, HitLimit(leaveOne))
+	r.ids, r.cur = mc.x.Peek(nil, &r.p, HitLimit(leaveOne))
 	if want := mc.m.match(&r.p, leaveOne); !slices.Equal(r.ids, want) && len(r.ids)+len(want) > 0 {
 		t.Fatalf("match %v: got %v, model %v", r.p, r.ids, want)
 	}
@@ -189,7 +189,7 @@ func (mc *machine) Finish(t *rapid.T) {
 
 func (mc *machine) Lookup(t *rapid.T) {
 	p := drawPrompt(t, mc.bs)
-	got, _ := mc.x.Match(nil, &p, WholePrompt)
+	got, _ := mc.x.Peek(nil, &p, WholePrompt)
 	if want := mc.m.match(&p, false); !slices.Equal(got, want) && len(got)+len(want) > 0 {
 		t.Fatalf("lookup: got %v, model %v", got, want)
 	}

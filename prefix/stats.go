@@ -10,9 +10,8 @@ type counters struct {
 
 // Stats is a snapshot of an index's state and counters.
 type Stats struct {
-	// Lookups counts Match calls (and RecordLookup calls after a Peek, which itself counts
-	// nothing); LookedUpTokens the prompt tokens they were given; HitTokens the tokens of
-	// the blocks they matched.
+	// Lookups counts RecordLookup calls (Peek itself counts nothing); LookedUpTokens the
+	// prompt tokens they were given; HitTokens the tokens of the blocks they matched.
 	Lookups, LookedUpTokens, HitTokens uint64
 	// Cached is the number of cached blocks; Evictable those that are unreferenced leaves
 	// (candidates now); Reclaimable those that repeated leaf eviction can free now.

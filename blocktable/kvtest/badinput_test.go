@@ -415,7 +415,7 @@ var withoutInvalidInput = map[string]bool{
 	"Pool.HasNullBlock": true, "Pool.NumBlocks": true, "Pool.NumFree": true, "Pool.RefCount": true,
 	"Pool.SetFaults": true, "Pool.SetReclaimer": true, "Pool.Stats": true, "Pool.WriteState": true,
 	"Index.BlockSize": true, "Index.CheckInvariants": true, "Index.Clock": true, "Index.Pool": true, "Index.Cursor": true, "Index.Hash": true,
-	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Match": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.SetRetention": true, "Index.HoldSession": true, "Index.ReleaseSession": true,
+	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.SetRetention": true, "Index.HoldSession": true, "Index.ReleaseSession": true,
 	"Index.Pins": true, "Index.Pinned": true, "Index.PinBudget": true, "Index.Sessions": true, "Index.Quota": true, "Index.BumpEpoch": true, "Index.Epoch": true, "Index.Reclaimable": true,
 	"Index.ReclaimableOf": true, "Index.Stats": true, "Index.WriteState": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
