@@ -31,7 +31,9 @@
 //
 // Messages are hostile: a batch over MaxPayload, a subject that is not one valid token,
 // missing or malformed headers, a payload that does not decode (the bounded kvevents
-// Decoder) are counted in Malformed and skipped.
+// Decoder, which also refuses byte-string hashes of another length than the servers' hasher
+// writes: SubscriberConfig.HashSize, by default the index's HashSize() as for the ZeroMQ
+// subscriber) are counted in Malformed and skipped.
 //
 // # Concurrency
 //

@@ -31,6 +31,12 @@ type SubscriberConfig struct {
 	// MaxPayload bounds a batch read (DefaultMaxPayload): a longer one is counted and
 	// skipped.
 	MaxPayload int
+	// HashSize is the length of the byte-string block hashes the servers send: their
+	// hasher's Size() (32 for vLLM's sha256 schemes, 8 for prefix.Fast64). 0 means the
+	// index's HashSize() when it has one (a cluster.ClusterIndex does), else
+	// kvevents.DefaultHashSize. A batch with hashes of another length is Malformed, so a
+	// wrong size drops every batch. Integer hashes are read whatever it is.
+	HashSize int
 	// Retry is the wait between attempts to apply a batch the index refused (100 ms);
 	// Subscriber retries until the index takes it or the Subscriber closes, keeping
 	// every server's batches in order.
@@ -93,6 +99,15 @@ func NewSubscriber(ctx context.Context, js jetstream.JetStream, index kvevents.A
 	if cfg.Retry <= 0 {
 		cfg.Retry = 100 * time.Millisecond
 	}
+	if cfg.HashSize == 0 {
+		cfg.HashSize = kvevents.DefaultHashSize
+		if h, ok := index.(interface{ HashSize() int }); ok {
+			cfg.HashSize = h.HashSize()
+		}
+	}
+	if cfg.HashSize < 1 || cfg.HashSize > kvevents.MaxHashSize {
+		return nil, fmt.Errorf("%w: hash size %d", ErrInvalid, cfg.HashSize)
+	}
 	st, err := EnsureStream(ctx, js, cfg.Stream)
 	if err != nil {
 		return nil, err
@@ -130,7 +145,7 @@ func NewSubscriber(ctx context.Context, js jetstream.JetStream, index kvevents.A
 
 func (s *Subscriber) run() {
 	defer close(s.done)
-	var dec kvevents.Decoder
+	dec := kvevents.Decoder{HashSize: s.cfg.HashSize, MaxPayload: s.cfg.MaxPayload}
 	var b kvevents.Batch
 	for {
 		msg, err := s.iter.Next()
