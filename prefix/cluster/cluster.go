@@ -38,6 +38,12 @@ import (
 // RootMismatches: the seed or the scheme differs, and routing to that server would fail
 // silently otherwise.
 //
+// A block is held per KV-cache group, as llm-d keeps one entry per group: a hybrid
+// server's events carry group_idx (kvevents.Event.Group), and a block stays held while any
+// group holds it, so a sliding-window group's removal leaves the full-attention group's
+// block routable. An event without a group is its own group, apart from group 0, as in
+// llm-d's Redis layout. Groups 0 to 62 are kept; a store in a higher one is Refused.
+//
 // Everything a server sends is bounded: the index holds at most WithMaxBlocksPerServer
 // blocks for one server (stores past it are counted in Refused, not recorded), and an
 // AllBlocksCleared drops a server's set at once.
@@ -70,8 +76,59 @@ var _ Index = (*ClusterIndex)(nil)
 type clusterServer struct {
 	applying sync.Mutex // held by the Apply of this server's batch, across lock releases
 	name     string
-	blocks   map[uint64]struct{}
-	stats    ServerStats
+	blocks   map[uint64]struct{} // held in at least one KV-cache group (slot)
+	// groups holds, for a block held in other slots than exactly base, the set of slots
+	// holding it (bit i: slot i; see slotOf). A server whose events all carry the same
+	// group, or none (every non-hybrid server), leaves it empty: no memory per block.
+	groups map[uint64]uint64
+	base   uint8 // the slot of a block in blocks but not in groups
+	stats  ServerStats
+}
+
+// maxSlots is how many KV-cache group slots a server's blocks can be held in: the
+// groupless one and groups 0 to 62.
+const maxSlots = 64
+
+// slotOf is the slot of an event's entry, as llm-d tells its PodEntries apart: an event
+// without group_idx has slot 0, group g slot g+1 (so group 0 and no group are distinct
+// entries, as in Redis). ok is false for a group beyond maxSlots.
+func slotOf(e *kvevents.Event) (uint8, bool) {
+	if !e.HasGroup {
+		return 0, true
+	}
+	if e.Group < 0 || e.Group >= maxSlots-1 {
+		return 0, false
+	}
+	return uint8(e.Group + 1), true
+}
+
+// mask returns the slots holding block k (0 when none).
+func (s *clusterServer) mask(k uint64) uint64 {
+	if m, ok := s.groups[k]; ok {
+		return m
+	}
+	if _, ok := s.blocks[k]; ok {
+		return 1 << s.base
+	}
+	return 0
+}
+
+// setMask records the slots holding block k.
+func (s *clusterServer) setMask(k, m uint64) {
+	switch {
+	case m == 0:
+		delete(s.blocks, k)
+		delete(s.groups, k)
+	case m == 1<<s.base:
+		s.blocks[k] = struct{}{}
+		delete(s.groups, k)
+	default:
+		s.blocks[k] = struct{}{}
+		if s.groups == nil {
+			s.groups = make(map[uint64]uint64)
+		}
+		s.groups[k] = m
+	}
 }
 
 // ServerStats counts what the index learnt about one server.
@@ -85,10 +142,11 @@ type ServerStats struct {
 	// Orphans counts BlockStored events whose parent block the server was not known to
 	// hold.
 	Orphans uint64
-	// UnknownRemovals counts removed blocks the server was not known to hold.
+	// UnknownRemovals counts removed blocks the server was not known to hold (in the
+	// event's KV-cache group).
 	UnknownRemovals uint64
 	// Refused counts stored blocks not recorded because the server was at the index's
-	// per-server cap (WithMaxBlocksPerServer).
+	// per-server cap (WithMaxBlocksPerServer), or in a KV-cache group above 62.
 	Refused uint64
 	// BlockSizeMismatches counts BlockStored events with another block size.
 	BlockSizeMismatches uint64
@@ -246,6 +304,11 @@ func (c *ClusterIndex) checkInvariants() error {
 		if s.stats.Blocks != len(s.blocks) {
 			return fmt.Errorf("cluster: server %q counts %d blocks, holds %d", s.name, s.stats.Blocks, len(s.blocks))
 		}
+		for k, m := range s.groups {
+			if _, ok := s.blocks[k]; !ok || m == 0 || m == 1<<s.base {
+				return fmt.Errorf("cluster: server %q has block %d in slots %#x (base %d), held %v", s.name, k, m, s.base, ok)
+			}
+		}
 		if len(s.blocks) > c.maxBlocks {
 			return fmt.Errorf("cluster: server %q holds %d blocks, over the cap of %d", s.name, len(s.blocks), c.maxBlocks)
 		}
@@ -267,30 +330,42 @@ func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event, work *int) {
 		} else if len(e.Hashes) > 0 {
 			c.checkRoot(s, e)
 		}
+		slot, ok := slotOf(e)
+		if !ok {
+			s.stats.Refused += uint64(len(e.Hashes))
+			break
+		}
+		if len(s.blocks) == 0 {
+			s.base = slot // the server's usual group: its blocks need no slot set
+		}
 		for _, h := range e.Hashes {
 			c.yield(work)
 			k := h.Uint64()
-			if _, ok := s.blocks[k]; !ok && len(s.blocks) >= c.maxBlocks {
+			m := s.mask(k)
+			if m == 0 && len(s.blocks) >= c.maxBlocks {
 				s.stats.Refused++
 				continue
 			}
-			s.blocks[k] = struct{}{}
+			s.setMask(k, m|1<<slot)
 			s.stats.Stored++
 		}
 	case kvevents.KindBlockRemoved:
+		slot, ok := slotOf(e)
 		for _, h := range e.Hashes {
 			c.yield(work)
 			k := h.Uint64()
-			if _, ok := s.blocks[k]; !ok {
+			m := s.mask(k)
+			if !ok || m&(1<<slot) == 0 {
 				s.stats.UnknownRemovals++
 				continue
 			}
-			delete(s.blocks, k)
+			s.setMask(k, m&^(1<<slot))
 			s.stats.Removed++
 		}
 	case kvevents.KindAllBlocksCleared:
 		c.yield(work)
 		s.blocks = make(map[uint64]struct{}) // O(1): clear would walk every bucket
+		s.groups = nil
 		s.stats.Cleared++
 	}
 	s.stats.Blocks = len(s.blocks)

@@ -32,12 +32,17 @@ func storeChain(t testingT, seed string, p *prefix.Prompt, bs, from, to int, opt
 }
 
 func removeBlocks(t testingT, hashes ...[]byte) *kvevents.Batch {
+	return removeBlocksIn(t, nil, hashes...)
+}
+
+// removeBlocksIn is removeBlocks with the Batcher's options (WithGroup).
+func removeBlocksIn(t testingT, opts []kvevents.Option, hashes ...[]byte) *kvevents.Batch {
 	e := &prefix.BlockRemoved{HashSize: 32}
 	for i, h := range hashes {
 		e.Hashes = append(e.Hashes, h...)
 		e.Blocks = append(e.Blocks, blocks.ID(i))
 	}
-	b := kvevents.NewBatcher()
+	b := kvevents.NewBatcher(opts...)
 	b.BlockRemoved(e)
 	return decode(t, b.AppendBatch(nil, 1))
 }
@@ -188,4 +193,27 @@ func seqTokens(from, to int32) []int32 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// A hybrid server's sliding-window group drops a block the full-attention group still
+// holds: the block stays routable until every group has dropped it.
+func TestClusterKeepsABlockWhileAGroupHoldsIt(t *testing.T) {
+	c := newIndex(t, "42", 4)
+	p := prompt(prefix.Namespace{}, 0, 16)
+	full, window := []kvevents.Option{kvevents.WithGroup(0)}, []kvevents.Option{kvevents.WithGroup(1)}
+	require.NoError(t, c.Apply("h", storeChain(t, "42", p, 4, 0, 4, full...)))
+	require.NoError(t, c.Apply("h", storeChain(t, "42", p, 4, 0, 4, window...)))
+	hs := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR("42"), p, 4)
+	require.NoError(t, c.Apply("h", removeBlocksIn(t, window, hs[0], hs[1])))
+	require.Equal(t, []cluster.ServerHit{{Server: "h", Blocks: 4}}, match(t, c, p))
+	require.NoError(t, c.Apply("h", removeBlocksIn(t, full, hs[1])))
+	require.Equal(t, []cluster.ServerHit{{Server: "h", Blocks: 1}}, match(t, c, p))
+	require.NoError(t, c.Apply("h", removeBlocksIn(t, nil, hs[0])))
+	require.Equal(t, uint64(1), c.Stats("h").UnknownRemovals, "no group is not group 0")
+	require.NoError(t, c.CheckInvariants())
+
+	require.NoError(t, c.Apply("g", storeChain(t, "42", p, 4, 0, 4, kvevents.WithGroup(63))))
+	st := c.Stats("g")
+	require.Equal(t, uint64(4), st.Refused)
+	require.Zero(t, st.Blocks)
 }

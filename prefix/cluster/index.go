@@ -19,7 +19,9 @@ import (
 //     whole or, on a returned error, possibly in part; batches are idempotent (stores and
 //     removals of the same hashes), so a caller may apply a batch again after an error.
 //   - Blocks are keyed by the 64-bit form of their hash (kvevents.ExternalHash.Uint64), per
-//     server; a lookup hashes the prompt's full blocks with the servers' hasher.
+//     server and KV-cache group (an event's group_idx, the groupless entry apart): a
+//     server holds a block while any of its groups does. A lookup hashes the prompt's
+//     full blocks with the servers' hasher.
 //   - Match appends every known server's hit, the most blocks first, ties by name, and
 //     returns the extended dst. An error means the index could not be read (a backend
 //     that is down); the in-memory index never fails.

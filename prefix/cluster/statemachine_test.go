@@ -13,8 +13,9 @@ import (
 	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
-// The cluster index against a model: per server, the set of block hashes it holds; a
-// server's hit for a prompt is the number of the prompt's leading blocks in its set.
+// The cluster index against a model: per server, the block hashes it holds, each with the
+// set of KV-cache groups holding it (the groupless one apart); a server's hit for a
+// prompt is the number of the prompt's leading blocks some group holds.
 func TestClusterIndexStateMachine(t *testing.T) {
 	const bs = 2
 	// Prompts that share prefixes of different lengths, in two namespaces.
@@ -34,9 +35,16 @@ func TestClusterIndexStateMachine(t *testing.T) {
 
 	rapid.Check(t, func(rt *rapid.T) {
 		c := newIndex(rt, "s", bs)
-		model := map[string]map[uint64]bool{}
+		model := map[string]map[uint64]map[int]bool{}
+		groupOpts := func(rt *rapid.T) (int, []kvevents.Option) {
+			g := rapid.IntRange(-1, 2).Draw(rt, "group") // -1: no group_idx
+			if g < 0 {
+				return g, nil
+			}
+			return g, []kvevents.Option{kvevents.WithGroup(g)}
+		}
 		for _, s := range servers {
-			model[s] = map[uint64]bool{}
+			model[s] = map[uint64]map[int]bool{}
 			c.AddServer(s)
 		}
 		rt.Repeat(map[string]func(*rapid.T){
@@ -46,21 +54,31 @@ func TestClusterIndexStateMachine(t *testing.T) {
 				n := len(hashes[pi])
 				from := rapid.IntRange(0, n-1).Draw(rt, "from")
 				to := rapid.IntRange(from+1, n).Draw(rt, "to")
-				require.NoError(rt, c.Apply(s, storeChain(rt, "s", prompts[pi], bs, from, to)))
+				g, opts := groupOpts(rt)
+				require.NoError(rt, c.Apply(s, storeChain(rt, "s", prompts[pi], bs, from, to, opts...)))
 				for _, x := range hashes[pi][from:to] {
-					model[s][vllmhash.Uint64(x)] = true
+					k := vllmhash.Uint64(x)
+					if model[s][k] == nil {
+						model[s][k] = map[int]bool{}
+					}
+					model[s][k][g] = true
 				}
 			},
 			"remove": func(rt *rapid.T) {
 				s := rapid.SampledFrom(servers).Draw(rt, "server")
 				pi := rapid.IntRange(0, len(prompts)-1).Draw(rt, "prompt")
 				idx := rapid.SliceOfNDistinct(rapid.IntRange(0, len(hashes[pi])-1), 1, 3, rapid.ID[int]).Draw(rt, "blocks")
+				g, opts := groupOpts(rt)
 				var hs [][]byte
 				for _, i := range idx {
 					hs = append(hs, hashes[pi][i])
-					delete(model[s], vllmhash.Uint64(hashes[pi][i]))
+					k := vllmhash.Uint64(hashes[pi][i])
+					delete(model[s][k], g)
+					if len(model[s][k]) == 0 {
+						delete(model[s], k)
+					}
 				}
-				require.NoError(rt, c.Apply(s, removeBlocks(rt, hs...)))
+				require.NoError(rt, c.Apply(s, removeBlocksIn(rt, opts, hs...)))
 			},
 			"clear": func(rt *rapid.T) {
 				s := rapid.SampledFrom(servers).Draw(rt, "server")
@@ -75,7 +93,7 @@ func TestClusterIndexStateMachine(t *testing.T) {
 					var want []cluster.ServerHit
 					for _, s := range servers {
 						n := 0
-						for n < len(hashes[i]) && model[s][vllmhash.Uint64(hashes[i][n])] {
+						for n < len(hashes[i]) && model[s][vllmhash.Uint64(hashes[i][n])] != nil {
 							n++
 						}
 						want = append(want, cluster.ServerHit{Server: s, Blocks: n})
