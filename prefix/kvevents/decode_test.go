@@ -151,6 +151,12 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add(unhex(f, "92cb000000000000000090"))
 	m, _ := msgpack.Marshal([]any{1.0, []any{map[string]any{"type": "BlockRemoved", "block_hashes": []any{1}}}})
 	f.Add(m)
+	// vLLM's hybrid allocator's forms: group_idx after extra_keys and after medium.
+	g, _ := msgpack.Marshal([]any{1.0, []any{
+		[]any{"BlockStored", []any{uint64(1)}, nil, []any{1, 2}, 2, nil, "GPU", nil, nil, 1, "sliding_window", 64},
+		[]any{"BlockRemoved", []any{uint64(1)}, "GPU", 1},
+	}, 0})
+	f.Add(g)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var d kvevents.Decoder
 		var b kvevents.Batch
