@@ -24,7 +24,8 @@ func DecodeBatch(payload []byte) (*Batch, error) {
 }
 
 // Decoder decodes event batches: the array form this package writes (and vLLM wrote until
-// mid 2026), and also the map form that later vLLM writes for each event. It skips what it
+// mid 2026), and also the map form that later vLLM writes for each event and for the
+// batch. It skips what it
 // does not know (extra trailing array elements, unknown map keys), so that fields added
 // later do not break it. A Decoder may be reused; it is not safe for concurrent use.
 //
@@ -82,6 +83,13 @@ func (d *Decoder) Decode(payload []byte, b *Batch) error {
 }
 
 func (d *Decoder) batch(b *Batch) error {
+	c, err := d.d.PeekCode()
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if isMap(c) {
+		return d.mapBatch(b)
+	}
 	n, err := d.arrayLen()
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
@@ -92,6 +100,67 @@ func (d *Decoder) batch(b *Batch) error {
 	if b.Timestamp, err = d.d.DecodeFloat64(); err != nil {
 		return fmt.Errorf("timestamp: %w", err)
 	}
+	if err := d.events(b); err != nil {
+		return err
+	}
+	if n >= 3 {
+		if err := d.rank(b); err != nil {
+			return err
+		}
+	}
+	return d.skip(n - 3)
+}
+
+func isMap(c byte) bool { return msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 }
+
+// mapBatch reads the map form of a batch, which vLLM writes since its EventBatch lost
+// array_like (mid 2026): {"ts": ..., "events": [...], "data_parallel_rank": ...}, the
+// rank left out when None, keys in any order, unknown keys skipped.
+func (d *Decoder) mapBatch(b *Batch) error {
+	n, err := d.d.DecodeMapLen()
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if n < 0 || 2*n > d.r.Len() {
+		return fmt.Errorf("batch map of %d entries in %d bytes", n, d.r.Len())
+	}
+	var hasTS, hasEvents bool
+	for range n {
+		key, err := d.rawString()
+		if err != nil {
+			return fmt.Errorf("batch key: %w", err)
+		}
+		switch string(key) {
+		case "ts":
+			if hasTS {
+				return errors.New("ts twice")
+			}
+			hasTS = true
+			if b.Timestamp, err = d.d.DecodeFloat64(); err != nil {
+				return fmt.Errorf("timestamp: %w", err)
+			}
+		case "events":
+			if hasEvents {
+				return errors.New("events twice") // the arenas would hold both lists
+			}
+			hasEvents = true
+			err = d.events(b)
+		case "data_parallel_rank":
+			err = d.rank(b)
+		default:
+			err = d.skipOne()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !hasTS || !hasEvents {
+		return errors.New("batch map without ts or events")
+	}
+	return nil
+}
+
+func (d *Decoder) events(b *Batch) error {
 	nev, err := d.arrayLen()
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
@@ -107,19 +176,24 @@ func (d *Decoder) batch(b *Batch) error {
 			return fmt.Errorf("event %d: %w", i, err)
 		}
 	}
-	if n >= 3 {
-		isNil, err := d.nilNext()
-		if err != nil {
-			return err
-		}
-		if !isNil {
-			if b.DataParallelRank, err = d.int(); err != nil {
-				return fmt.Errorf("data_parallel_rank: %w", err)
-			}
-			b.HasDataParallelRank = true
-		}
+	return nil
+}
+
+// rank reads data_parallel_rank: an integer, or nil for None.
+func (d *Decoder) rank(b *Batch) error {
+	isNil, err := d.nilNext()
+	if err != nil {
+		return err
 	}
-	return d.skip(n - 3)
+	if isNil {
+		b.DataParallelRank, b.HasDataParallelRank = 0, false
+		return nil
+	}
+	if b.DataParallelRank, err = d.int(); err != nil {
+		return fmt.Errorf("data_parallel_rank: %w", err)
+	}
+	b.HasDataParallelRank = true
+	return nil
 }
 
 // Fields of the events, in the array form's order after the tag.
@@ -167,7 +241,7 @@ func (d *Decoder) event(b *Batch, e *Event) error {
 	if err != nil {
 		return err
 	}
-	if msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 {
+	if isMap(c) {
 		return d.mapEvent(b, e)
 	}
 	n, err := d.arrayLen()

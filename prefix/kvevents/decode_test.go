@@ -157,6 +157,8 @@ func FuzzDecodeBatch(f *testing.F) {
 		[]any{"BlockRemoved", []any{uint64(1)}, "GPU", 1},
 	}, 0})
 	f.Add(g)
+	mb, _ := msgpack.Marshal(map[string]any{"ts": 1.0, "events": []any{map[string]any{"type": "AllBlocksCleared"}}, "data_parallel_rank": 1})
+	f.Add(mb)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var d kvevents.Decoder
 		var b kvevents.Batch
@@ -172,20 +174,48 @@ func FuzzDecodeBatch(f *testing.F) {
 		// values it would refuse to build in Go (maps as map keys, extension types it has
 		// no decoder for) are not held against ours, which skips unknown fields.
 		gd := msgpack.NewDecoder(bytes.NewReader(payload))
-		n, err := gd.DecodeArrayLen()
-		if err != nil || n < 2 {
-			t.Fatalf("decoded by us but the generic decoder reads no batch: %d, %v", n, err)
-		}
-		if err := gd.Skip(); err != nil {
-			t.Fatalf("decoded by us but the generic decoder cannot skip the timestamp: %v", err)
-		}
-		events, err := gd.DecodeArrayLen()
-		if err != nil || events != len(b.Events) {
-			t.Fatalf("we decoded %d events, the generic decoder reads %d (%v)", len(b.Events), events, err)
-		}
-		for range events + n - 2 {
+		if payload[0]&0xf0 == 0x80 || payload[0] == 0xde || payload[0] == 0xdf { // the map form
+			n, err := gd.DecodeMapLen()
+			if err != nil {
+				t.Fatalf("decoded by us but the generic decoder reads no batch map: %v", err)
+			}
+			for range n {
+				key, err := gd.DecodeString()
+				if err != nil {
+					t.Fatalf("decoded by us but the generic decoder reads no key: %v", err)
+				}
+				if key != "events" {
+					if err := gd.Skip(); err != nil {
+						t.Fatalf("decoded by us but not well-formed to the generic decoder: %v", err)
+					}
+					continue
+				}
+				events, err := gd.DecodeArrayLen()
+				if err != nil || events != len(b.Events) {
+					t.Fatalf("we decoded %d events, the generic decoder reads %d (%v)", len(b.Events), events, err)
+				}
+				for range events {
+					if err := gd.Skip(); err != nil {
+						t.Fatalf("decoded by us but not well-formed to the generic decoder: %v", err)
+					}
+				}
+			}
+		} else {
+			n, err := gd.DecodeArrayLen()
+			if err != nil || n < 2 {
+				t.Fatalf("decoded by us but the generic decoder reads no batch: %d, %v", n, err)
+			}
 			if err := gd.Skip(); err != nil {
-				t.Fatalf("decoded by us but not well-formed to the generic decoder: %v", err)
+				t.Fatalf("decoded by us but the generic decoder cannot skip the timestamp: %v", err)
+			}
+			events, err := gd.DecodeArrayLen()
+			if err != nil || events != len(b.Events) {
+				t.Fatalf("we decoded %d events, the generic decoder reads %d (%v)", len(b.Events), events, err)
+			}
+			for range events + n - 2 {
+				if err := gd.Skip(); err != nil {
+					t.Fatalf("decoded by us but not well-formed to the generic decoder: %v", err)
+				}
 			}
 		}
 		for _, e := range b.Events {

@@ -9,7 +9,8 @@
 // # Events on the wire
 //
 // Batcher writes vLLM's msgpack form of early 2026 (see wire.go for the layout). Decoder
-// reads batches back, and also the map form that vLLM adopted for events in mid 2026,
+// reads batches back, and also the map form that vLLM adopted for events and batches in
+// mid 2026,
 // with the KV-cache group (group_idx) of vLLM's hybrid allocator when present (Event.Group;
 // WithGroup writes it). Two
 // choices differ from vLLM without changing what a consumer learns: a BlockRemoved lists

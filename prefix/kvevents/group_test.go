@@ -107,3 +107,40 @@ func TestBatcherWithGroup(t *testing.T) {
 	require.NoError(t, msgpack.Unmarshal(bat.AppendBatch(nil, 1), &raw))
 	require.Len(t, raw[1].([]any)[0], 3)
 }
+
+// vLLM's EventBatch without array_like is a map: ts, events, data_parallel_rank (left out
+// when None), in any order.
+func TestDecodeMapBatch(t *testing.T) {
+	payload, err := msgpack.Marshal(map[string]any{
+		"data_parallel_rank": 3,
+		"events": []any{map[string]any{
+			"type": "BlockStored", "block_hashes": []any{unhex(t, plain0)}, "parent_block_hash": nil,
+			"token_ids": seqTokens(0, 16), "block_size": 16, "medium": "GPU", "group_idx": 1,
+		}},
+		"ts":     2.5,
+		"future": []any{1, 2},
+	})
+	require.NoError(t, err)
+	b, err := kvevents.DecodeBatch(payload)
+	require.NoError(t, err)
+	require.Equal(t, 2.5, b.Timestamp)
+	require.True(t, b.HasDataParallelRank)
+	require.EqualValues(t, 3, b.DataParallelRank)
+	require.Len(t, b.Events, 1)
+	require.Equal(t, seqTokens(0, 16), b.Events[0].Tokens)
+	require.True(t, b.Events[0].HasGroup)
+	require.Equal(t, 1, b.Events[0].Group)
+
+	for name, v := range map[string]any{
+		"no events":         map[string]any{"ts": 1.0},
+		"no ts":             map[string]any{"events": []any{}},
+		"events not a list": map[string]any{"ts": 1.0, "events": 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := msgpack.Marshal(v)
+			require.NoError(t, err)
+			_, err = kvevents.DecodeBatch(p)
+			require.ErrorIs(t, err, kvevents.ErrMalformed)
+		})
+	}
+}

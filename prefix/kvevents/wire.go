@@ -24,8 +24,9 @@ package kvevents
 // BlockRemoved 4; older vLLM sends neither. Integers take msgpack's shortest form, strings fixstr/str8/16/32, floats
 // float64, exactly as msgspec writes them.
 //
-// Later in 2026 vLLM switched the events (not the batch) to msgpack maps keyed by field
-// name, with the tag under "type"; the decoder here reads both forms.
+// Later in 2026 vLLM dropped array_like: the events became msgpack maps keyed by field
+// name, with the tag under "type", and the batch a map of ts, events and
+// data_parallel_rank; the decoder here reads both forms of each.
 
 // Event tags: msgspec's tag for a tagged struct is its class name.
 const (
