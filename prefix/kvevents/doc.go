@@ -10,12 +10,11 @@
 //
 // Batcher writes vLLM's msgpack form of early 2026 (see wire.go for the layout). Decoder
 // reads batches back, and also the map form that vLLM adopted for events and batches in
-// mid 2026,
-// with the KV-cache group (group_idx) of vLLM's hybrid allocator when present (Event.Group;
-// WithGroup writes it). Two
-// choices differ from vLLM without changing what a consumer learns: a BlockRemoved lists
-// every block one eviction removed (vLLM sends one event per block), and lora_id is None
-// unless WithLoRAIDs maps names to the integer ids vLLM would use.
+// mid 2026, with the KV-cache group (group_idx) of vLLM's hybrid allocator when present
+// (Event.Group; WithGroup writes it). Two choices differ from vLLM without changing what a
+// consumer learns: a BlockRemoved lists every block one eviction removed (vLLM sends one
+// event per block), and lora_id is None unless WithLoRAIDs maps names to the integer ids
+// vLLM would use.
 //
 // # Never blocking the allocator
 //
