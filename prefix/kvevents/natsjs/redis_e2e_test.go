@@ -3,14 +3,20 @@ package natsjs_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/cluster/redisindex"
+	"github.com/kvpage/kvpage/prefix/kvevents"
+	"github.com/kvpage/kvpage/prefix/kvevents/natsjs"
+	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
 
 // TestJetStreamIntoRedis runs the whole path a shared-index deployment runs: kvpage
@@ -55,4 +61,54 @@ func TestJetStreamIntoRedis(t *testing.T) {
 	hits, err = x.Match(nil, &prefix.Prompt{Tokens: seqTokens(0, 9)})
 	require.NoError(t, err)
 	require.Empty(t, hits, "the same tokens without the adapter are other blocks")
+}
+
+// TestGroupOverJetStreamIntoRedis: a server publishing one KV-cache group's events
+// (kvevents.WithGroup) reaches Redis with the group in every entry, as llm-d writes it.
+func TestGroupOverJetStreamIntoRedis(t *testing.T) {
+	nc, js := shared(t)
+	addr := os.Getenv("KVPAGE_REDIS_ADDR")
+	if addr == "" {
+		needServer(t, "Redis", "KVPAGE_REDIS_ADDR")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 5})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	require.NoError(t, rdb.FlushDB(ctx).Err())
+	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: blockSize, Seed: seed, Model: "m"})
+	require.NoError(t, err)
+
+	sc := testStream(t, js)
+	pub, err := natsjs.NewPublisher(t.Context(), nc, natsjs.PublisherConfig{
+		Server: "hyb", Stream: sc, Epoch: 1, Events: []kvevents.Option{kvevents.WithGroup(1)},
+	})
+	require.NoError(t, err)
+	pool, err := blocks.New(64, blocks.WithNullBlock())
+	require.NoError(t, err)
+	index, err := prefix.New(pool, blockSize, prefix.WithHasher(vllmhash.NewSHA256CBOR(seed)), prefix.WithObserver(pub))
+	require.NoError(t, err)
+	mgr, err := blocktable.New(blocktable.Config{Pool: pool, Index: index, BlockSize: blockSize})
+	require.NoError(t, err)
+	s := &server{name: "hyb", mgr: mgr, pub: pub}
+	sub := subscribe(t, js, x, "r", sc, true)
+	defer sub.Close()
+	waitFor(t, sub, pub, s.serve(t, seqTokens(0, 3*blockSize)))
+
+	keys, err := rdb.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	const f = `{"PodIdentifier":"hyb","DeviceTier":"gpu","Speculative":false,"HasGroup":true,"GroupIdx":1}`
+	var hashes int
+	for _, k := range keys {
+		if strings.HasPrefix(k, "engine:") {
+			continue
+		}
+		fields, err := rdb.HKeys(ctx, k).Result()
+		require.NoError(t, err)
+		require.Equal(t, []string{f}, fields, "key %s", k)
+		hashes++
+	}
+	require.Equal(t, 3, hashes)
+	hits, err := x.Match(nil, &prefix.Prompt{Tokens: seqTokens(0, 3*blockSize)})
+	require.NoError(t, err)
+	require.Equal(t, []cluster.ServerHit{{Server: "hyb", Blocks: 3}}, hits)
 }
