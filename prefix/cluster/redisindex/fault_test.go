@@ -35,7 +35,7 @@ func TestRedisRestartMidStream(t *testing.T) {
 		require.NoError(t, x.ApplyContext(ctx, fb.pod, decoded(t, fb.payload)))
 	}
 
-	srv.stop()
+	srv.Stop()
 	start := time.Now()
 	err = x.ApplyContext(ctx, stream[2].pod, decoded(t, stream[2].payload))
 	require.ErrorIs(t, err, redisindex.ErrUnavailable)
@@ -43,7 +43,7 @@ func TestRedisRestartMidStream(t *testing.T) {
 	_, err = x.MatchTokens(ctx, nil, "", tokens(1, 48))
 	require.ErrorIs(t, err, redisindex.ErrUnavailable)
 
-	srv.start(t) // no persistence: the index is gone
+	srv.Restart(t) // no persistence: the index is gone
 	restarted, err := x.CheckRestart(ctx)
 	require.NoError(t, err)
 	require.True(t, restarted)

@@ -3,29 +3,16 @@ package redisindex_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/kvpage/kvpage/internal/testserver"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
-
-// needServer skips a test that needs a server a developer did not start, and fails it
-// in CI (CI=true), where .ci/run starts one: a skipped integration test must not pass CI.
-func needServer(t testing.TB, what, env string) {
-	t.Helper()
-	msg := fmt.Sprintf("%s not available: set %s (bash .ci/run starts one and sets it)", what, env)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
 
 // testDB numbers this package's databases, apart from other packages' tests that share
 // the CI server.
@@ -36,7 +23,7 @@ func client(t testing.TB) *redis.Client {
 	t.Helper()
 	addr := os.Getenv("KVPAGE_REDIS_ADDR")
 	if addr == "" {
-		needServer(t, "Redis", "KVPAGE_REDIS_ADDR")
+		testserver.Need(t, "Redis", "KVPAGE_REDIS_ADDR")
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: testDB})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -47,53 +34,18 @@ func client(t testing.TB) *redis.Client {
 // ownRedis is a redis-server this test starts on a free port, for faults the shared
 // server must not see (a restart).
 type ownRedis struct {
-	bin, dir, addr string
-	cmd            *exec.Cmd
+	*testserver.Process
+	addr string
 }
 
 func startOwnRedis(t *testing.T) *ownRedis {
 	t.Helper()
-	bin := os.Getenv("KVPAGE_REDIS_SERVER")
-	if bin == "" {
-		bin, _ = exec.LookPath("redis-server")
-	}
-	if bin == "" {
-		needServer(t, "redis-server binary", "KVPAGE_REDIS_SERVER or PATH")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	r := &ownRedis{bin: bin, dir: t.TempDir(), addr: addr}
-	r.start(t)
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *ownRedis) start(t *testing.T) {
-	t.Helper()
-	_, port, _ := net.SplitHostPort(r.addr)
-	r.cmd = exec.Command(r.bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir)
-	r.cmd.Stdout, r.cmd.Stderr = nil, nil
-	require.NoError(t, r.cmd.Start())
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("redis-server on %s did not start", r.addr)
-}
-
-func (r *ownRedis) stop() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-		r.cmd = nil
-	}
+	bin := testserver.Binary(t, "KVPAGE_REDIS_SERVER", "redis-server")
+	port := testserver.FreePort(t)
+	addr := "127.0.0.1:" + port
+	p := testserver.Start(t, func() bool { return testserver.Listening(addr) },
+		bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	return &ownRedis{Process: p, addr: addr}
 }
 
 // dump lists the keyspace as the fixture does: one sorted line per hash field

@@ -30,11 +30,11 @@ func TestNATSDisconnect(t *testing.T) {
 	}
 	waitFor(t, sub, a.pub, last)
 
-	srv.stop()
+	srv.Stop()
 	for i := 5; i < 10; i++ { // while NATS is down
 		last = a.serve(t, seqTokens(int32(100*i), int32(100*i+8)))
 	}
-	srv.start(t)
+	srv.Restart(t)
 	require.Eventually(t, func() bool { return nc.Status() == nats.CONNECTED }, 10*time.Second, 10*time.Millisecond)
 	// A batch in flight when NATS went down may never be stored (its acknowledgement
 	// times out) and one sent just after the restart may find JetStream not ready yet:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/internal/testserver"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/cluster"
 	"github.com/kvpage/kvpage/prefix/cluster/redisindex"
@@ -27,7 +28,7 @@ func TestJetStreamIntoRedis(t *testing.T) {
 	nc, js := shared(t)
 	addr := os.Getenv("KVPAGE_REDIS_ADDR")
 	if addr == "" {
-		needServer(t, "Redis", "KVPAGE_REDIS_ADDR")
+		testserver.Need(t, "Redis", "KVPAGE_REDIS_ADDR")
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 4})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -69,7 +70,7 @@ func TestGroupOverJetStreamIntoRedis(t *testing.T) {
 	nc, js := shared(t)
 	addr := os.Getenv("KVPAGE_REDIS_ADDR")
 	if addr == "" {
-		needServer(t, "Redis", "KVPAGE_REDIS_ADDR")
+		testserver.Need(t, "Redis", "KVPAGE_REDIS_ADDR")
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 5})
 	t.Cleanup(func() { _ = rdb.Close() })
