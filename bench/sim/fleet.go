@@ -272,18 +272,9 @@ func (f *fleet) run() error {
 func (f *fleet) stepServer(s *fleetServer, step int) error {
 	sc := s.sc
 	if len(sc.running) > 0 || sc.waiting() > 0 {
-		budget := sc.cfg.MaxNumBatchedTokens
-		if err := sc.decode(&budget); err != nil {
+		if err := sc.schedule(step); err != nil {
 			return err
 		}
-		if err := sc.admit(budget); err != nil {
-			return err
-		}
-		if len(sc.running) == 0 {
-			h := sc.head()
-			return fmt.Errorf("%w: request %d (prompt %d, output %d) cannot be admitted even into an empty cache", ErrInvalidConfig, h.req.ID, h.req.Input, h.req.Output)
-		}
-		sc.record(step, 1)
 		if err := sc.generate(); err != nil {
 			return err
 		}

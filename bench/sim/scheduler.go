@@ -203,18 +203,9 @@ func (sc *scheduler) run() error {
 			step = to
 			continue
 		}
-		budget := sc.cfg.MaxNumBatchedTokens
-		if err := sc.decode(&budget); err != nil {
+		if err := sc.schedule(step); err != nil {
 			return err
 		}
-		if err := sc.admit(budget); err != nil {
-			return err
-		}
-		if len(sc.running) == 0 {
-			h := sc.head()
-			return fmt.Errorf("%w: request %d (prompt %d, output %d) cannot be admitted even into an empty cache", ErrInvalidConfig, h.req.ID, h.req.Input, h.req.Output)
-		}
-		sc.record(step, 1)
 		// The waiting queue emptied after the last arrival: this step is the saturated
 		// phase's last, and the drain begins.
 		drain := sc.next == len(sc.reqs) && sc.waiting() == 0
@@ -230,6 +221,26 @@ func (sc *scheduler) run() error {
 		sc.cfg.Progress(sc.unreported)
 	}
 	sc.finishResult(step)
+	return nil
+}
+
+// schedule is the part of one step before the model runs: decode the running requests,
+// admit waiting ones within the step's token budget, and record the step. A step that
+// leaves nothing running can never end (the head request does not fit an empty cache),
+// so it is an error.
+func (sc *scheduler) schedule(step int) error {
+	budget := sc.cfg.MaxNumBatchedTokens
+	if err := sc.decode(&budget); err != nil {
+		return err
+	}
+	if err := sc.admit(budget); err != nil {
+		return err
+	}
+	if len(sc.running) == 0 {
+		h := sc.head()
+		return fmt.Errorf("%w: request %d (prompt %d, output %d) cannot be admitted even into an empty cache", ErrInvalidConfig, h.req.ID, h.req.Input, h.req.Output)
+	}
+	sc.record(step, 1)
 	return nil
 }
 
