@@ -28,8 +28,8 @@ func (m *Manager) CheckInvariants() error {
 	pins := make([]int32, len(st.nodes))
 	for id, s := range m.seqs {
 		for g, t := range s.tables {
-			if len(t) != (s.computed+m.bs[g]-1)/m.bs[g] {
-				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens", id, g, len(t), s.computed)
+			if cover := max(s.extent, s.computed); len(t) != (cover+m.bs[g]-1)/m.bs[g] {
+				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens and %d slots", id, g, len(t), s.computed, s.extent)
 			}
 			for _, b := range t {
 				if b < 0 || int(b) >= nb {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
 )
@@ -26,6 +27,9 @@ type Config struct {
 	// queue, so it is reused before any cached block is evicted (vLLM's newer order). The
 	// default appends every released block, as vLLM at ff1b90a2 does.
 	FreeUncachedFirst bool
+	// Preemption orders victims for Preempt (a policy of package evict: fcfs, priority,
+	// progress, cost, or one's own). Nil means newest first (vLLM's FCFS default).
+	Preemption evict.Preemption
 }
 
 // Request is what Admit needs of a new sequence.
@@ -48,6 +52,13 @@ type Request struct {
 	// (a chunked prefill's first chunk); Extend schedules the rest. 0 means the whole
 	// prompt.
 	Prefill int
+	// Priority is the scheduling priority the preemption policy sees; as in vLLM, a
+	// larger value is less important.
+	Priority int
+	// Resumed marks a request preempted (recompute mode) and admitted again: its hit,
+	// mostly its own blocks from before, is counted in Stats.Resumed* instead, so that
+	// re-hits do not flatter the hit rate.
+	Resumed bool
 }
 
 // Stats are the Manager's counters.
@@ -62,6 +73,12 @@ type Stats struct {
 	Dropped      uint64 // cached blocks dropped by EvictBlocks
 	HitTokens    uint64 // prompt tokens served from the cache at admission
 	PromptTokens uint64 // prompt tokens admitted
+	// ResumedHitTokens and ResumedPromptTokens are the same for Request.Resumed
+	// admissions, which HitTokens and PromptTokens leave out.
+	ResumedHitTokens, ResumedPromptTokens uint64
+	Forks                                 uint64 // successful Fork calls
+	CopyOnWrites                          uint64 // blocks copied on a first write into a block shared by a fork
+	Preemptions                           uint64 // sequences preempted
 }
 
 // Manager keeps the block tables of sequences of a hybrid model: one table per KV-cache
@@ -93,7 +110,13 @@ type Manager struct {
 	lastSeq *seq
 	view    cachedView
 
-	hitTokens, promptTokens uint64
+	// copies are the copy-on-write operations since the last TakeCopies (fork.go).
+	copies []CopyOp
+
+	preempt  evict.Preemption
+	clock    uint64 // logical arrival clock: one tick per Admit and Fork
+	pre      preemptScratch
+	counters Stats // the counters Stats reports beside the pool's
 }
 
 type seq struct {
@@ -109,6 +132,17 @@ type seq struct {
 	// caching a block: a decode step below it only has to check the windows.
 	quiet     int
 	maxTokens int
+	// The tables cover max(extent, computed) tokens: extent is where the last allocation
+	// reached, reserved lookahead slots included (the decode path does not update it).
+	extent int
+	// resEnd ends the slots Reserve made private to the sequence, which FillSlots may
+	// hand out past computed (0 after a Fork shares the block they start in). An absolute
+	// position, so that the decode path need not count it down.
+	resEnd    int
+	priority  int
+	arrival   uint64
+	hit       int
+	promptLen int
 }
 
 // New builds a Manager.
@@ -120,7 +154,10 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: %d blocks", errInvalid, cfg.NumBlocks)
 	}
 	m := &Manager{specs: append([]Spec(nil), cfg.Groups...), ng: len(cfg.Groups), eagle: cfg.Eagle,
-		seqs: map[blocktable.SeqID]*seq{}}
+		seqs: map[blocktable.SeqID]*seq{}, preempt: cfg.Preemption}
+	if m.preempt == nil {
+		m.preempt = evict.NewFCFSPreemption()
+	}
 	g0 := 0
 	for _, s := range m.specs {
 		if err := validate(s); err != nil {
@@ -282,6 +319,7 @@ func (m *Manager) newSeq(req *Request) *seq {
 	}
 	s.tokens = append(s.tokens[:0], req.Prompt...)
 	s.path, s.pinned, s.computed, s.maxTokens = s.path[:0], 0, 0, req.MaxTokens
+	s.extent, s.resEnd, s.priority, s.hit, s.promptLen = 0, 0, req.Priority, 0, len(req.Prompt)
 	s.ns, s.root = req.Namespace, m.st.root(req.Namespace, false)
 	for g := range s.tables {
 		if c := (req.MaxTokens + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
@@ -457,25 +495,42 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	m.grow(s, slots)
 	m.commit(s, slots)
 	s.computed = slots
+	m.clock++
+	s.arrival, s.hit = m.clock, hit
 	m.seqs[id] = s
 	m.lastID, m.lastSeq = id, s
-	m.hitTokens += uint64(hit)
-	m.promptTokens += uint64(n)
+	if req.Resumed {
+		m.counters.ResumedHitTokens += uint64(hit)
+		m.counters.ResumedPromptTokens += uint64(n)
+	} else {
+		m.counters.HitTokens += uint64(hit)
+		m.counters.PromptTokens += uint64(n)
+	}
 	if invariant.Enabled {
 		invariant.Check(m.CheckInvariants)
 	}
 	return hit, nil
 }
 
-// grow allocates, group by group, the blocks s needs for tokens slots.
+// grow allocates, group by group, the blocks s needs for tokens slots. In each group the
+// private copy of a shared, partly filled block that the next write lands in (after a
+// Fork) is allocated first, then the new blocks.
 func (m *Manager) grow(s *seq, tokens int) {
 	for g := range m.specs {
 		t := s.tables[g]
+		if i, ok := m.sharedWrite(s, g); ok && tokens > s.computed {
+			src := t[i]
+			t[i] = m.st.alloc()
+			m.st.release(src) // still held by the fork: never unreferenced here
+			m.copies = append(m.copies, CopyOp{Group: g, Src: src, Dst: t[i]})
+			m.counters.CopyOnWrites++
+		}
 		for want := m.ceil(g, tokens); len(t) < want; {
 			t = append(t, m.st.alloc())
 		}
 		s.tables[g] = t
 	}
+	s.extent = max(s.extent, tokens)
 }
 
 // commit caches s's full blocks up to tokens, group by group, and moves its pin to the
@@ -550,8 +605,8 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 		return err
 	}
 	s.tokens = append(s.tokens, tokens...)
-	m.commit(s, total)
 	s.computed = total
+	m.commit(s, total)
 	if invariant.Enabled && invariant.Sample(64) {
 		invariant.Check(m.CheckInvariants)
 	}
@@ -571,8 +626,8 @@ func (m *Manager) Extend(id blocktable.SeqID, n int) error {
 	if err := m.schedule(id, s, s.computed+n); err != nil {
 		return err
 	}
-	m.commit(s, s.computed+n)
 	s.computed += n
+	m.commit(s, s.computed)
 	return nil
 }
 
@@ -590,13 +645,17 @@ func (m *Manager) releases(s *seq) bool {
 	return false
 }
 
-// setQuiet recomputes s.quiet from its tables and cached counts.
+// setQuiet recomputes s.quiet from its tables and cached counts. A sequence whose next
+// write lands in a block shared by a fork has no quiet steps: it must copy first.
 func (m *Manager) setQuiet(s *seq) {
 	q := s.maxTokens
 	for g := range m.specs {
 		q = min(q, len(s.tables[g])*m.bs[g])
 		if m.caches[g] {
 			q = min(q, (s.numCached[g]+1)*m.bs[g]-1)
+		}
+		if _, shared := m.sharedWrite(s, g); shared {
+			q = 0
 		}
 	}
 	s.quiet = q
@@ -608,6 +667,9 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total int) error {
 	want, freed := 0, 0
 	for g, spec := range m.specs {
 		t := s.tables[g]
+		if _, ok := m.sharedWrite(s, g); ok {
+			want++ // the private copy
+		}
 		if !m.skips[g] {
 		} else if sk := spec.Skipped(s.computed); sk > 0 {
 			for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
@@ -652,6 +714,19 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 	if !ok {
 		return seqErr("finish", id, errUnknown)
 	}
+	m.releaseAll(s)
+	if len(m.copies) > 0 {
+		m.dropStaleCopies()
+	}
+	m.drop(id, s)
+	if invariant.Enabled && invariant.Sample(16) {
+		invariant.Check(m.CheckInvariants)
+	}
+	return nil
+}
+
+// releaseAll releases every group's blocks of s, last first, group by group.
+func (m *Manager) releaseAll(s *seq) {
 	for g := range m.specs {
 		t := s.tables[g]
 		for i := len(t) - 1; i >= 0; i-- {
@@ -661,15 +736,16 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 		}
 		s.tables[g] = t[:0]
 	}
+	s.extent, s.resEnd = 0, 0
+}
+
+// drop forgets s once its blocks are released.
+func (m *Manager) drop(id blocktable.SeqID, s *seq) {
 	m.st.unpin(s.pinned)
 	s.pinned = 0
 	delete(m.seqs, id)
 	m.lastSeq = nil
 	m.spare = append(m.spare, s)
-	if invariant.Enabled && invariant.Sample(16) {
-		invariant.Check(m.CheckInvariants)
-	}
-	return nil
 }
 
 // EvictBlocks drops the given blocks from the prefix index (vLLM's evict_blocks, used when
@@ -736,10 +812,9 @@ func (m *Manager) PackTables(dst []blocks.ID, seqs []blocktable.SeqID, g, width 
 
 // Stats returns the counters.
 func (m *Manager) Stats() Stats {
-	return Stats{
-		Capacity: len(m.st.blks) - 1, Free: m.st.qlen, Running: len(m.seqs),
-		Cached: append([]int(nil), m.st.cached...), Nodes: m.st.live,
-		Evictions: m.st.evictions, Duplicates: m.st.duplicates, Dropped: m.st.dropped,
-		HitTokens: m.hitTokens, PromptTokens: m.promptTokens,
-	}
+	st := m.counters
+	st.Capacity, st.Free, st.Running = len(m.st.blks)-1, m.st.qlen, len(m.seqs)
+	st.Cached, st.Nodes = append([]int(nil), m.st.cached...), m.st.live
+	st.Evictions, st.Duplicates, st.Dropped = m.st.evictions, m.st.duplicates, m.st.dropped
+	return st
 }

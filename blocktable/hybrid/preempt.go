@@ -1,0 +1,193 @@
+package hybrid
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/internal/invariant"
+)
+
+// preemptScratch is Preempt's reused memory: candidates, and a release plan that counts,
+// per block, how many references the planned victims drop (stamped by generation, so a
+// new plan costs nothing to start).
+type preemptScratch struct {
+	infos   []evict.Candidate
+	ids     []blocktable.SeqID
+	victims []int
+	stamp   []uint32
+	drops   []int32
+	gen     uint32
+}
+
+// planBegin starts an empty release plan.
+func (m *Manager) planBegin() {
+	p := &m.pre
+	if len(p.stamp) != len(m.st.blks) {
+		p.stamp = make([]uint32, len(m.st.blks))
+		p.drops = make([]int32, len(m.st.blks))
+		p.gen = 0
+	}
+	p.gen++
+	if p.gen == 0 { // wrapped: old stamps could match again
+		clear(p.stamp)
+		p.gen = 1
+	}
+}
+
+// planRelease adds s's release to the plan and returns how many blocks it makes free on
+// top of the victims planned before: blocks whose every reference the plan now drops.
+// Every unreferenced block joins the free queue, cached or not, so this is exact.
+func (m *Manager) planRelease(s *seq) int {
+	p := &m.pre
+	gain := 0
+	for g := range m.specs {
+		for _, b := range s.tables[g] {
+			if b == blocks.NullID {
+				continue
+			}
+			if p.stamp[b] != p.gen {
+				p.stamp[b], p.drops[b] = p.gen, 0
+			}
+			p.drops[b]++
+			if p.drops[b] == m.st.blks[b].ref {
+				gain++
+			}
+		}
+	}
+	return gain
+}
+
+// Freeable returns how many blocks preempting (or finishing) sequence id alone would
+// return to the free queue: the blocks it holds that no other sequence holds, in every
+// group. Blocks shared with forks or with other sequences' prefix hits stay held.
+func (m *Manager) Freeable(id blocktable.SeqID) (int, error) {
+	s, ok := m.lookup(id)
+	if !ok {
+		return 0, seqErr("freeable", id, errUnknown)
+	}
+	m.planBegin()
+	return m.planRelease(s), nil
+}
+
+func (m *Manager) candidate(id blocktable.SeqID, s *seq) evict.Candidate {
+	held := 0
+	for g := range m.specs {
+		for _, b := range s.tables[g] {
+			if b != blocks.NullID {
+				held++
+			}
+		}
+	}
+	m.planBegin()
+	return evict.Candidate{
+		ID: uint64(id), Priority: s.priority, Arrival: s.arrival, Computed: s.computed,
+		Output: max(0, len(s.tokens)-s.promptLen), Held: held, Freeable: m.planRelease(s),
+	}
+}
+
+// Preempt asks the preemption policy (Config.Preemption) for victims among the running
+// sequences (minus req.Protect) until req.Need more blocks are in the free queue than now,
+// preempts them in recompute mode, and appends one blocktable.Preempted per victim to dst,
+// in the policy's order. A victim's blocks are released as Finish releases them (vLLM's
+// preemption frees a request exactly as finishing does): its full blocks stay cached, so
+// the scheduler admits it again later with its tokens (Tokens, read before preempting;
+// Request.Resumed) and it re-hits whatever of its own blocks was not evicted meanwhile.
+//
+// The count is exact: every unreferenced block joins the free queue, so a victim frees the
+// blocks no other sequence holds, and victims sharing blocks (forks, common hits) free
+// them together. Preempt keeps the shortest prefix of the policy's order that frees at
+// least req.Need, so a successful Preempt frees at least that; each candidate's
+// evict.Candidate.Freeable (and Freeable) is what preempting it alone frees. When even all
+// candidates together fall short, or the policy's choice does, it preempts nobody and
+// returns an *blocks.OutOfBlocksError saying what they would free.
+//
+// Only blocktable.Recompute is supported: req.Mode Swap fails with blocktable.ErrNoHostPool,
+// since the hybrid Manager has no host pool (swapping becomes a use of the host tier of
+// issue 16). Every call builds every candidate: O(running sequences + blocks they hold).
+func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preempted) ([]blocktable.Preempted, error) {
+	if req.Need < 0 || req.Mode > blocktable.Swap {
+		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", errInvalid, req.Need, req.Mode)
+	}
+	if req.Mode == blocktable.Swap {
+		return dst, fmt.Errorf("hybrid: preempt: swap mode needs a host tier; the hybrid Manager preempts in recompute mode only: %w", blocktable.ErrNoHostPool)
+	}
+	if req.Need == 0 {
+		return dst, nil
+	}
+	p := &m.pre
+	p.ids = p.ids[:0]
+	for id := range m.seqs {
+		if !slices.Contains(req.Protect, id) {
+			p.ids = append(p.ids, id)
+		}
+	}
+	slices.Sort(p.ids) // map order is random: policies see one order, ties by ID
+	p.infos = p.infos[:0]
+	for _, id := range p.ids {
+		p.infos = append(p.infos, m.candidate(id, m.seqs[id]))
+	}
+	m.planBegin()
+	all := 0
+	for _, id := range p.ids {
+		all += m.planRelease(m.seqs[id])
+	}
+	if all < req.Need {
+		return dst, outOfBlocks("preempt", 0, req.Need, all)
+	}
+	p.victims = m.preempt.Victims(p.victims[:0], p.infos, req.Need)
+	// The shortest prefix of the policy's order that really frees enough: Freeable counts
+	// what a sequence frees alone, so forks sharing their blocks look worthless one by one.
+	m.planBegin()
+	gain, k := 0, 0
+	for ; k < len(p.victims) && gain < req.Need; k++ {
+		i := p.victims[k]
+		if i < 0 || i >= len(p.ids) {
+			return dst, fmt.Errorf("%w: preemption policy %s returned candidate %d of %d", errInvalid, m.preempt.Name(), i, len(p.ids))
+		}
+		gain += m.planRelease(m.seqs[p.ids[i]])
+	}
+	if gain < req.Need {
+		return dst, outOfBlocks("preempt", 0, req.Need, gain)
+	}
+	for _, i := range p.victims[:k] {
+		v, err := m.PreemptSeq(p.ids[i], blocktable.Recompute)
+		if err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+// PreemptSeq preempts one sequence chosen by the caller, in recompute mode: it releases
+// every group's blocks (the cached ones stay cached) and forgets the sequence, as Finish.
+// Swap mode fails with blocktable.ErrNoHostPool (see Preempt).
+func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (blocktable.Preempted, error) {
+	s, ok := m.lookup(id)
+	if !ok {
+		return blocktable.Preempted{}, seqErr("preempt", id, errUnknown)
+	}
+	switch mode {
+	case blocktable.Recompute:
+	case blocktable.Swap:
+		return blocktable.Preempted{}, seqErr("preempt", id, blocktable.ErrNoHostPool)
+	default:
+		return blocktable.Preempted{}, seqErr("preempt", id, errInvalid)
+	}
+	before := m.st.qlen
+	v := blocktable.Preempted{Seq: id, Mode: mode, Tokens: len(s.tokens)}
+	m.releaseAll(s)
+	if len(m.copies) > 0 {
+		m.dropStaleCopies()
+	}
+	m.drop(id, s)
+	v.Freed = m.st.qlen - before
+	m.counters.Preemptions++
+	if invariant.Enabled {
+		invariant.Check(m.CheckInvariants)
+	}
+	return v, nil
+}
