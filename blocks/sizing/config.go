@@ -14,15 +14,23 @@ import (
 // the attention heads, as transformers assumes); head_dim (absent or null: hidden_size /
 // num_attention_heads); v_head_dim when V heads differ from K heads; kv_lora_rank and
 // qk_rope_head_dim for MLA; torch_dtype (or dtype, its newer name); quantization_config
-// for the weight type; max_position_embeddings; and which layers have a sliding window:
+// for the weight type; max_position_embeddings; and what each layer caches (the rules
+// of layerKinds, in this order):
 //
-//   - layer_types when present (full_attention, sliding_attention, chunked_attention);
+//   - layer_types when present (full_attention, sliding_attention, chunked_attention,
+//     linear_attention; attention and mamba too), or layers_block_type (Jamba);
+//   - Jamba's attn_layer_period / attn_layer_offset, Qwen3-Next's full_attention_interval,
+//     Llama 4's attention_chunk_size with no_rope_layers (or no_rope_layer_interval);
 //   - otherwise nothing when use_sliding_window is false or sliding_window is null or 0;
 //   - otherwise the family's interleave rule: gemma2 and gpt_oss alternate, even layers
 //     (from 0) sliding; gemma3 and cohere2 have one global layer every
 //     sliding_window_pattern layers (defaults 6 and 4), layer i global when (i+1) is a
 //     multiple of it; qwen2 and qwen3 slide from layer max_window_layers on; any other
 //     family (Mistral 7B v0.1) slides on every layer.
+//
+// A state layer (Mamba, Gated DeltaNet) is sized from mamba_expand, hidden_size,
+// mamba_d_conv and mamba_d_state, or from linear_conv_kernel_dim, linear_num_key_heads,
+// linear_key_head_dim, linear_num_value_heads and linear_value_head_dim (see stateValues).
 //
 // A multimodal wrapper (Gemma 3, Llava, Mistral 3) keeps its language model's fields in
 // text_config: they are read from there, and a field absent there from the top level.
@@ -209,73 +217,381 @@ func (c *hfConfig) spec() (ModelSpec, error) {
 }
 
 func (c *hfConfig) attentionGroups(layers, heads int, modelType string) ([]LayerGroup, error) {
-	kvHeads, ok, err := c.int("num_key_value_heads")
+	kindOf, err := c.layerKinds(layers, modelType)
 	if err != nil {
 		return nil, err
+	}
+	var attn LayerGroup // heads and dims, read only when some layer is attention
+	var state int64     // state values, read only when some layer keeps a state
+	var groups []LayerGroup
+	index := map[layerKind]int{}
+	var last layerKind
+	lastGroup := 0
+	// One group per distinct kind, in order of first appearance. The kinds come from a
+	// rule or a list of at most num_hidden_layers entries; nothing is allocated per layer.
+	for i := range layers {
+		k, err := kindOf(i)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && k == last {
+			groups[lastGroup].Layers++
+			continue
+		}
+		g, seen := index[k]
+		last = k
+		if !seen {
+			var lg LayerGroup
+			if k.state != "" {
+				if state == 0 {
+					if state, err = c.stateValues(k.state); err != nil {
+						return nil, err
+					}
+				}
+				lg.StateValues = state
+			} else {
+				if attn.KVHeads == 0 {
+					if attn, err = c.attentionShape(heads); err != nil {
+						return nil, err
+					}
+				}
+				lg = attn
+				lg.Window, lg.Chunked = k.window, k.chunked
+			}
+			g = len(groups)
+			index[k] = g
+			groups = append(groups, lg)
+		}
+		lastGroup = g
+		groups[g].Layers++
+	}
+	return groups, nil
+}
+
+// attentionShape reads the KV heads and head dims of the attention layers.
+func (c *hfConfig) attentionShape(heads int) (LayerGroup, error) {
+	kvHeads, ok, err := c.int("num_key_value_heads")
+	if err != nil {
+		return LayerGroup{}, err
 	}
 	if !ok {
 		kvHeads = heads
 		c.note("num_key_value_heads absent: assuming %d, one KV head per attention head, as transformers does", heads)
 	}
 	if kvHeads == 0 {
-		return nil, badField("num_key_value_heads", "is 0")
+		return LayerGroup{}, badField("num_key_value_heads", "is 0")
 	}
 	headDim, ok, err := c.int("head_dim")
 	if err != nil {
-		return nil, err
+		return LayerGroup{}, err
 	}
 	if !ok {
 		hidden, hasHidden, err := c.int("hidden_size")
 		if err != nil {
-			return nil, err
+			return LayerGroup{}, err
 		}
 		if !hasHidden {
 			_, name, _ := c.lookup("head_dim")
-			return nil, missingField(name, "and hidden_size is missing too, so head_dim = hidden_size / num_attention_heads cannot be worked out")
+			return LayerGroup{}, missingField(name, "and hidden_size is missing too, so head_dim = hidden_size / num_attention_heads cannot be worked out")
 		}
 		if hidden%heads != 0 {
-			return nil, badField("hidden_size", "%d is not a multiple of num_attention_heads %d", hidden, heads)
+			return LayerGroup{}, badField("hidden_size", "%d is not a multiple of num_attention_heads %d", hidden, heads)
 		}
 		headDim = hidden / heads
 	}
 	if headDim == 0 {
-		return nil, badField("head_dim", "is 0")
+		return LayerGroup{}, badField("head_dim", "is 0")
 	}
 	vDim, ok, err := c.int("v_head_dim")
 	if err != nil {
-		return nil, err
+		return LayerGroup{}, err
 	}
 	if !ok || vDim == 0 {
 		vDim = headDim
 	}
-	windows, err := c.layerWindows(layers, modelType)
-	if err != nil {
-		return nil, err
-	}
-	// One group per distinct window, in order of first appearance.
-	var groups []LayerGroup
-	index := map[int]int{}
-	for _, w := range windows {
-		i, seen := index[w]
-		if !seen {
-			i = len(groups)
-			index[w] = i
-			groups = append(groups, LayerGroup{Window: w, KVHeads: kvHeads, KHeadDim: headDim, VHeadDim: vDim})
-		}
-		groups[i].Layers++
-	}
-	return groups, nil
+	return LayerGroup{KVHeads: kvHeads, KHeadDim: headDim, VHeadDim: vDim}, nil
 }
 
-// layerWindows returns each layer's sliding window, 0 for full attention.
-func (c *hfConfig) layerWindows(layers int, modelType string) ([]int, error) {
-	windows := make([]int, layers)
+// layerKind is what one decoder layer caches.
+type layerKind struct {
+	window  int    // sliding window or attention chunk, tokens; 0 for full attention
+	chunked bool   // window is a chunk
+	state   string // "linear_attention" or "mamba" for a state layer, else ""
+}
+
+// State layer kinds.
+const (
+	stateLinear = "linear_attention" // Gated DeltaNet (Qwen3-Next, Qwen3.5)
+	stateMamba  = "mamba"            // Mamba (Jamba)
+)
+
+// layerKinds returns each layer's kind as a function of its index, from, in this order:
+//
+//   - layer_types (full_attention, sliding_attention, chunked_attention,
+//     linear_attention; also attention and mamba);
+//   - layers_block_type (Jamba: attention, mamba);
+//   - Jamba's attn_layer_period and attn_layer_offset (defaults 8 and 4): layer i is
+//     attention when i % period == offset, Mamba otherwise;
+//   - full_attention_interval (Qwen3-Next, Qwen3.5): layer i is full attention when
+//     (i+1) is a multiple of it, linear attention otherwise;
+//   - Llama 4 (attention_chunk_size with a llama4 model_type or no_rope_layers): a layer
+//     with RoPE (no_rope_layers[i] = 1) is chunked, a NoPE layer (0) is global; an absent
+//     or empty no_rope_layers is transformers' default, one NoPE layer every
+//     no_rope_layer_interval (default 4), layer i NoPE when (i+1) is a multiple of it;
+//   - the sliding-window rules of layerWindow.
+func (c *hfConfig) layerKinds(layers int, modelType string) (func(int) (layerKind, error), error) {
+	if v, name, ok := c.lookup("layer_types"); ok {
+		return c.kindsFromList(v, name, layers)
+	}
+	if v, name, ok := c.lookup("layers_block_type"); ok {
+		return c.kindsFromList(v, name, layers)
+	}
+	if modelType == "jamba" {
+		period, offset, err := c.jambaPeriod()
+		if err != nil {
+			return nil, err
+		}
+		return func(i int) (layerKind, error) {
+			if i%period == offset {
+				return layerKind{}, nil
+			}
+			return layerKind{state: stateMamba}, nil
+		}, nil
+	}
+	if interval, ok, err := c.int("full_attention_interval"); err != nil {
+		return nil, err
+	} else if ok {
+		if interval == 0 {
+			return nil, badField("full_attention_interval", "is 0")
+		}
+		c.note("full_attention_interval %d: one full-attention layer every %d, linear attention (Gated DeltaNet) on the others", interval, interval)
+		return func(i int) (layerKind, error) {
+			if (i+1)%interval == 0 {
+				return layerKind{}, nil
+			}
+			return layerKind{state: stateLinear}, nil
+		}, nil
+	}
+	if f, ok, err := c.llama4Kinds(layers, modelType); err != nil || ok {
+		return f, err
+	}
+	return c.slidingKinds(layers, modelType)
+}
+
+// jambaPeriod reads Jamba's attention interleave, with JambaConfig's defaults.
+func (c *hfConfig) jambaPeriod() (period, offset int, err error) {
+	period, ok, err := c.int("attn_layer_period")
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		period = 8
+		c.note("attn_layer_period absent: JambaConfig's default 8")
+	}
+	offset, ok, err = c.int("attn_layer_offset")
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		offset = 4
+		c.note("attn_layer_offset absent: JambaConfig's default 4")
+	}
+	if period == 0 || offset >= period {
+		return 0, 0, badField("attn_layer_offset", "is %d with attn_layer_period %d, want an offset below a positive period", offset, period)
+	}
+	c.note("attention on layer i when i %% %d == %d, Mamba on the others", period, offset)
+	return period, offset, nil
+}
+
+// llama4Kinds is Llama 4's interleave of chunked local and global (NoPE) attention.
+func (c *hfConfig) llama4Kinds(layers int, modelType string) (func(int) (layerKind, error), bool, error) {
+	chunk, hasChunk, err := c.int("attention_chunk_size")
+	if err != nil {
+		return nil, false, err
+	}
+	v, name, hasNoRope := c.lookup("no_rope_layers")
+	if !hasChunk || (!hasNoRope && !strings.HasPrefix(modelType, "llama4")) {
+		return nil, false, nil
+	}
+	if chunk == 0 {
+		return nil, false, badField("attention_chunk_size", "is 0")
+	}
+	var list []any
+	if hasNoRope {
+		l, ok := v.([]any)
+		if !ok {
+			return nil, false, badField(name, "is %s, want an array of 0 and 1", jsonKind(v))
+		}
+		if len(l) != 0 && len(l) < layers {
+			return nil, false, badField(name, "has %d entries for %d layers (num_hidden_layers)", len(l), layers)
+		}
+		list = l
+	}
+	if len(list) == 0 {
+		interval, ok, err := c.int("no_rope_layer_interval")
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			interval = 4
+		}
+		if interval == 0 {
+			return nil, false, badField("no_rope_layer_interval", "is 0")
+		}
+		c.note("no_rope_layers empty: one global (NoPE) layer every %d, chunked attention (chunk %d) on the others, as transformers' Llama4TextConfig", interval, chunk)
+		return func(i int) (layerKind, error) {
+			if (i+1)%interval == 0 {
+				return layerKind{}, nil
+			}
+			return layerKind{window: chunk, chunked: true}, nil
+		}, true, nil
+	}
+	c.note("no_rope_layers: chunked attention (chunk %d) on RoPE layers, global attention on NoPE ones", chunk)
+	return func(i int) (layerKind, error) {
+		switch n, _ := list[i].(json.Number); n.String() {
+		case "0":
+			return layerKind{}, nil
+		case "1":
+			return layerKind{window: chunk, chunked: true}, nil
+		}
+		return layerKind{}, badField(name, "entry %d is not 0 or 1", i)
+	}, true, nil
+}
+
+// kindsFromList reads layer_types or layers_block_type.
+func (c *hfConfig) kindsFromList(v any, name string, layers int) (func(int) (layerKind, error), error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, badField(name, "is %s, want an array of layer type names", jsonKind(v))
+	}
+	if len(list) != layers {
+		return nil, badField(name, "has %d entries for %d layers (num_hidden_layers)", len(list), layers)
+	}
+	// The window and chunk are read once, when a layer first needs them.
+	window, chunk := -1, -1
+	return func(i int) (layerKind, error) {
+		s, _ := list[i].(string)
+		switch s {
+		case "full_attention", "attention":
+			return layerKind{}, nil
+		case "sliding_attention":
+			if window < 0 {
+				w, ok, err := c.int("sliding_window")
+				if err != nil {
+					return layerKind{}, err
+				}
+				if !ok || w == 0 {
+					_, wname, _ := c.lookup("sliding_window")
+					return layerKind{}, missingField(wname, name+" has sliding_attention layers")
+				}
+				window = w
+			}
+			return layerKind{window: window}, nil
+		case "chunked_attention":
+			if chunk < 0 {
+				n, err := c.mustInt("attention_chunk_size", name+" has chunked_attention layers")
+				if err != nil {
+					return layerKind{}, err
+				}
+				if n == 0 {
+					return layerKind{}, badField("attention_chunk_size", "is 0")
+				}
+				chunk = n
+			}
+			return layerKind{window: chunk, chunked: true}, nil
+		case stateLinear, stateMamba:
+			return layerKind{state: s}, nil
+		}
+		return layerKind{}, badField(name, "layer %d is %q: only full_attention, sliding_attention, chunked_attention, linear_attention, attention and mamba layers have a cache the sizing can model", i, shorten(list[i]))
+	}, nil
+}
+
+// shorten keeps an error message about a hostile value short.
+func shorten(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		return jsonKind(v)
+	}
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// stateValues reads the per-layer state size of a state layer kind.
+//
+// Linear attention (Gated DeltaNet, as vLLM's GDN state shapes): a convolution state of
+// (linear_conv_kernel_dim - 1) x (2 x linear_num_key_heads x linear_key_head_dim +
+// linear_num_value_heads x linear_value_head_dim) values and a recurrent state of
+// linear_num_value_heads x linear_key_head_dim x linear_value_head_dim.
+//
+// Mamba (Jamba, as vLLM's Mamba1 state shapes): with d_inner = mamba_expand x
+// hidden_size, a convolution state of (mamba_d_conv - 1) x d_inner and an SSM state of
+// d_inner x mamba_d_state (defaults 2, 4 and 16, JambaConfig's).
+func (c *hfConfig) stateValues(kind string) (int64, error) {
+	get := func(key string, def int) (int64, error) {
+		n, ok, err := c.int(key)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			if def == 0 {
+				_, name, _ := c.lookup(key)
+				return 0, missingField(name, "the "+kind+" layers' state is sized from it")
+			}
+			n = def
+			c.note("%s absent: the default %d", key, def)
+		}
+		if n == 0 || n > maxDim {
+			return 0, badField(key, "is %d, want 1 to %d", n, maxDim)
+		}
+		return int64(n), nil
+	}
+	var v [5]int64
+	var err error
+	var keys []string
+	var defs []int
+	if kind == stateLinear {
+		keys = []string{"linear_conv_kernel_dim", "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim"}
+		defs = []int{0, 0, 0, 0, 0}
+	} else {
+		keys = []string{"mamba_expand", "hidden_size", "mamba_d_conv", "mamba_d_state"}
+		defs = []int{2, 0, 4, 16}
+	}
+	for i, k := range keys {
+		if v[i], err = get(k, defs[i]); err != nil {
+			return 0, err
+		}
+	}
+	var total int64
+	if kind == stateLinear {
+		kernel, kh, kd, vh, vd := v[0], v[1], v[2], v[3], v[4]
+		if kernel < 2 {
+			return 0, badField("linear_conv_kernel_dim", "is %d, want at least 2", kernel)
+		}
+		total = (kernel-1)*(2*kh*kd+vh*vd) + vh*kd*vd
+		c.note("linear attention state per layer: (%d-1) x (2 x %d x %d + %d x %d) convolution + %d x %d x %d recurrent = %d values", kernel, kh, kd, vh, vd, vh, kd, vd, total)
+	} else {
+		expand, hidden, conv, dstate := v[0], v[1], v[2], v[3]
+		if conv < 2 {
+			return 0, badField("mamba_d_conv", "is %d, want at least 2", conv)
+		}
+		inner := expand * hidden
+		total = (conv-1)*inner + inner*dstate
+		c.note("Mamba state per layer: d_inner %d x %d = %d; (%d-1) x %d convolution + %d x %d SSM = %d values", expand, hidden, inner, conv, inner, inner, dstate, total)
+	}
+	if total > maxStateValues {
+		return 0, badField(keys[0], "gives a state of %d values a layer, beyond any real model", total)
+	}
+	return total, nil
+}
+
+// slidingKinds returns each layer's sliding window for a model without layer types.
+func (c *hfConfig) slidingKinds(layers int, modelType string) (func(int) (layerKind, error), error) {
+	full := func(int) (layerKind, error) { return layerKind{}, nil }
 	window, hasWindow, err := c.int("sliding_window")
 	if err != nil {
 		return nil, err
-	}
-	if v, name, ok := c.lookup("layer_types"); ok {
-		return c.windowsFromLayerTypes(v, name, windows, window, hasWindow && window > 0)
 	}
 	if v, name, ok := c.lookup("use_sliding_window"); ok {
 		b, isBool := v.(bool)
@@ -283,13 +599,19 @@ func (c *hfConfig) layerWindows(layers int, modelType string) ([]int, error) {
 			return nil, badField(name, "is %s, want a boolean", jsonKind(v))
 		}
 		if !b {
-			return windows, nil
+			return full, nil
 		}
 	} else if isQwen(modelType) {
-		return windows, nil // Qwen2Config's use_sliding_window defaults to false
+		return full, nil // Qwen2Config's use_sliding_window defaults to false
 	}
 	if !hasWindow || window == 0 {
-		return windows, nil
+		return full, nil
+	}
+	slide := func(on bool) layerKind {
+		if on {
+			return layerKind{window: window}
+		}
+		return layerKind{}
 	}
 	pattern, hasPattern, err := c.int("sliding_window_pattern")
 	if err != nil {
@@ -298,11 +620,7 @@ func (c *hfConfig) layerWindows(layers int, modelType string) ([]int, error) {
 	switch {
 	case modelType == "gemma2" || modelType == "gpt_oss":
 		c.note("%s without layer_types: sliding window %d on even layers (0, 2, ...), full attention on odd ones", modelType, window)
-		for i := range windows {
-			if i%2 == 0 {
-				windows[i] = window
-			}
-		}
+		return func(i int) (layerKind, error) { return slide(i%2 == 0), nil }, nil
 	case hasPattern || strings.HasPrefix(modelType, "gemma3") || modelType == "cohere2":
 		if !hasPattern {
 			pattern = 6
@@ -315,11 +633,7 @@ func (c *hfConfig) layerWindows(layers int, modelType string) ([]int, error) {
 			return nil, badField("sliding_window_pattern", "is 0")
 		}
 		c.note("one full-attention layer every %d, sliding window %d on the others", pattern, window)
-		for i := range windows {
-			if (i+1)%pattern != 0 {
-				windows[i] = window
-			}
-		}
+		return func(i int) (layerKind, error) { return slide((i+1)%pattern != 0), nil }, nil
 	case isQwen(modelType):
 		first, ok, err := c.int("max_window_layers")
 		if err != nil {
@@ -328,54 +642,14 @@ func (c *hfConfig) layerWindows(layers int, modelType string) ([]int, error) {
 		if !ok {
 			return nil, missingField("max_window_layers", "use_sliding_window is true")
 		}
-		for i := first; i < layers; i++ {
-			windows[i] = window
-		}
-	default:
-		c.note("sliding window %d on every layer (no layer_types, no interleave rule for %q)", window, modelType)
-		for i := range windows {
-			windows[i] = window
-		}
+		return func(i int) (layerKind, error) { return slide(i >= first), nil }, nil
 	}
-	return windows, nil
+	c.note("sliding window %d on every layer (no layer_types, no interleave rule for %q)", window, modelType)
+	return func(int) (layerKind, error) { return slide(true), nil }, nil
 }
 
 func isQwen(modelType string) bool {
 	return strings.HasPrefix(modelType, "qwen2") || strings.HasPrefix(modelType, "qwen3")
-}
-
-func (c *hfConfig) windowsFromLayerTypes(v any, name string, windows []int, window int, hasWindow bool) ([]int, error) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, badField(name, "is %s, want an array of layer type names", jsonKind(v))
-	}
-	if len(list) != len(windows) {
-		return nil, badField(name, "has %d entries for %d layers (num_hidden_layers)", len(list), len(windows))
-	}
-	for i, t := range list {
-		s, _ := t.(string)
-		switch s {
-		case "full_attention":
-		case "sliding_attention":
-			if !hasWindow {
-				_, wname, _ := c.lookup("sliding_window")
-				return nil, missingField(wname, name+" has sliding_attention layers")
-			}
-			windows[i] = window
-		case "chunked_attention":
-			chunk, err := c.mustInt("attention_chunk_size", name+" has chunked_attention layers")
-			if err != nil {
-				return nil, err
-			}
-			if chunk == 0 {
-				return nil, badField("attention_chunk_size", "is 0")
-			}
-			windows[i] = chunk // a chunk never holds more than chunk tokens: a window's bound
-		default:
-			return nil, badField(name, "layer %d is %q: only full_attention, sliding_attention and chunked_attention have a KV cache the sizing can model", i, t)
-		}
-	}
-	return windows, nil
 }
 
 // weightsNote starts the notes about how the weights are sized, which a given weight size

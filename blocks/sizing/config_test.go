@@ -27,6 +27,11 @@ func TestParseHFConfigLayouts(t *testing.T) {
 		g.Window = window
 		return g
 	}
+	chunked := func(layers, chunk, kv, dim int) LayerGroup {
+		g := sliding(layers, chunk, kv, dim)
+		g.Chunked = true
+		return g
+	}
 	tests := []struct {
 		file           string
 		layout         string
@@ -46,6 +51,10 @@ func TestParseHFConfigLayouts(t *testing.T) {
 		{"gemma-2-9b-it.json", "interleaved by the family rule", "gemma2", []LayerGroup{sliding(21, 4096, 8, 256), full(21, 8, 256)}, 16, BF16, 0, 8192, 344_064, "even layers"},
 		{"gpt-oss-20b.json", "mixed layer_types, no torch_dtype", "gpt_oss", []LayerGroup{sliding(12, 128, 8, 64), full(12, 8, 64)}, 64, 0, MXFP4, 131072, 49_152, ""},
 		{"gemma-3-4b-it.json", "multimodal wrapper, 5 local : 1 global", "gemma3_text", []LayerGroup{sliding(29, 1024, 4, 256), full(5, 4, 256)}, 8, BF16, 0, 0, 139_264, "text_config"},
+		{"gemma-3-27b-it.json", "multimodal wrapper, 62 layers, 5 local : 1 global", "gemma3_text", []LayerGroup{sliding(52, 1024, 16, 128), full(10, 16, 128)}, 32, BF16, 0, 131072, 507_904, "sliding_window_pattern absent"},
+		{"llama-4-scout-17b-16e-instruct.json", "chunked local attention, empty no_rope_layers", "llama4_text", []LayerGroup{chunked(36, 8192, 8, 128), full(12, 8, 128)}, 40, BF16, 0, 10485760, 196_608, "one global (NoPE) layer every 4"},
+		{"qwen3-next-80b-a3b-instruct.json", "Gated DeltaNet and gated attention, full_attention_interval", "qwen3_next", []LayerGroup{{Layers: 36, StateValues: 548_864}, full(12, 2, 256)}, 16, BF16, 0, 262144, 24_576, "full_attention_interval 4"},
+		{"ai21-jamba-1.5-mini.json", "Mamba and attention, attn_layer_period", "jamba", []LayerGroup{{Layers: 28, StateValues: 155_648}, full(4, 8, 128)}, 32, BF16, 0, 262144, 16_384, "i % 8 == 4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file+" ("+tt.layout+")", func(t *testing.T) {
@@ -112,7 +121,22 @@ func TestParseHFConfigRules(t *testing.T) {
 			[]LayerGroup{{Layers: 2, KVHeads: 4, KHeadDim: 64, VHeadDim: 64}, {Layers: 1, Window: 4096, KVHeads: 4, KHeadDim: 64, VHeadDim: 64}}, ""},
 		{"chunked attention (Llama 4) holds at most a chunk",
 			`{"model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192, "layer_types": ["chunked_attention", "chunked_attention", "chunked_attention", "full_attention"]}`,
-			[]LayerGroup{{Layers: 3, Window: 8192, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}, {Layers: 1, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}}, ""},
+			[]LayerGroup{{Layers: 3, Window: 8192, Chunked: true, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}, {Layers: 1, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}}, ""},
+		{"layer_types with linear_attention (Qwen3.5)",
+			`{"model_type": "qwen3_5_text", "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"], "linear_conv_kernel_dim": 4, "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32, "linear_value_head_dim": 128}`,
+			[]LayerGroup{{Layers: 3, StateValues: 3*(2*16*128+32*128) + 32*128*128}, {Layers: 1, KVHeads: 2, KHeadDim: 256, VHeadDim: 256}}, "recurrent"},
+		{"layers_block_type (Jamba), Mamba defaults",
+			`{"model_type": "jamba", "num_hidden_layers": 3, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "layers_block_type": ["mamba", "attention", "mamba"]}`,
+			[]LayerGroup{{Layers: 2, StateValues: 3*8192 + 8192*16}, {Layers: 1, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}}, "mamba_d_state absent"},
+		{"Jamba without its interleave: JambaConfig's period 8, offset 4",
+			`{"model_type": "jamba", "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2}`,
+			[]LayerGroup{{Layers: 14, StateValues: 155_648}, {Layers: 2, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}}, "attn_layer_period absent"},
+		{"Llama 4 no_rope_layers given: 1 is chunked, 0 global",
+			`{"model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 4096, "no_rope_layers": [0, 1, 1, 0]}`,
+			[]LayerGroup{{Layers: 2, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}, {Layers: 2, Window: 4096, Chunked: true, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}}, "RoPE layers"},
+		{"Llama 4 no_rope_layer_interval",
+			`{"model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192, "no_rope_layer_interval": 2}`,
+			[]LayerGroup{{Layers: 2, Window: 8192, Chunked: true, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}, {Layers: 2, KVHeads: 8, KHeadDim: 128, VHeadDim: 128}}, "every 2"},
 		{"text_config falls back to top-level fields",
 			`{"model_type": "llava", "torch_dtype": "float16", "text_config": {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4}, "hidden_size": 256}`,
 			[]LayerGroup{{Layers: 2, KVHeads: 4, KHeadDim: 64, VHeadDim: 64}}, "text_config"},
@@ -183,7 +207,14 @@ func TestParseHFConfigErrors(t *testing.T) {
 		{"hidden_size not a multiple of heads", `{"num_hidden_layers": 2, "num_attention_heads": 3, "hidden_size": 100}`, ErrBadConfig, "hidden_size"},
 		{"layer_types too short", `{"num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 64, "sliding_window": 128, "layer_types": ["sliding_attention"]}`, ErrBadConfig, "layer_types"},
 		{"sliding layers without a window", `{"num_hidden_layers": 1, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["sliding_attention"]}`, ErrMissingField, "sliding_window"},
-		{"linear attention (Qwen3-Next) cannot be sized", `{"num_hidden_layers": 2, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "layer_types": ["linear_attention", "full_attention"]}`, ErrBadConfig, "layer_types"},
+		{"linear attention without its state sizes", `{"num_hidden_layers": 2, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "layer_types": ["linear_attention", "full_attention"]}`, ErrMissingField, "linear_conv_kernel_dim"},
+		{"full_attention_interval 0", `{"num_hidden_layers": 4, "num_attention_heads": 4, "head_dim": 64, "full_attention_interval": 0}`, ErrBadConfig, "full_attention_interval"},
+		{"Jamba offset beyond its period", `{"model_type": "jamba", "num_hidden_layers": 4, "num_attention_heads": 4, "head_dim": 64, "attn_layer_period": 2, "attn_layer_offset": 2}`, ErrBadConfig, "attn_layer_offset"},
+		{"Mamba conv kernel 1", `{"model_type": "jamba", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256, "mamba_d_conv": 1}`, ErrBadConfig, "mamba_d_conv"},
+		{"Mamba state beyond any model", `{"num_hidden_layers": 1, "num_attention_heads": 4, "hidden_size": 1048576, "mamba_expand": 1048576, "layer_types": ["mamba"]}`, ErrBadConfig, "mamba_expand"},
+		{"no_rope_layers too short", `{"model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 4, "head_dim": 64, "attention_chunk_size": 8, "no_rope_layers": [1, 0]}`, ErrBadConfig, "no_rope_layers"},
+		{"no_rope_layers not 0 or 1", `{"model_type": "llama4_text", "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "attention_chunk_size": 8, "no_rope_layers": [1, 7]}`, ErrBadConfig, "no_rope_layers"},
+		{"unknown layer type", `{"num_hidden_layers": 1, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["cross_attention"]}`, ErrBadConfig, "layer_types"},
 		{"chunked without a chunk size", `{"num_hidden_layers": 1, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["chunked_attention"]}`, ErrMissingField, "attention_chunk_size"},
 		{"qwen sliding without max_window_layers", `{"model_type": "qwen2", "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "sliding_window": 64, "use_sliding_window": true}`, ErrMissingField, "max_window_layers"},
 		{"use_sliding_window not a boolean", `{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "use_sliding_window": "no"}`, ErrBadConfig, "use_sliding_window"},
@@ -207,7 +238,8 @@ func TestParseHFConfigErrors(t *testing.T) {
 }
 
 func FuzzParseHFConfig(f *testing.F) {
-	for _, name := range []string{"llama-3.1-8b-instruct.json", "deepseek-v3.json", "gemma-3-4b-it.json", "gpt-oss-20b.json"} {
+	for _, name := range []string{"llama-3.1-8b-instruct.json", "deepseek-v3.json", "gemma-3-4b-it.json", "gpt-oss-20b.json",
+		"qwen3-next-80b-a3b-instruct.json", "ai21-jamba-1.5-mini.json", "llama-4-scout-17b-16e-instruct.json"} {
 		f.Add(readConfig(f, name))
 	}
 	f.Add([]byte(`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8}`))
@@ -220,7 +252,7 @@ func FuzzParseHFConfig(f *testing.F) {
 		require.NoError(t, m.Validate(), "a config that parses describes a valid model")
 		b, err := m.KVBitsPerToken(FP16)
 		require.NoError(t, err)
-		require.Positive(t, int64(b))
+		require.Positive(t, int64(b)+m.StateBytes(FP16), "a model caches tokens or a state")
 		l, err := NewKVLayout(m, NVFP4, 1, 16)
 		require.NoError(t, err)
 		require.LessOrEqual(t, l.BytesPerRequest(1), l.BytesPerRequest(MaxTokens))

@@ -63,56 +63,56 @@ type HybridModel struct {
 	Layers []HybridLayers
 }
 
-// attnBytes is 2 (K and V) x heads x head dim x bytes per value.
-func attnBytes(kvHeads, headDim, valueBytes int) int64 {
-	return 2 * int64(kvHeads) * int64(headDim) * int64(valueBytes)
+// HybridPresets are the hybrid models of the layout comparison: the presets of
+// presets/models.json marked hybrid (gpt-oss-20b and -120b, Gemma 3 27B, Llama 4 Scout,
+// Qwen3-Next-80B-A3B, Jamba 1.5 Mini), each read from its published config.json by
+// ParseHFConfig, KV cache and state in bf16.
+func HybridPresets() []HybridModel {
+	t := loadPresets()
+	out := make([]HybridModel, 0, len(t.hybrid))
+	for _, i := range t.hybrid {
+		h, err := t.models[i].Hybrid(BF16)
+		if err != nil {
+			panic("kvpage: broken embedded preset: " + err.Error()) // checked when loaded
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
-// HybridPresets are the hybrid models of the layout comparison, bf16 KV and state, from
-// the config.json each names.
-func HybridPresets() []HybridModel {
-	gptOSS := func(name string, layers int) HybridModel {
-		return HybridModel{Name: name,
-			Source: "openai/" + name + " config.json: layer_types alternate sliding_attention (sliding_window 128) and full_attention; 8 KV heads, head_dim 64",
-			Layers: []HybridLayers{
-				{Kind: KindSliding, Layers: layers / 2, Span: 128, TokenBytes: attnBytes(8, 64, 2)},
-				{Kind: KindFull, Layers: layers / 2, TokenBytes: attnBytes(8, 64, 2)},
-			}}
+// Hybrid describes m for the layout comparison: one HybridLayers per layer group, its
+// attention in cache data type d, its state in the model's data type (d when the model
+// gives none), whole-model figures (no tensor-parallel split).
+func (m ModelSpec) Hybrid(d DType) (HybridModel, error) {
+	if err := m.Validate(); err != nil {
+		return HybridModel{}, err
 	}
-	// Mamba (Jamba): d_inner = expand x hidden = 8,192; conv state (d_conv-1) x d_inner,
-	// SSM state d_inner x d_state.
-	jambaState := int64(8192*(4-1)+8192*16) * 2
-	// Gated DeltaNet (Qwen3-Next): conv state (kernel-1) x (2 x 16 x 128 + 32 x 128),
-	// recurrent state 32 value heads x 128 x 128.
-	qwenState := int64(3*(2*16*128+32*128)+32*128*128) * 2
-	return []HybridModel{
-		gptOSS("gpt-oss-20b", 24),
-		gptOSS("gpt-oss-120b", 36),
-		{Name: "gemma-3-27b",
-			Source: "google/gemma-3-27b-it config.json (text_config): 62 layers, 5 sliding (window 1,024) to 1 global, 16 KV heads, head_dim 128",
-			Layers: []HybridLayers{
-				{Kind: KindSliding, Layers: 52, Span: 1024, TokenBytes: attnBytes(16, 128, 2)},
-				{Kind: KindFull, Layers: 10, TokenBytes: attnBytes(16, 128, 2)},
-			}},
-		{Name: "llama-4-scout",
-			Source: "meta-llama/Llama-4-Scout-17B-16E config.json (text_config): 48 layers, chunked attention (attention_chunk_size 8,192) with every 4th layer global, 8 KV heads, head_dim 128",
-			Layers: []HybridLayers{
-				{Kind: KindChunked, Layers: 36, Span: 8192, TokenBytes: attnBytes(8, 128, 2)},
-				{Kind: KindFull, Layers: 12, TokenBytes: attnBytes(8, 128, 2)},
-			}},
-		{Name: "qwen3-next-80b-a3b",
-			Source: "Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 48 layers, full_attention_interval 4 (12 gated attention: 2 KV heads, head_dim 256; 36 Gated DeltaNet: 16 key heads, 32 value heads, head dims 128, conv kernel 4)",
-			Layers: []HybridLayers{
-				{Kind: KindState, Layers: 36, StateBytes: qwenState},
-				{Kind: KindFull, Layers: 12, TokenBytes: attnBytes(2, 256, 2)},
-			}},
-		{Name: "jamba-1.5-mini",
-			Source: "ai21labs/AI21-Jamba-1.5-Mini config.json: 32 layers, attn_layer_period 8 (4 attention: 8 KV heads, head_dim 128; 28 Mamba: d_state 16, d_conv 4, expand 2, hidden 4,096)",
-			Layers: []HybridLayers{
-				{Kind: KindState, Layers: 28, StateBytes: jambaState},
-				{Kind: KindFull, Layers: 4, TokenBytes: attnBytes(8, 128, 2)},
-			}},
+	if !d.Valid() {
+		return HybridModel{}, invalidf("invalid cache data type")
 	}
+	sd := m.DType
+	if sd == 0 {
+		sd = d
+	}
+	h := HybridModel{Name: m.Name, Source: m.Source}
+	for _, g := range m.Groups {
+		l := HybridLayers{Layers: g.Layers, Span: g.Window}
+		switch {
+		case g.State():
+			l.Kind, l.StateBytes = KindState, Bits(sd.VectorBits(g.StateValues)).CeilBytes()
+		case g.Chunked:
+			l.Kind = KindChunked
+		case g.Sliding():
+			l.Kind = KindSliding
+		default:
+			l.Kind = KindFull
+		}
+		if !g.State() {
+			l.TokenBytes = Bits(g.bitsPerToken(d, 1) / int64(g.Layers)).CeilBytes()
+		}
+		h.Layers = append(h.Layers, l)
+	}
+	return h, nil
 }
 
 // LayoutRow is one layout's figures for one model at one context.
@@ -122,6 +122,9 @@ type LayoutRow struct {
 	BlockTokens int
 	// PaddingLayers is the layer slots vLLM's grouping pads (uniform layout only).
 	PaddingLayers int
+	// Blocks is the block IDs one sequence at the context holds, summed over its
+	// KV-cache groups (a block ID spans its group's layers).
+	Blocks int64
 	// RequestBytes is the memory one sequence at the context holds; UsefulBytes what it
 	// needs (the tokens each layer still attends to, or its state).
 	RequestBytes, UsefulBytes int64
@@ -187,7 +190,7 @@ func CompareLayouts(m HybridModel, tokens, planTokens, budget int64) ([]LayoutRo
 	rows := []LayoutRow{uniformRow(m, tokens, budget, useful)}
 
 	// Per class and carved: natural pages, one group per kind, no padding.
-	var perRequest, plan int64
+	var perRequest, plan, seqBlocks int64
 	perKind := make([]int64, len(m.Layers))
 	planKind := make([]int64, len(m.Layers))
 	for i, k := range m.Layers {
@@ -195,6 +198,7 @@ func CompareLayouts(m HybridModel, tokens, planTokens, budget int64) ([]LayoutRo
 		if k.Kind == KindState {
 			page = k.StateBytes
 		}
+		seqBlocks += heldBlocks(k, tokens, bs)
 		perKind[i] = int64(k.Layers) * heldBlocks(k, tokens, bs) * page
 		planKind[i] = int64(k.Layers) * heldBlocks(k, planTokens, bs) * page
 		perRequest += perKind[i]
@@ -209,13 +213,24 @@ func CompareLayouts(m HybridModel, tokens, planTokens, budget int64) ([]LayoutRo
 		}
 	}
 	rows = append(rows,
-		LayoutRow{Layout: LayoutPerClass, BlockTokens: bs, RequestBytes: perRequest, UsefulBytes: useful, Concurrency: conc},
-		LayoutRow{Layout: LayoutCarved, BlockTokens: bs, RequestBytes: perRequest, UsefulBytes: useful, Concurrency: budget / perRequest})
+		LayoutRow{Layout: LayoutPerClass, BlockTokens: bs, Blocks: seqBlocks, RequestBytes: perRequest, UsefulBytes: useful, Concurrency: conc},
+		LayoutRow{Layout: LayoutCarved, BlockTokens: bs, Blocks: seqBlocks, RequestBytes: perRequest, UsefulBytes: useful, Concurrency: budget / perRequest})
 	return rows, nil
 }
 
-// uniformRow is vLLM's layout: equal-size groups, one page size.
-func uniformRow(m HybridModel, tokens, budget, useful int64) LayoutRow {
+// UniformPages is vLLM's uniform layout of a hybrid model: layers split into KV-cache
+// groups of GroupLayers layers each (the last group of a kind padded), every group's
+// block BlockTokens tokens and every layer's page PageBytes.
+type UniformPages struct {
+	GroupLayers int
+	BlockTokens int
+	PageBytes   int64 // per layer slot; a block ID spans GroupLayers of them
+}
+
+// Uniform returns vLLM's uniform layout of m: the group size is the smallest layer
+// count among m's kinds, or the largest when they differ by less than 1.5x; attention's
+// block is 16 tokens, raised in steps of 16 until a page holds the largest state.
+func (m HybridModel) Uniform() UniformPages {
 	minL, maxL := m.Layers[0].Layers, m.Layers[0].Layers
 	for _, k := range m.Layers {
 		minL, maxL = min(minL, k.Layers), max(maxL, k.Layers)
@@ -224,7 +239,6 @@ func uniformRow(m HybridModel, tokens, budget, useful int64) LayoutRow {
 	if float64(maxL) < float64(minL)*1.5 {
 		group = maxL
 	}
-	// Attention's block: 16 tokens, raised (in steps of 16) until a page holds a state.
 	var tokenBytes, stateBytes int64
 	for _, k := range m.Layers {
 		if k.Kind == KindState {
@@ -237,15 +251,22 @@ func uniformRow(m HybridModel, tokens, budget, useful int64) LayoutRow {
 	if stateBytes > 0 && tokenBytes > 0 {
 		bs = 16 * ((stateBytes + 16*tokenBytes - 1) / (16 * tokenBytes))
 	}
-	page := max(bs*tokenBytes, stateBytes) // per layer slot
-	var perRequest int64
+	return UniformPages{GroupLayers: group, BlockTokens: int(bs), PageBytes: max(bs*tokenBytes, stateBytes)}
+}
+
+// uniformRow is vLLM's layout: equal-size groups, one page size.
+func uniformRow(m HybridModel, tokens, budget, useful int64) LayoutRow {
+	u := m.Uniform()
+	group, bs, page := u.GroupLayers, int64(u.BlockTokens), u.PageBytes
+	var perRequest, seqBlocks int64
 	padding := 0
 	for _, k := range m.Layers {
 		groups := (k.Layers + group - 1) / group
 		padding += groups*group - k.Layers
+		seqBlocks += int64(groups) * heldBlocks(k, tokens, bs)
 		perRequest += int64(groups) * heldBlocks(k, tokens, bs) * int64(group) * page
 	}
-	return LayoutRow{Layout: LayoutUniform, BlockTokens: int(bs), PaddingLayers: padding,
+	return LayoutRow{Layout: LayoutUniform, BlockTokens: int(bs), PaddingLayers: padding, Blocks: seqBlocks,
 		RequestBytes: perRequest, UsefulBytes: useful, Concurrency: budget / perRequest}
 }
 

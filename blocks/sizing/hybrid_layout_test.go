@@ -3,6 +3,7 @@ package sizing
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,6 +49,73 @@ func TestCompareLayouts(t *testing.T) {
 	}
 	_, err = CompareLayouts(HybridModel{Name: "x"}, 1, 1, 1)
 	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// The hybrid presets come from models.json through the config parser; each equals what
+// the parser makes of the model's published config.json in testdata, and the per-layer
+// figures the last session derived by hand from the same configs.
+func TestHybridPresetsFromConfigs(t *testing.T) {
+	attn := func(kv, dim int) int64 { return 2 * int64(kv) * int64(dim) * 2 }
+	tests := []struct {
+		preset, fixture string
+		layers          []HybridLayers
+	}{
+		{"gpt-oss-20b", "gpt-oss-20b.json", []HybridLayers{
+			{Kind: KindSliding, Layers: 12, Span: 128, TokenBytes: attn(8, 64)}, {Kind: KindFull, Layers: 12, TokenBytes: attn(8, 64)}}},
+		{"gpt-oss-120b", "", []HybridLayers{
+			{Kind: KindSliding, Layers: 18, Span: 128, TokenBytes: attn(8, 64)}, {Kind: KindFull, Layers: 18, TokenBytes: attn(8, 64)}}},
+		{"gemma-3-27b", "gemma-3-27b-it.json", []HybridLayers{
+			{Kind: KindSliding, Layers: 52, Span: 1024, TokenBytes: attn(16, 128)}, {Kind: KindFull, Layers: 10, TokenBytes: attn(16, 128)}}},
+		{"llama-4-scout", "llama-4-scout-17b-16e-instruct.json", []HybridLayers{
+			{Kind: KindChunked, Layers: 36, Span: 8192, TokenBytes: attn(8, 128)}, {Kind: KindFull, Layers: 12, TokenBytes: attn(8, 128)}}},
+		// Gated DeltaNet: conv (4-1) x (2 x 16 x 128 + 32 x 128) + recurrent 32 x 128 x 128, bf16.
+		{"qwen3-next-80b-a3b", "qwen3-next-80b-a3b-instruct.json", []HybridLayers{
+			{Kind: KindState, Layers: 36, StateBytes: 1_097_728}, {Kind: KindFull, Layers: 12, TokenBytes: attn(2, 256)}}},
+		// Mamba: d_inner 2 x 4,096; conv (4-1) x 8,192 + SSM 8,192 x 16, bf16.
+		{"jamba-1.5-mini", "ai21-jamba-1.5-mini.json", []HybridLayers{
+			{Kind: KindState, Layers: 28, StateBytes: 311_296}, {Kind: KindFull, Layers: 4, TokenBytes: attn(8, 128)}}},
+	}
+	presets := HybridPresets()
+	require.Len(t, presets, len(tests))
+	byName := map[string]HybridModel{}
+	for _, m := range presets {
+		byName[m.Name] = m
+	}
+	for _, tt := range tests {
+		t.Run(tt.preset, func(t *testing.T) {
+			p, ok := byName[tt.preset]
+			require.True(t, ok)
+			assert.Equal(t, tt.layers, p.Layers)
+			if tt.fixture == "" {
+				return
+			}
+			m, err := ParseHFConfig(readConfig(t, tt.fixture))
+			require.NoError(t, err)
+			h, err := m.Hybrid(BF16)
+			require.NoError(t, err)
+			assert.Equal(t, p.Layers, h.Layers, "the published config.json gives the preset's numbers")
+		})
+	}
+}
+
+// A state group's memory is in the plan: one state per request, whatever its length.
+func TestPlanCountsState(t *testing.T) {
+	m, err := ModelPreset("jamba-1.5-mini")
+	require.NoError(t, err)
+	l, err := NewKVLayout(m, BF16, 1, 16)
+	require.NoError(t, err)
+	state := int64(28 * 311_296)
+	assert.Equal(t, state, l.StateBytesPerRequest())
+	assert.Equal(t, state, m.StateBytes(BF16))
+	assert.Equal(t, state+16*16_384, l.BytesPerRequest(16))
+	assert.Equal(t, state+2*16*16_384, l.BytesPerRequest(17))
+	l2, err := NewKVLayout(m, BF16, 2, 16)
+	require.NoError(t, err)
+	assert.Equal(t, state/2, l2.StateBytesPerRequest(), "tensor parallelism splits the state")
+	// fp8 KV leaves the state in the model's bf16, as vLLM's mamba_cache_dtype auto.
+	l8, err := NewKVLayout(m, FP8E4M3, 1, 16)
+	require.NoError(t, err)
+	assert.Equal(t, state+16*8_192, l8.BytesPerRequest(16))
 }
 
 // TestHybridLayoutTable prints the comparison bench/README.md shows.

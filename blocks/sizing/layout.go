@@ -10,7 +10,9 @@ const DefaultBlockSize = 16
 // block of BlockSize tokens takes in all layers on one GPU. A sliding-window layer group
 // needs at most its window plus one block of those tokens, so a request on a model with
 // sliding-window layers takes less than its blocks times BytesPerBlock: BytesPerRequest
-// counts each group by itself.
+// counts each group by itself. A state group (Mamba, linear attention) holds one state
+// per request whatever its length, in the model's data type (vLLM's mamba_cache_dtype
+// auto), or in the cache's when the model gives none.
 type KVLayout struct {
 	model     ModelSpec
 	dtype     DType
@@ -19,6 +21,9 @@ type KVLayout struct {
 	perGPU    []int64 // bits per token per GPU, one per group
 	whole     []int64 // bits per token in the whole model, one per group
 	total     int64   // bits per token, whole model, before tensor parallelism
+	// stateGPU and stateWhole are the bits of one sequence's Mamba / linear-attention
+	// state, per GPU and in the whole model.
+	stateGPU, stateWhole int64
 }
 
 // NewKVLayout lays out m's KV cache in dtype d over tp GPUs in blocks of blockSize tokens.
@@ -42,7 +47,7 @@ func NewKVLayout(m ModelSpec, d DType, tp, blockSize int) (KVLayout, error) {
 	}
 	l := KVLayout{model: m, dtype: d, tp: tp, blockSize: blockSize, perGPU: make([]int64, len(m.Groups)), whole: make([]int64, len(m.Groups))}
 	for i, g := range m.Groups {
-		if !g.MLA() {
+		if !g.MLA() && !g.State() {
 			if g.KVHeads >= tp && g.KVHeads%tp != 0 {
 				return KVLayout{}, invalidf("tensor parallel size %d does not divide the %d KV heads of %s", tp, g.KVHeads, m.Name)
 			}
@@ -53,6 +58,12 @@ func NewKVLayout(m ModelSpec, d DType, tp, blockSize int) (KVLayout, error) {
 		l.perGPU[i] = g.bitsPerToken(d, tp)
 		l.whole[i] = g.bitsPerToken(d, 1)
 		l.total += l.whole[i]
+		sd := m.DType
+		if sd == 0 {
+			sd = d
+		}
+		l.stateGPU += g.stateBits(sd, tp)
+		l.stateWhole += g.stateBits(sd, 1)
 	}
 	if l.total > maxBitsPerToken {
 		return KVLayout{}, invalidf("model %q: %d bits of KV cache per token is beyond any real model", m.Name, l.total)
@@ -108,21 +119,27 @@ func (l KVLayout) blocksInGroup(g LayerGroup, tokens int64) int64 {
 // BytesPerRequest returns the KV cache one request of tokens tokens holds on one GPU, in
 // whole blocks, with sliding windows applied. tokens is clamped to [0, MaxTokens].
 func (l KVLayout) BytesPerRequest(tokens int64) int64 {
-	return l.requestBytes(tokens, l.perGPU)
+	return l.requestBytes(tokens, l.perGPU, l.stateGPU)
 }
+
+// StateBytesPerRequest returns the Mamba / linear-attention state one request holds on
+// one GPU, whatever its length (included in BytesPerRequest): 0 without state groups.
+func (l KVLayout) StateBytesPerRequest() int64 { return Bits(l.stateGPU).CeilBytes() }
 
 // ModelBytesPerRequest returns the KV cache one request of tokens tokens holds in the
 // whole model, before the tensor-parallel split (so without replicated heads), in whole
 // blocks, with sliding windows applied: 10 GiB for Llama 3 70B in fp16 at 32,768 tokens.
 func (l KVLayout) ModelBytesPerRequest(tokens int64) int64 {
-	return l.requestBytes(tokens, l.whole)
+	return l.requestBytes(tokens, l.whole, l.stateWhole)
 }
 
-func (l KVLayout) requestBytes(tokens int64, bitsPerToken []int64) int64 {
+func (l KVLayout) requestBytes(tokens int64, bitsPerToken []int64, state int64) int64 {
 	tokens = clampTokens(tokens)
-	var bitsTotal int64
+	bitsTotal := state
 	for i, g := range l.model.Groups {
-		bitsTotal += l.blocksInGroup(g, tokens) * int64(l.blockSize) * bitsPerToken[i]
+		if !g.State() {
+			bitsTotal += l.blocksInGroup(g, tokens) * int64(l.blockSize) * bitsPerToken[i]
+		}
 	}
 	return Bits(bitsTotal).CeilBytes()
 }
@@ -172,7 +189,7 @@ func (l KVLayout) MaxContext(budget int64) (tokens int64, unbounded bool) {
 
 func (l KVLayout) hasFullAttention() bool {
 	for _, g := range l.model.Groups {
-		if !g.Sliding() {
+		if !g.Sliding() && !g.State() {
 			return true
 		}
 	}

@@ -5,14 +5,24 @@ import (
 	"math/bits"
 )
 
-// LayerGroup is a run of decoder layers that cache the same thing per token: full or
-// sliding-window attention with KVHeads heads of KHeadDim (K) and VHeadDim (V) values, or
-// multi-head latent attention (MLA, DeepSeek) with one latent vector of LatentDim values.
+// LayerGroup is a run of decoder layers that cache the same thing: full, sliding-window
+// or chunked local attention with KVHeads heads of KHeadDim (K) and VHeadDim (V) values
+// per token, multi-head latent attention (MLA, DeepSeek) with one latent vector of
+// LatentDim values per token, or a Mamba / linear-attention state of StateValues values
+// per sequence, whatever its length.
 type LayerGroup struct {
 	// Layers is how many decoder layers the group has.
 	Layers int `json:"layers"`
 	// Window is the sliding window in tokens; 0 means full attention (every token stays).
+	// With Chunked it is the attention chunk instead.
 	Window int `json:"window,omitempty"`
+	// Chunked marks chunked local attention (Llama 4): a token attends to the tokens of
+	// its own chunk of Window tokens, so a layer never holds more than a window does.
+	Chunked bool `json:"chunked,omitempty"`
+	// StateValues, for a Mamba or linear-attention (Gated DeltaNet) group, is the values
+	// of one sequence's state in one layer: convolution state plus recurrent state. Such a
+	// group has no heads and caches nothing per token. 0 for attention.
+	StateValues int64 `json:"state_values,omitempty"`
 	// KVHeads is the number of KV heads (equal to the query heads without grouped-query
 	// attention). 0 for MLA.
 	KVHeads int `json:"kv_heads,omitempty"`
@@ -28,8 +38,12 @@ type LayerGroup struct {
 // MLA reports whether the group caches an MLA latent rather than K and V heads.
 func (g LayerGroup) MLA() bool { return g.LatentDim > 0 }
 
-// Sliding reports whether the group keeps only a window of recent tokens.
+// Sliding reports whether the group keeps only a window (or a chunk) of recent tokens.
 func (g LayerGroup) Sliding() bool { return g.Window > 0 }
+
+// State reports whether the group keeps a fixed state per sequence (Mamba, linear
+// attention) rather than tokens.
+func (g LayerGroup) State() bool { return g.StateValues > 0 }
 
 // limits keep every product of the sizing inside int64: a token count of at most
 // MaxTokens times at most maxBitsPerToken bits is below 2^62.
@@ -38,6 +52,9 @@ const (
 	MaxTokens       = 1<<31 - 1
 	maxBitsPerToken = 1 << 31
 	maxDim          = 1 << 20
+	// maxStateValues bounds one layer's state (Jamba's is 155,648 values, Qwen3-Next's
+	// 548,864): layers x state x 32 bits stays below 2^62.
+	maxStateValues = 1 << 36
 )
 
 func (g LayerGroup) validate(i int) error {
@@ -46,6 +63,14 @@ func (g LayerGroup) validate(i int) error {
 		return invalidf("layer group %d: %d layers", i, g.Layers)
 	case g.Window < 0 || g.Window > MaxTokens:
 		return invalidf("layer group %d: window %d", i, g.Window)
+	case g.Chunked && g.Window == 0:
+		return invalidf("layer group %d: chunked attention without a chunk size", i)
+	case g.StateValues < 0 || g.StateValues > maxStateValues:
+		return invalidf("layer group %d: state of %d values", i, g.StateValues)
+	case g.State():
+		if g.KVHeads != 0 || g.KHeadDim != 0 || g.VHeadDim != 0 || g.LatentDim != 0 || g.Window != 0 || g.Chunked {
+			return invalidf("layer group %d: a state group has no heads, latent, window or chunk", i)
+		}
 	case g.MLA():
 		if g.KVHeads != 0 || g.KHeadDim != 0 || g.VHeadDim != 0 {
 			return invalidf("layer group %d: an MLA group has a latent, not KV heads", i)
@@ -76,11 +101,24 @@ func (g LayerGroup) kvHeadsPerGPU(tp int) int {
 // bitsPerToken is the bits one token takes in all layers of the group on one GPU of tp.
 // An MLA latent is replicated on every GPU, as vLLM does.
 func (g LayerGroup) bitsPerToken(d DType, tp int) int64 {
+	if g.State() {
+		return 0
+	}
 	if g.MLA() {
 		return int64(g.Layers) * d.VectorBits(int64(g.LatentDim))
 	}
 	perHead := d.VectorBits(int64(g.KHeadDim)) + d.VectorBits(int64(g.VHeadDim))
 	return int64(g.Layers) * int64(g.kvHeadsPerGPU(tp)) * perHead
+}
+
+// stateBits is the bits one sequence's state takes in all layers of the group on one GPU
+// of tp: tensor parallelism splits Mamba's inner dimension and linear attention's heads,
+// so each GPU holds a tp-th of it (rounded up).
+func (g LayerGroup) stateBits(d DType, tp int) int64 {
+	if !g.State() {
+		return 0
+	}
+	return int64(g.Layers) * d.VectorBits((g.StateValues+int64(tp)-1)/int64(tp))
 }
 
 // ModelSpec is what the sizing needs to know of a model: its layer groups, its heads for
@@ -145,7 +183,7 @@ func (m ModelSpec) Validate() error {
 	return nil
 }
 
-// NumLayers returns the number of decoder layers that hold KV cache.
+// NumLayers returns the number of decoder layers that hold KV cache or state.
 func (m ModelSpec) NumLayers() int {
 	n := 0
 	for _, g := range m.Groups {
@@ -164,7 +202,8 @@ func (m ModelSpec) bitsPerToken(d DType, tp int) int64 {
 
 // KVBitsPerToken returns the formula's value for the whole model: 2 (K and V) x layers x
 // KV heads x head dim x bits per value summed over the layer groups (one latent per layer
-// for MLA), before any tensor-parallel split and ignoring windows. For Llama 3 70B in
+// for MLA), before any tensor-parallel split and ignoring windows. State groups hold no
+// tokens and count 0 here (StateBytes has them). For Llama 3 70B in
 // fp16 it is 2,621,440 bits: 327,680 bytes.
 func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 	if err := m.Validate(); err != nil {
@@ -174,6 +213,16 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 		return 0, invalidf("invalid cache data type")
 	}
 	return Bits(m.bitsPerToken(d, 1)), nil
+}
+
+// StateBytes returns the Mamba / linear-attention state one sequence holds in the whole
+// model, in data type d, whatever its length: 0 when the model has no state groups.
+func (m ModelSpec) StateBytes(d DType) int64 {
+	var b int64
+	for _, g := range m.Groups {
+		b += g.stateBits(d, 1)
+	}
+	return Bits(b).CeilBytes()
 }
 
 // TotalWeightBytes returns the bytes of the weights: WeightBytes when given, otherwise

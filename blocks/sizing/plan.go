@@ -83,6 +83,9 @@ type Plan struct {
 	// ModelBytesPerRequest is BytesPerRequest for the whole model, before the tensor-
 	// parallel split.
 	ModelBytesPerRequest int64
+	// StateBytesPerRequest is the Mamba / linear-attention state one request holds on one
+	// GPU (part of BytesPerRequest): 0 without state layers.
+	StateBytesPerRequest int64
 	// MaxConcurrency is how many requests at MaxModelLen fit at once, capped by MaxNumSeqs.
 	MaxConcurrency int64
 	// ConcurrencyRatio is KVBudget / BytesPerRequest: vLLM's "Maximum concurrency for N
@@ -117,6 +120,7 @@ func NewPlan(c PlanConfig) (Plan, error) {
 	p.BytesPerBlock = l.BytesPerBlock()
 	p.BytesPerRequest = l.BytesPerRequest(int64(c.MaxModelLen))
 	p.ModelBytesPerRequest = l.ModelBytesPerRequest(int64(c.MaxModelLen))
+	p.StateBytesPerRequest = l.StateBytesPerRequest()
 	if p.KVBudget > 0 {
 		p.NumBlocks = p.KVBudget / p.BytesPerBlock
 		p.KVCacheTokens = p.NumBlocks * int64(c.BlockSize)

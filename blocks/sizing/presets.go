@@ -19,13 +19,15 @@ import (
 var presetFiles embed.FS
 
 type modelPresetFile struct {
-	Name        string          `json:"name"`
-	Aliases     []string        `json:"aliases"`
-	HFRepo      string          `json:"hf_repo"`
-	Params      int64           `json:"params"`
-	WeightBytes int64           `json:"weight_bytes"`
-	Source      string          `json:"source"`
-	Config      json.RawMessage `json:"config"`
+	Name        string   `json:"name"`
+	Aliases     []string `json:"aliases"`
+	HFRepo      string   `json:"hf_repo"`
+	Params      int64    `json:"params"`
+	WeightBytes int64    `json:"weight_bytes"`
+	Source      string   `json:"source"`
+	// Hybrid puts the model in the layout comparison (HybridPresets).
+	Hybrid bool            `json:"hybrid"`
+	Config json.RawMessage `json:"config"`
 }
 
 // GPU is a device to plan for: its memory as nvidia-smi reports it (the "Total" of
@@ -52,6 +54,7 @@ func (g GPU) MemoryBytes() int64 {
 
 type presetTable struct {
 	models     []ModelSpec
+	hybrid     []int          // indices of the models of the layout comparison
 	modelNames map[string]int // normalized name, alias or HF repo -> index
 	gpus       []GPU
 	gpuNames   map[string]int
@@ -100,6 +103,12 @@ func parsePresets() (presetTable, error) {
 		}
 		if err := addNames(t.modelNames, len(t.models), append([]string{f.Name, f.HFRepo}, f.Aliases...)); err != nil {
 			return t, err
+		}
+		if f.Hybrid {
+			if _, err := spec.Hybrid(BF16); err != nil {
+				return t, fmt.Errorf("model %s: %v", f.Name, err)
+			}
+			t.hybrid = append(t.hybrid, len(t.models))
 		}
 		t.models = append(t.models, spec)
 	}

@@ -33,7 +33,12 @@ func TestModelPresets(t *testing.T) {
 		{"gemma-2-27b", 376_832, 46, 23, 4096, 8192, 27_227_128_320},
 		{"gemma-3-27b", 507_904, 62, 52, 1024, 131072, 27_432_406_640},
 		{"deepseek-v3", 70_272, 61, 0, 0, 163840, 671_026_419_200},
+		{"gpt-oss-20b", 49_152, 24, 12, 128, 131072, 20_914_757_184},
 		{"gpt-oss-120b", 73_728, 36, 18, 128, 131072, 116_829_156_672},
+		{"llama-4-scout", 196_608, 48, 36, 8192, 10485760, 109_000_000_000},
+		// State layers hold no tokens: bytes per token count the attention layers.
+		{"qwen3-next-80b-a3b", 24_576, 48, 0, 0, 262144, 80_000_000_000},
+		{"jamba-1.5-mini", 16_384, 32, 0, 0, 262144, 52_000_000_000},
 	}
 	names := ModelPresetNames()
 	require.Len(t, names, len(tests), "every preset is pinned here")

@@ -516,6 +516,10 @@ type planJSON struct {
 	Assumptions           []string  `json:"assumptions"`
 	// PerRequest is what --kv-bytes-per-request gives, when given.
 	PerRequest *requestOverride `json:"kv_bytes_per_request,omitempty"`
+	// StateBytesPerRequestPerGPU is the Mamba / linear-attention state of one request.
+	StateBytesPerRequestPerGPU int64 `json:"state_bytes_per_request_per_gpu,omitempty"`
+	// Layouts compares the memory layouts of a hybrid model (more than one kind of layer).
+	Layouts *layoutsJSON `json:"layouts,omitempty"`
 }
 
 func planToJSON(p sizing.Plan, extra []string, over *requestOverride) planJSON {
@@ -532,7 +536,8 @@ func planToJSON(p sizing.Plan, extra []string, over *requestOverride) planJSON {
 		BytesPerBlock: p.BytesPerBlock, NumBlocks: p.NumBlocks, KVCacheTokens: p.KVCacheTokens,
 		MaxConcurrency: p.MaxConcurrency, ConcurrencyRatio: math.Round(p.ConcurrencyRatio*100) / 100,
 		LimitedBy: p.Limit, MaxContextUnbounded: p.MaxContextUnbounded, Fits: p.Fits(),
-		Assumptions: assumptions(p, extra),
+		Assumptions: assumptions(p, extra), StateBytesPerRequestPerGPU: p.StateBytesPerRequest,
+		Layouts: layoutsToJSON(p),
 	}
 	if over != nil && over.Concurrency > 0 && p.KVBudget > 0 {
 		j.Fits, j.Message = true, ""
@@ -588,6 +593,9 @@ func writePlanTable(w io.Writer, p sizing.Plan, extra []string, over *requestOve
 	row("KV cache budget, per GPU", bothUnits(max(p.KVBudget, 0)),
 		fmt.Sprintf("%s usable - %s weights - %s overhead", bothUnits(p.UsableMemory), bothUnits(p.WeightsPerGPU), bothUnits(c.RuntimeOverhead)))
 	row("KV cache budget, total", bothUnits(max(p.KVBudget, 0)*int64(c.TensorParallel)), "across "+theGPUs(c.TensorParallel))
+	if sb := p.StateBytesPerRequest; sb > 0 {
+		row("state per request, per GPU", bothUnits(sb), "Mamba / linear-attention state, whatever the length; included above")
+	}
 	blocksNote := commas(p.KVCacheTokens) + " tokens"
 	if hasWindows(c.Model) {
 		blocksNote += " if every layer kept every token; sliding-window layers keep less"
@@ -609,6 +617,9 @@ func writePlanTable(w io.Writer, p sizing.Plan, extra []string, over *requestOve
 		row("fits", "NO", "why, and what to change: on stderr")
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeLayouts(w, p); err != nil {
 		return err
 	}
 	return writeAssumptions(w, assumptions(p, extra))
@@ -709,8 +720,15 @@ func describeGroups(m sizing.ModelSpec) string {
 	parts := make([]string, 0, len(m.Groups))
 	for _, g := range m.Groups {
 		kind := "full-attention"
-		if g.Sliding() {
+		switch {
+		case g.Chunked:
+			kind = "chunked-local-attention (chunk " + commas(int64(g.Window)) + ")"
+		case g.Sliding():
 			kind = "sliding-window (" + commas(int64(g.Window)) + ")"
+		}
+		if g.State() {
+			parts = append(parts, fmt.Sprintf("%d state layers (Mamba / linear attention) x %s state values a sequence", g.Layers, commas(g.StateValues)))
+			continue
 		}
 		if g.MLA() {
 			parts = append(parts, fmt.Sprintf("%d MLA layers x one %d-value latent", g.Layers, g.LatentDim))
@@ -733,6 +751,12 @@ func describeTP(m sizing.ModelSpec, tp int) string {
 	seen := map[int]bool{}
 	for _, g := range m.Groups {
 		switch {
+		case g.State():
+			if !seen[-2] {
+				parts = append(parts, "the Mamba / linear-attention state is split across the GPUs")
+			}
+			seen[-2] = true
+			continue
 		case g.MLA():
 			if !seen[-1] {
 				parts = append(parts, "the MLA latent is replicated on every GPU, as in vLLM")
