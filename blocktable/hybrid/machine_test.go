@@ -13,11 +13,13 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestMachineAgainstVLLMModel runs random admissions, decode steps and finishes on
+// TestMachineAgainstVLLMModel runs random admissions, decode steps, lookahead
+// reservations, forks, preemptions, readmissions of preempted sequences and finishes on
 // random hybrid models (one to three groups of full attention, sliding windows, Mamba
 // state and chunked local attention, small pools, EAGLE or not, two namespaces) through the Manager and through the reference model of vLLM's
 // hybrid manager, and requires the same hits, the same block IDs in every group's table,
-// the same evictions and free-queue length, and the invariants, after every step.
+// the same evictions and free-queue length, the same copy-on-write copies and preemption
+// victims, and the invariants, after every step.
 func TestMachineAgainstVLLMModel(t *testing.T) {
 	rounds := 10 // rapid's 100 checks per round; the rare paths need about a thousand
 	if testing.Short() {
@@ -63,12 +65,15 @@ func checkMachine(t *testing.T) {
 		}
 		ref := newVMManager(nb, mgroups, eagle)
 		ref.checkFirst = true
-		live := map[blocktable.SeqID]*vmRequest{}
+		live := map[blocktable.SeqID]*vmRunning{}
 		next := blocktable.SeqID(0)
+		clock := uint64(0)
+		var waiting [][]int32 // tokens of preempted sequences, to admit again
 		const maxExtra = 12
 		bases := [][]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 2, 3, 4, 9, 9, 9, 9}, {5, 5, 5, 5, 5, 5, 5, 5}}
 		check := func(what string) {
-			for id, r := range live {
+			for id, lr := range live {
+				r := lr.req
 				for g := range ng {
 					got, err := m.Table(id, g)
 					if err != nil {
@@ -90,6 +95,65 @@ func checkMachine(t *testing.T) {
 			if err := m.CheckInvariants(); err != nil {
 				rt.Fatalf("%s: %v", what, err)
 			}
+			if c := m.TakeCopies(nil); len(c) > 0 && what != "append" && what != "reserve" {
+				rt.Fatalf("%s: copies %v", what, c)
+			}
+		}
+		admit := func(rt *rapid.T, prompt []int32, resumed bool) {
+			id := next
+			next++
+			salt := ""
+			if !resumed {
+				salt = rapid.SampledFrom([]string{"", "", "tenant"}).Draw(rt, "salt")
+			}
+			n := len(prompt)
+			r := ref.newRequestIn(salt, prompt)
+			hits, want := ref.computedBlocks(r)
+			ok := ref.allocateSlots(r, n-want, want, hits)
+			got, err := m.Admit(id, &hybrid.Request{Prompt: prompt, MaxTokens: n + maxExtra, Namespace: prefix.Namespace{Salt: salt}, Resumed: resumed})
+			if !ok {
+				if !errors.Is(err, blocks.ErrOutOfBlocks) {
+					rt.Fatalf("admit %v: vLLM out of blocks, Manager %v", prompt, err)
+				}
+				check("admit refused")
+				return
+			}
+			if err != nil || got != want {
+				rt.Fatalf("admit %v: hit %d err %v, vLLM hit %d", prompt, got, err, want)
+			}
+			r.computed = n
+			clock++
+			live[id] = &vmRunning{req: r, arrival: clock}
+			check("admit")
+		}
+		// copies checks the step's copy-on-write copies: every one from a block that r
+		// held before into the block r holds now at the same entry.
+		copies := func(rt *rapid.T, before [][]int, r *vmRequest) {
+			want := 0
+			for g := range ng {
+				for i := range min(len(before[g]), len(r.blocks[g])) {
+					if before[g][i] != r.blocks[g][i] && r.blocks[g][i] != vmNull {
+						want++
+					}
+				}
+			}
+			got := m.TakeCopies(nil)
+			if len(got) != want {
+				rt.Fatalf("copies %v, vLLM model made %d", got, want)
+			}
+			for _, c := range got {
+				i := slices.Index(r.blocks[c.Group], int(c.Dst))
+				if i < 0 || i >= len(before[c.Group]) || before[c.Group][i] != int(c.Src) {
+					rt.Fatalf("copy %+v: not from the block the table held", c)
+				}
+			}
+		}
+		clone := func(bl [][]int) [][]int {
+			out := make([][]int, len(bl))
+			for g := range bl {
+				out[g] = slices.Clone(bl[g])
+			}
+			return out
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"admit": func(rt *rapid.T) {
@@ -103,35 +167,90 @@ func checkMachine(t *testing.T) {
 						prompt[i] = rapid.Int32Range(0, 2).Draw(rt, "tok")
 					}
 				}
-				id := next
+				admit(rt, prompt, false)
+			},
+			"readmit": func(rt *rapid.T) {
+				if len(waiting) == 0 {
+					rt.Skip("nothing preempted")
+				}
+				prompt := waiting[0]
+				waiting = waiting[1:]
+				admit(rt, prompt, true)
+			},
+			"fork": func(rt *rapid.T) {
+				id := pickSeq(rt, live)
+				child := next
 				next++
-				salt := rapid.SampledFrom([]string{"", "", "tenant"}).Draw(rt, "salt")
-				r := ref.newRequestIn(salt, prompt)
-				hits, want := ref.computedBlocks(r)
-				ok := ref.allocateSlots(r, n-want, want, hits)
-				got, err := m.Admit(id, &hybrid.Request{Prompt: prompt, MaxTokens: n + maxExtra, Namespace: prefix.Namespace{Salt: salt}})
-				if !ok {
-					if !errors.Is(err, blocks.ErrOutOfBlocks) {
-						rt.Fatalf("admit %v: vLLM out of blocks, Manager %v", prompt, err)
+				if err := m.Fork(id, child); err != nil {
+					rt.Fatal(err)
+				}
+				clock++
+				live[child] = &vmRunning{req: ref.fork(live[id].req), arrival: clock}
+				check("fork")
+			},
+			"reserve": func(rt *rapid.T) {
+				id := pickSeq(rt, live)
+				r := live[id].req
+				k := rapid.IntRange(1, 2*bs).Draw(rt, "lookahead")
+				err := m.Reserve(id, k)
+				if errors.Is(err, blocktable.ErrInvalidArgument) {
+					return // past MaxTokens
+				}
+				before := clone(r.blocks)
+				ok := ref.allocateSlotsAhead(r, 0, 0, nil, k)
+				if ok != (err == nil) {
+					rt.Fatalf("reserve %d: vLLM ok %v, Manager %v", k, ok, err)
+				}
+				copies(rt, before, r)
+				check("reserve")
+			},
+			"preempt": func(rt *rapid.T) {
+				protect := pickSeq(rt, live)
+				need := rapid.IntRange(1, nb/2).Draw(rt, "need")
+				tokens := map[blocktable.SeqID][]int32{}
+				for id := range live {
+					toks, err := m.Tokens(id)
+					if err != nil || !slices.Equal(toks, live[id].req.tokens) {
+						rt.Fatalf("tokens of %d: %v %v", id, toks, err)
 					}
-					check("admit refused")
+					tokens[id] = slices.Clone(toks)
+				}
+				want, all := ref.preempt(live, protect, need)
+				got, err := m.Preempt(blocktable.PreemptRequest{Need: need, Protect: []blocktable.SeqID{protect}}, nil)
+				if want == nil {
+					var oob *blocks.OutOfBlocksError
+					if !errors.As(err, &oob) || oob.Available != all {
+						rt.Fatalf("preempt %d: model frees only %d, Manager %v", need, all, err)
+					}
+					check("preempt refused")
 					return
 				}
-				if err != nil || got != want {
-					rt.Fatalf("admit %v: hit %d err %v, vLLM hit %d", prompt, got, err, want)
+				if err != nil || len(got) != len(want) {
+					rt.Fatalf("preempt %d: %v %v, model %v", need, got, err, want)
 				}
-				r.computed = n
-				live[id] = r
-				check("admit")
+				freed := 0
+				for i, p := range got {
+					if p.Seq != want[i] {
+						rt.Fatalf("preempt %d: victims %v, model %v", need, got, want)
+					}
+					freed += p.Freed
+					waiting = append(waiting, tokens[p.Seq])
+					delete(live, p.Seq)
+				}
+				if freed < need {
+					rt.Fatalf("preempt %d freed %d", need, freed)
+				}
+				check("preempt")
 			},
 			"append": func(rt *rapid.T) {
 				id := pickSeq(rt, live)
-				r := live[id]
+				r := live[id].req
 				tok := rapid.Int32Range(0, 2).Draw(rt, "tok")
 				err := m.Append(id, []int32{tok})
 				if errors.Is(err, blocktable.ErrInvalidArgument) {
 					return // at MaxTokens: nothing changed; the model is not told
 				}
+				before := clone(r.blocks)
 				ref.appendTokens(r, []int32{tok})
 				ok := ref.allocateSlots(r, 1, 0, nil)
 				if ok != (err == nil) {
@@ -143,6 +262,7 @@ func checkMachine(t *testing.T) {
 					r.tokens = r.tokens[:len(r.tokens)-1]
 					r.hashes = r.hashes[:len(r.tokens)/bs]
 				}
+				copies(rt, before, r)
 				check("append")
 			},
 			"finish": func(rt *rapid.T) {
@@ -150,7 +270,7 @@ func checkMachine(t *testing.T) {
 				if err := m.Finish(id); err != nil {
 					rt.Fatal(err)
 				}
-				ref.free(live[id])
+				ref.free(live[id].req)
 				delete(live, id)
 				check("finish")
 			},
@@ -159,7 +279,7 @@ func checkMachine(t *testing.T) {
 }
 
 // pickSeq draws one of the running sequences, in ID order so that runs replay.
-func pickSeq(rt *rapid.T, live map[blocktable.SeqID]*vmRequest) blocktable.SeqID {
+func pickSeq[V any](rt *rapid.T, live map[blocktable.SeqID]V) blocktable.SeqID {
 	if len(live) == 0 {
 		rt.Skip("nothing running")
 	}

@@ -477,8 +477,16 @@ func (m *vmManager) findKind(kind []int, hashes []vmHash, maxLen int) [][]int {
 // allocateSlots is allocate_slots(request, numNew, numNewComputed, hit); it returns false
 // (changing nothing but the skipped-block frees, as vLLM) when the pool is short.
 func (m *vmManager) allocateSlots(r *vmRequest, numNew, numNewComputed int, hit [][]int) bool {
+	return m.allocateSlotsAhead(r, numNew, numNewComputed, hit, 0)
+}
+
+// allocateSlotsAhead is allocate_slots with num_lookahead_tokens: slots for lookahead
+// more tokens, cached only up to the new tokens. A running request whose next write lands
+// in a block a fork shares gets its private copy first, group by group (vmfork_test.go;
+// vLLM has no forks).
+func (m *vmManager) allocateSlotsAhead(r *vmRequest, numNew, numNewComputed int, hit [][]int, lookahead int) bool {
 	local := r.computed + numNewComputed
-	need := local + numNew
+	need := local + numNew + lookahead
 	freed := 0
 	if m.checkFirst {
 		for g := range m.groups {
@@ -500,6 +508,9 @@ func (m *vmManager) allocateSlots(r *vmRequest, numNew, numNewComputed int, hit 
 		have := len(r.blocks[g])
 		if r.numCached[g] >= 0 {
 			toAlloc += max(required-have, 0)
+			if _, ok := m.sharedWrite(r, g, local); ok && need > local {
+				toAlloc++
+			}
 			continue
 		}
 		skippedBlocks := spec.skippedTokens(local) / m.bs
@@ -540,12 +551,17 @@ func (m *vmManager) allocateSlots(r *vmRequest, numNew, numNewComputed int, hit 
 		r.numCached[g] = len(r.blocks[g])
 	}
 	for g := range m.groups {
+		if i, ok := m.sharedWrite(r, g, local); ok && need > local {
+			src := r.blocks[g][i]
+			r.blocks[g][i] = m.pool.getNewBlocks(1)[0]
+			m.pool.blocks[src].ref--
+		}
 		required := (need + m.bs - 1) / m.bs
 		if n := required - len(r.blocks[g]); n > 0 {
 			r.blocks[g] = append(r.blocks[g], m.pool.getNewBlocks(n)...)
 		}
 	}
-	toCache := min(need, len(r.tokens))
+	toCache := min(local+numNew, len(r.tokens))
 	for g := range m.groups {
 		full := toCache / m.bs
 		if r.numCached[g] >= full {
