@@ -92,6 +92,17 @@
 // retried an admission after a failed one without noticing it succeeded, the test would
 // fail at its end with the blocks and the sequences holding them.
 //
+// # Hybrid models
+//
+// NewHybrid builds a blocktable/hybrid Manager (a model with several KV-cache groups in
+// one pool: full attention, sliding window, Mamba state...) with the same end-of-test
+// checks: HybridEnv.Check verifies every group's invariants, that no block sits in two
+// groups' tables, and conservation (free + evictable + held = capacity, per-group cached
+// counts), and at the end every block must be back in the free queue, free or cached and
+// evictable; a leak report names the sequence and the group holding each block
+// ("block 5: refcount 1, held by r2 (group 0)"). Preemption decisions are logged as for
+// Env. The scenario language drives the single-group Manager only.
+//
 // # Reliability of the module itself
 //
 // This package's own tests are the whole-system proof that nothing leaks: a state-machine
