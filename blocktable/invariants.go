@@ -86,6 +86,9 @@ func (m *Manager) CheckInvariants() error {
 	if err := m.checkOrder(); err != nil {
 		return err
 	}
+	if err := m.checkSoleHeld(); err != nil {
+		return err
+	}
 	for i, s := range m.near {
 		if s != nil && (m.seqs[s.id] != s || uint64(s.id)&uint64(len(m.near)-1) != uint64(i)) {
 			return fmt.Errorf("near-cache slot %d names seq %d, which is not filed there", i, s.id)
@@ -148,6 +151,47 @@ func (m *Manager) checkOrder() error {
 		}
 		if i > 0 && m.before(s, m.order[(i-1)/2]) {
 			return fmt.Errorf("seq %d comes before its parent in the preemption order", s.id)
+		}
+	}
+	return nil
+}
+
+// checkSoleHeld verifies the shortcut of freeable.go: the tangled count matches the
+// marks, and while the shortcut is in force every running sequence's Freeable counted by
+// binary search is the one its release plan gives.
+func (m *Manager) checkSoleHeld() error {
+	tangled := 0
+	members := make(map[int32]int32)
+	for _, s := range m.seqs {
+		if s.fam != 0 {
+			members[s.fam]++
+			if s.tangled {
+				return fmt.Errorf("seq %d is marked tangled in family %d", s.id, s.fam)
+			}
+		} else if s.tangled {
+			tangled++
+		}
+	}
+	for f, n := range members {
+		if int(f) >= len(m.fams) || m.fams[f].members != n {
+			return fmt.Errorf("family %d has %d members, its record says otherwise", f, n)
+		}
+		if m.fams[f].tangled {
+			tangled++
+		}
+	}
+	if tangled != m.tangled {
+		return fmt.Errorf("%d units marked tangled, the count says %d", tangled, m.tangled)
+	}
+	if !m.soleFreeable() {
+		return nil
+	}
+	for id, s := range m.seqs {
+		if s.state != Running {
+			continue
+		}
+		if got, want := m.soleHeld(s), m.freeable(s); got != want {
+			return fmt.Errorf("seq %d: Freeable by its table's unshared suffix is %d, its release plan frees %d", id, got, want)
 		}
 	}
 	return nil

@@ -51,6 +51,13 @@ type Manager struct {
 	order         []*sequence
 	frontier      []int32
 	walked        []*sequence
+	// tangled counts sequence records marked tangled (freeable.go): while it is 0 and no
+	// sliding window is set, a sequence's Freeable is the suffix of its table nobody else holds.
+	tangled  int
+	fams     []family // fork families (freeable.go); fams[0] unused
+	freeFams []int32
+	// walkFreeable makes every Freeable planned, for tests comparing the shortcut with it.
+	walkFreeable bool
 
 	hits    []blocks.ID // scratch for matches
 	infos   []evict.Candidate
@@ -87,6 +94,12 @@ type sequence struct {
 	// stale marks a sequence computed with the weights of an earlier epoch of its
 	// namespace: it commits nothing more (epoch.go).
 	stale bool
+	// dup marks a sequence one of whose commits found a duplicate (or an evicted prefix):
+	// its cursor may stand on a block it does not hold. tangled marks one that committed a
+	// block under such a cursor, alone; fam is its fork family (0: none), which carries the
+	// mark for all its members instead (freeable.go).
+	dup, tangled bool
+	fam          int32
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -416,6 +429,9 @@ func (m *Manager) commitFull(s *sequence) int {
 	if err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: committing seq %d blocks [%d, %d) failed: %v", s.id, from, full, err))
 	}
+	if res.Duplicates > 0 || res.Orphaned > 0 || s.dup {
+		m.committedUnder(s, res.Stored, res.Duplicates, res.Orphaned)
+	}
 	if res.Orphaned > 0 {
 		// After a duplicate the cursor sits on the index's own copy of a block, which this
 		// sequence does not hold; if that path was evicted since, the index detached the
@@ -541,6 +557,7 @@ func (m *Manager) drop(s *sequence) {
 		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d: %v", s.id, err))
 	}
 	m.orderRemove(s)
+	m.leaveUnit(s)
 	delete(m.seqs, s.id)
 	if slot := uint64(s.id) & uint64(len(m.near)-1); m.near[slot] == s {
 		m.near[slot] = nil
@@ -573,6 +590,8 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.prompt.Tokens = c.tokens
 	c.cur = p.cur
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
+	c.dup = p.dup
+	m.joinFamily(p, c)
 	c.arrival = m.clock.Tick()
 	m.file(c)
 	m.orderPush(c)

@@ -19,7 +19,13 @@ func (m *Manager) freeable(s *sequence) int {
 	return m.planRelease(s)
 }
 
-func (m *Manager) info(s *sequence) evict.Candidate {
+func (m *Manager) info(s *sequence, sole bool) evict.Candidate {
+	f := 0
+	if sole {
+		f = m.soleHeld(s)
+	} else {
+		f = m.freeable(s)
+	}
 	return evict.Candidate{
 		ID:       uint64(s.id),
 		Priority: s.priority,
@@ -27,7 +33,7 @@ func (m *Manager) info(s *sequence) evict.Candidate {
 		Computed: len(s.tokens),
 		Output:   max(0, len(s.tokens)-s.promptLen),
 		Held:     len(s.t.ids) - s.t.nulls,
-		Freeable: m.freeable(s),
+		Freeable: f,
 	}
 }
 
@@ -44,8 +50,11 @@ func (m *Manager) info(s *sequence) evict.Candidate {
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
 // the victims alone, so a call costs what the victims hold, however many sequences run.
-// Any other policy (cost, or a user's) is given every candidate's evict.Candidate, whose
-// Freeable takes a pass over the blocks each candidate holds.
+// Any other policy (cost, or a user's) is given every candidate's evict.Candidate; its
+// Freeable is found by a binary search over the candidate's table (freeable.go), so a
+// call costs O(n log n) in the n running sequences, except after a duplicate commit
+// tangled a sequence's path or under a sliding window, when it takes a pass over the
+// blocks each candidate holds.
 func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, error) {
 	if req.Need < 0 || req.Mode > Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
@@ -59,23 +68,29 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	if m.ordered != nil {
 		return m.preemptOrdered(req, dst)
 	}
+	sole := m.soleFreeable()
 	m.infos, m.infoIDs = m.infos[:0], m.infoIDs[:0]
 	for id, s := range m.seqs {
 		if s.state != Running || slices.Contains(req.Protect, id) {
 			continue
 		}
-		m.infos = append(m.infos, m.info(s))
+		m.infos = append(m.infos, m.info(s, sole))
 		m.infoIDs = append(m.infoIDs, id)
 	}
 	// What preempting every candidate would free, blocks shared among candidates (forks,
-	// common prefix hits) included: if even that is short, preempt nobody.
-	m.planBegin()
-	all := 0
-	for _, id := range m.infoIDs {
-		all += m.planRelease(m.seqs[id])
-	}
-	if all < req.Need {
-		return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: all}}
+	// common prefix hits) included: if even that is short, preempt nobody. The cost policy
+	// returns every candidate when their Freeable falls short of the need, and the plan
+	// below then covers them all and fails with the same figure, so with Freeable counted
+	// without a walk this pass over every held block is left to that rare case.
+	if _, cost := m.preempt.(evict.CostPreemption); !sole || !cost {
+		m.planBegin()
+		all := 0
+		for _, id := range m.infoIDs {
+			all += m.planRelease(m.seqs[id])
+		}
+		if all < req.Need {
+			return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: all}}
+		}
 	}
 	// Map iteration order is random: sort candidates by ID so that policies see one order.
 	sortInfos(m.infos, m.infoIDs)
@@ -292,6 +307,9 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	}
 	s.host = s.host[:0]
 	s.state = Running
+	// It holds its cached prefix from the root again and its own copies past it: untangled.
+	s.dup = false
+	m.leaveUnit(s)
 	m.orderPush(s)
 	if rematch {
 		// The cursor moves to the end of the path found now: the same path, or, if part of

@@ -66,7 +66,8 @@ func TestManagerPreemptCountsUnpinnedAncestors(t *testing.T) {
 // nothing (its a0 stays pinned under 2's b1); 2 frees b0 and b1, and a0 too once 1 is gone.
 func TestManagerFreeableCountsPins(t *testing.T) {
 	s := dupStack(t)
-	freeable := func(id SeqID) int { return s.m.info(s.m.seqs[id]).Freeable }
+	freeable := func(id SeqID) int { return s.m.info(s.m.seqs[id], s.m.soleFreeable()).Freeable }
+	require.False(t, s.m.soleFreeable(), "2 committed b1 under 1's a0, which it does not hold")
 	require.Equal(t, 0, freeable(1))
 	require.Equal(t, 2, freeable(2))
 	require.NoError(t, s.m.Finish(1))
