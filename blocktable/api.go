@@ -53,8 +53,9 @@ type Config struct {
 	Watermark float64
 	// SlidingWindow, when positive, is the attention window in tokens of every sequence:
 	// blocks wholly outside the window are released and their table entries point at the
-	// null block (the pool must have one). Such sequences neither match nor commit to the
-	// prefix index. 0 means full attention.
+	// null block (the pool must have one). It cannot be combined with Index (New fails
+	// with ErrWindowWithIndex): for prefix hits on a sliding-window model, use
+	// blocktable/hybrid with one hybrid.SlidingWindow group. 0 means full attention.
 	SlidingWindow int
 	// Clock is the logical clock shared with the index (pass the same one to
 	// prefix.WithClock). The Manager stamps each admission with Tick, which orders

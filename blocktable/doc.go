@@ -50,13 +50,19 @@
 // SwapIn takes again, from the index, the blocks of the sequence's committed prefix that
 // are still cached (no copy, no new block) and restores only the rest from the host, as
 // private copies; if part of its committed path was evicted meanwhile, the next commit
-// caches those copies again. Sliding-window sequences neither match nor commit.
+// caches those copies again.
+//
+// A sliding window (Config.SlidingWindow) runs without a prefix index: New refuses both
+// together (ErrWindowWithIndex), since this Manager would never match a window's blocks.
+// Prefix caching for sliding-window models, pure (Mistral 7B) or hybrid, is
+// blocktable/hybrid's: a hybrid.Manager with one SlidingWindow group hits as vLLM's
+// SlidingWindowManager does.
 //
 // # Errors
 //
 // Bad input and lack of memory return errors wrapping a sentinel (ErrUnknownSeq,
 // ErrDuplicateSeq, ErrNotRunning, blocks.ErrOutOfBlocks, ErrShortBuffer, ErrNoHostPool,
-// ErrInvalidArgument, ErrTooLarge), tested with errors.Is, and leave every structure
+// ErrInvalidArgument, ErrTooLarge, ErrWindowWithIndex), tested with errors.Is, and leave every structure
 // exactly as it was. Every size, count and position is checked against the pool's
 // capacity in slots before any arithmetic on it: a request the pool could never hold
 // (ErrTooLarge, a *SizeError) is told apart from one that must wait for memory

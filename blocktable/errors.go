@@ -35,6 +35,12 @@ var (
 	// retrying after a Preempt cannot help: reject the request. Also matches
 	// ErrInvalidArgument.
 	ErrTooLarge = errors.New("blocktable: size beyond the pool's capacity")
+	// ErrWindowWithIndex: Config.SlidingWindow together with Config.Index. The
+	// single-group Manager caches no sliding-window blocks, so the index would never get a
+	// hit; prefix caching for a sliding-window model is blocktable/hybrid's (a Manager with
+	// one hybrid.SlidingWindow group matches as vLLM's SlidingWindowManager does). New
+	// returns it rather than silently caching nothing. Also matches ErrInvalidArgument.
+	ErrWindowWithIndex = errors.New("blocktable: a sliding window caches no prefix here; use blocktable/hybrid with a SlidingWindow group for prefix hits, or no Index")
 )
 
 // SizeError reports a size, count or position beyond what the pool could ever hold, or

@@ -16,8 +16,7 @@ var harnessConfigs = []harnessConfig{
 	{blocks: 13, hostBlocks: 16, bs: 4, index: true},
 	{blocks: 40, hostBlocks: 8, bs: 4, index: true},
 	{blocks: 9, hostBlocks: 16, bs: 2, index: false},
-	{blocks: 12, hostBlocks: 16, bs: 4, window: 6},
-	{blocks: 12, hostBlocks: 16, bs: 4, window: 6, index: true},
+	{blocks: 12, hostBlocks: 16, bs: 4, window: 6}, // a window takes no index (ErrWindowWithIndex)
 	{blocks: 13, hostBlocks: 16, bs: 4, index: true, preemption: evict.NewProgressPreemption()},
 	{blocks: 13, hostBlocks: 16, bs: 4, index: true, preemption: evict.NewCostPreemption()},
 }

@@ -110,7 +110,8 @@ func (s *sequence) committed() int { return s.cur.Blocks() }
 // index's own (the same pool, block size and clock), or New fails with ErrInvalidArgument
 // rather than let a later call break an invariant. Every size is checked: a block size
 // outside [1, prefix.MaxBlockSize], a watermark outside [0, 1) (NaN included), a negative
-// window, a host pool that is the device pool.
+// window, a host pool that is the device pool. A sliding window with an Index fails with
+// ErrWindowWithIndex: the window's prefix caching is blocktable/hybrid's.
 func New(cfg Config) (*Manager, error) {
 	if x := cfg.Index; x != nil {
 		switch {
@@ -141,6 +142,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: watermark %v outside [0, 1)", ErrInvalidArgument, cfg.Watermark)
 	case cfg.SlidingWindow < 0:
 		return nil, fmt.Errorf("%w: sliding window %d", ErrInvalidArgument, cfg.SlidingWindow)
+	case cfg.SlidingWindow > 0 && cfg.Index != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, ErrWindowWithIndex)
 	case cfg.SlidingWindow > 0 && !cfg.Pool.HasNullBlock():
 		return nil, fmt.Errorf("%w: a sliding window needs a pool with a null block", ErrInvalidArgument)
 	case cfg.HostPool == cfg.Pool:
@@ -183,7 +186,7 @@ func sameClock(a, b evict.Clock) bool {
 // Config returns the configuration the Manager was built with.
 func (m *Manager) Config() Config { return m.cfg }
 
-func (m *Manager) caching() bool { return m.index != nil && m.cfg.SlidingWindow == 0 }
+func (m *Manager) caching() bool { return m.index != nil } // New refuses an index with a window
 
 func (m *Manager) releaseBlocks(ids []blocks.ID) error {
 	if m.index != nil {

@@ -263,8 +263,11 @@ func TestManagerTruncateAfterSpeculation(t *testing.T) {
 }
 
 func TestManagerSlidingWindow(t *testing.T) {
-	s := newStack(t, 6, 4, Config{SlidingWindow: 8})
-	_, err := s.m.Admit(1, &Request{Prompt: seqOf(10, 1)})
+	pool := newPool(t, 7)
+	m, err := New(Config{Pool: pool, BlockSize: 4, SlidingWindow: 8})
+	require.NoError(t, err)
+	s := &stack{m: m, pool: pool}
+	_, err = s.m.Admit(1, &Request{Prompt: seqOf(10, 1)})
 	require.NoError(t, err)
 	for i := range 100 {
 		_, err := s.m.Append(1, []int32{int32(i)}, 0)
@@ -279,11 +282,28 @@ func TestManagerSlidingWindow(t *testing.T) {
 	require.Equal(t, 28, n)
 	require.Equal(t, int32(0), row[0])
 	require.NotEqual(t, int32(0), row[27])
-	// A second request with the same prompt hits nothing.
+	// A second request with the same prompt hits nothing: there is no index.
 	res, err := s.m.Admit(2, &Request{Prompt: seqOf(10, 1)})
 	require.NoError(t, err)
 	require.Zero(t, res.HitTokens)
-	s.done(t)
+	require.NoError(t, s.m.CheckInvariants())
+	require.NoError(t, s.m.Finish(1))
+	require.NoError(t, s.m.Finish(2))
+	requireNoLeak(t, pool)
+}
+
+// A sliding window with a prefix index is refused with a typed error that routes the
+// caller to blocktable/hybrid, rather than admitted to cache nothing silently; there, one
+// SlidingWindow group gets the hit vLLM's SlidingWindowManager would.
+func TestManagerSlidingWindowWithIndexRefused(t *testing.T) {
+	pool := newPool(t, 7)
+	idx, err := prefix.New(pool, 4)
+	require.NoError(t, err)
+	_, err = New(Config{Pool: pool, Index: idx, SlidingWindow: 8})
+	require.ErrorIs(t, err, ErrWindowWithIndex)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, err, blocks.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "blocktable/hybrid")
 }
 
 func TestManagerPreemptAndReadmit(t *testing.T) {

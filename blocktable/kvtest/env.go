@@ -45,7 +45,10 @@ type Config struct {
 	Preemption evict.Preemption
 	// Observer, when set, also receives the index's events (after the kit's logger).
 	Observer prefix.Observer
-	// Watermark, SlidingWindow and FullPromptHit are passed to blocktable.Config.
+	// Watermark, SlidingWindow and FullPromptHit are passed to blocktable.Config. A
+	// SlidingWindow builds the stack without a prefix index (as NoIndex), since
+	// blocktable.New refuses a window with one (blocktable.ErrWindowWithIndex); NewHybrid
+	// tests a sliding window with prefix caching.
 	Watermark     float64
 	SlidingWindow int
 	FullPromptHit bool
@@ -120,6 +123,9 @@ func build(tb TB, cfg Config) (*Env, error) {
 	}
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = 4
+	}
+	if cfg.SlidingWindow > 0 {
+		cfg.NoIndex = true
 	}
 	e := &Env{
 		tb:    tb,
