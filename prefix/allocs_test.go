@@ -80,3 +80,37 @@ func TestMatchAllocatesNothing(t *testing.T) {
 	}))
 	assert.Len(t, dst, 256)
 }
+
+// Hash allocates nothing in steady state in any configuration, including the default one
+// (seeded table keys, Fast64, no observer), where it recomputes the hash from the path.
+func TestHashAllocatesNothing(t *testing.T) {
+	if invariant.Enabled {
+		t.Skip("invariant checks allocate")
+	}
+	mm := []MMInput{{Hash: "img", Offset: 6, Length: 9}}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		mm   []MMInput
+	}{
+		{name: "default, no observer"},
+		{name: "default, multimodal", mm: mm},
+		{name: "default, multimodal pairs", opts: []Option{WithMMKeyForm(MMKeyIdentifierOffset)}, mm: mm},
+		{name: "observer", opts: []Option{WithObserver(nopObserver{})}},
+		{name: "sha256, no observer", opts: []Option{WithHasher(NewSHA256())}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, x := newTestIndex(t, 40, tc.opts...)
+			r := admit(t, x, pool, Prompt{Namespace: Namespace{LoRA: "l", Salt: "s"}, Tokens: toks(1, 32*testBS), MM: tc.mm})
+			dst := make([]byte, 0, 64)
+			var ok bool
+			assert.Zero(t, testing.AllocsPerRun(100, func() {
+				for _, id := range r.ids {
+					dst, ok = x.Hash(dst[:0], id)
+				}
+			}))
+			require.True(t, ok)
+			require.NotEmpty(t, dst)
+		})
+	}
+}

@@ -56,12 +56,18 @@ type Retention struct {
 }
 
 // Extra is a block's identity beyond its tokens, in vLLM's order: the LoRA name, the
-// hashes of the multimodal inputs that overlap the block, and the cache salt on a
-// namespace's first block only. It takes part in equality and in the block hash.
+// multimodal inputs that overlap the block, and the cache salt on a namespace's first
+// block only. It takes part in equality and in the block hash.
+//
+// A multimodal input is keyed by its identifier MM[i] alone (MMKeyIdentifier: MMOffsets
+// is nil), or by the pair (MM[i], MMOffsets[i]) (MMKeyIdentifierOffset: MMOffsets has
+// one entry per MM entry), the offset being where the input starts relative to the
+// block's first token.
 type Extra struct {
-	LoRA string
-	MM   []string
-	Salt string
+	LoRA      string
+	MM        []string
+	MMOffsets []int
+	Salt      string
 }
 
 // Hasher computes chained block hashes. Hashes identify blocks in events and logs; the
@@ -93,6 +99,10 @@ type BlockStored struct {
 	Namespace Namespace
 	// MM holds each block's multimodal extra keys, or is nil when no block has any.
 	MM [][]string
+	// MMOffsets holds, in the (identifier, offset) form (MMKeyIdentifierOffset), the
+	// offset of each of MM's keys (MMOffsets[i][j] goes with MM[i][j]); it is nil in the
+	// identifier form and when MM is nil.
+	MMOffsets [][]int
 }
 
 // Hash returns the hash of the i-th stored block.
@@ -140,6 +150,8 @@ type config struct {
 	pinBudget int
 	// quotas enables SetQuota (WithQuotas).
 	quotas bool
+	// mmForm is how multimodal inputs key blocks (WithMMKeyForm).
+	mmForm MMKeyForm
 }
 
 // WithPolicy sets the eviction policy: New calls f with the pool's NumBlocks (keys are

@@ -174,7 +174,7 @@ func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID
 	for i, id := range ids {
 		b := start + i
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs]
-		var mm []string
+		var mm []mmKey
 		if len(p.MM) > 0 { // text prompts, the common case, skip the call
 			mm = x.blockMM(p, b, &mmLo)
 		}
@@ -232,7 +232,7 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		}
 		if len(p.MM) > 0 {
 			if mm := x.blockMM(p, b, &mmLo); mm != nil {
-				x.mm[n] = append([]string(nil), mm...)
+				x.mm[n] = append([]mmKey(nil), mm...)
 				nd.flags |= flagMM
 			}
 		}

@@ -109,7 +109,11 @@ func (x *Index) dumpTree(b *bytes.Buffer, children map[int32][]int32, n int32, d
 		b.WriteString(" hits=")
 		b.Write(strconv.AppendUint(b.AvailableBuffer(), uint64(nd.hits), 10))
 		if mm := x.mm[c]; len(mm) > 0 {
-			fmt.Fprintf(b, " mm=%q", mm)
+			e := x.extraOf(Namespace{}, false, mm)
+			fmt.Fprintf(b, " mm=%q", e.MM)
+			if e.MMOffsets != nil {
+				fmt.Fprintf(b, " mmoff=%d", e.MMOffsets)
+			}
 		}
 		b.WriteByte('\n')
 		x.dumpTree(b, children, c, depth+1)

@@ -106,7 +106,7 @@ func (x *Index) explainEpoch(p *Prompt, m int) (MissReason, EvictCause, uint64) 
 	at, key, mmLo := r, x.nodes[r].key, 0
 	for b := 0; b <= m; b++ {
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs]
-		var mm []string
+		var mm []mmKey
 		if len(p.MM) > 0 {
 			mm = x.blockMM(p, b, &mmLo)
 		}

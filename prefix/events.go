@@ -26,18 +26,12 @@ func (x *Index) hashChain(parent int32, b0 int, p *Prompt, ids []blocks.ID) {
 	mmLo := 0
 	for i, id := range ids {
 		b := b0 + i
-		e := &x.extraBuf
-		e.LoRA, e.Salt = p.Namespace.LoRA, ""
-		if b == 0 {
-			e.Salt = p.Namespace.Salt
-		}
-		e.MM = x.blockMM(p, b, &mmLo)
+		e := x.extraOf(p.Namespace, b == 0, x.blockMM(p, b, &mmLo))
 		off := int(id) * hs
 		dst := x.hashes[off : off+hs]
-		x.hasher.Block(dst, prev, p.Tokens[b*x.bs:(b+1)*x.bs], *e)
+		x.hasher.Block(dst, prev, p.Tokens[b*x.bs:(b+1)*x.bs], e)
 		prev = dst
 	}
-	x.extraBuf = Extra{}
 }
 
 // emitStored reports the new chain ids (blocks b0.. of p, under node parent).
@@ -65,34 +59,44 @@ func (x *Index) emitStored(parent int32, b0 int, p *Prompt, ids []blocks.ID) {
 		e.Parent = buf[:np]
 	}
 	if len(p.MM) > 0 {
-		e.MM = x.collectMM(b0, len(ids), p)
+		e.MM, e.MMOffsets = x.collectMM(b0, len(ids), p)
 	}
 	x.obs.BlockStored(e)
 	*e = BlockStored{}
 }
 
-// collectMM returns each block's multimodal keys for blocks b0..b0+n of p, or nil if none
-// has any. The lists share scratch memory, valid during the event only.
-func (x *Index) collectMM(b0, n int, p *Prompt) [][]string {
-	flat, lists := x.mmFlat[:0], x.mmLists[:0]
+// collectMM returns each block's multimodal keys for blocks b0..b0+n of p, and in the
+// (identifier, offset) form their offsets, or nils if no block has any. The lists share
+// scratch memory, valid during the event only.
+func (x *Index) collectMM(b0, n int, p *Prompt) ([][]string, [][]int) {
+	flat, offs := x.mmFlat[:0], x.offFlat[:0]
 	mmLo, any := 0, false
 	for b := b0; b < b0+n; b++ {
-		mm := x.blockMM(p, b, &mmLo)
-		any = any || len(mm) > 0
-		flat = append(flat, mm...)
+		for _, k := range x.blockMM(p, b, &mmLo) {
+			flat, offs = append(flat, k.id), append(offs, k.off)
+			any = true
+		}
 	}
-	x.mmFlat = flat
+	x.mmFlat, x.offFlat = flat, offs
 	if !any {
-		return nil
+		return nil, nil
 	}
+	pairs := x.cfg.mmForm == MMKeyIdentifierOffset
+	lists, offLists := x.mmLists[:0], x.offLists[:0]
 	mmLo, at := 0, 0
 	for b := b0; b < b0+n; b++ {
 		k := len(x.blockMM(p, b, &mmLo))
 		lists = append(lists, flat[at:at+k:at+k])
+		if pairs {
+			offLists = append(offLists, offs[at:at+k:at+k])
+		}
 		at += k
 	}
-	x.mmLists = lists
-	return lists
+	x.mmLists, x.offLists = lists, offLists
+	if !pairs {
+		return lists, nil
+	}
+	return lists, offLists
 }
 
 // emitRemoved reports evicted blocks whose hashes were collected in hashBuf.

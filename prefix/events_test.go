@@ -17,6 +17,7 @@ type storedCopy struct {
 	bs     int
 	ns     Namespace
 	mm     [][]string
+	offs   [][]int
 }
 
 type removedCopy struct {
@@ -37,6 +38,9 @@ func (l *eventLog) BlockStored(e *BlockStored) {
 	}
 	for _, m := range e.MM {
 		c.mm = append(c.mm, append([]string(nil), m...))
+	}
+	for _, o := range e.MMOffsets {
+		c.offs = append(c.offs, append([]int(nil), o...))
 	}
 	l.events = append(l.events, c)
 }

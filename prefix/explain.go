@@ -179,7 +179,7 @@ func (x *Index) explainStop(p *Prompt, o LookupOptions, c Cursor, matched []bloc
 	}
 	toks := p.Tokens[m*bs : (m+1)*bs]
 	mmLo := 0
-	var mm []string
+	var mm []mmKey
 	if len(p.MM) > 0 {
 		mm = x.blockMM(p, m, &mmLo)
 	}
@@ -215,7 +215,7 @@ func (x *Index) explainStop(p *Prompt, o LookupOptions, c Cursor, matched []bloc
 
 // nextKey is the chained key the block after cursor c would have in namespace ns, whether
 // or not the namespace has a root now (keys depend on content, not on slots).
-func (x *Index) nextKey(r int32, c Cursor, ns Namespace, toks []int32, first bool, mm []string) uint64 {
+func (x *Index) nextKey(r int32, c Cursor, ns Namespace, toks []int32, first bool, mm []mmKey) uint64 {
 	if r != 0 {
 		parent := x.nodes[r].key
 		if c.blocks > 0 {
@@ -229,7 +229,7 @@ func (x *Index) nextKey(r int32, c Cursor, ns Namespace, toks []int32, first boo
 
 // nextEventKey is eventKey of the block after cursor c, computed from the prompt: the
 // configured hasher's hash of it, chained to its parent's event hash.
-func (x *Index) nextEventKey(r int32, c Cursor, ns Namespace, toks []int32, first bool, mm []string) uint64 {
+func (x *Index) nextEventKey(r int32, c Cursor, ns Namespace, toks []int32, first bool, mm []mmKey) uint64 {
 	if !x.ctl.ghost.on() {
 		return 0
 	}
@@ -239,10 +239,7 @@ func (x *Index) nextEventKey(r int32, c Cursor, ns Namespace, toks []int32, firs
 	} else {
 		parent = append(x.hashBuf[:0], x.rootHash...)
 	}
-	e := Extra{LoRA: ns.LoRA, MM: mm}
-	if first {
-		e.Salt = ns.Salt
-	}
+	e := x.extraOf(ns, first, mm)
 	hs := len(parent)
 	buf := slices.Grow(parent, x.hashSize)[:hs+x.hashSize]
 	x.hasher.Block(buf[hs:], buf[:hs], toks, e)
@@ -258,7 +255,7 @@ func (x *Index) cachedNext(r int32, c Cursor, p *Prompt, m int) bool {
 	}
 	toks := p.Tokens[m*x.bs : (m+1)*x.bs]
 	mmLo := 0
-	var mm []string
+	var mm []mmKey
 	if len(p.MM) > 0 {
 		mm = x.blockMM(p, m, &mmLo)
 	}
@@ -291,7 +288,7 @@ func (x *Index) sharedWithHint(n int32, toks []int32) int {
 
 // elsewhere looks for the prompt's first block under every other live namespace root and
 // says whether it is cached under another salt (same adapter) or another namespace.
-func (x *Index) elsewhere(own int32, ns Namespace, toks []int32, mm []string) MissReason {
+func (x *Index) elsewhere(own int32, ns Namespace, toks []int32, mm []mmKey) MissReason {
 	found := MissNone
 	for i := range x.rootInfo {
 		r := int32(x.nb + 1 + i)
@@ -314,13 +311,13 @@ func (x *Index) elsewhere(own int32, ns Namespace, toks []int32, mm []string) Mi
 // saltVariant reports whether block toks, which carries extra keys mm, is cached after
 // cursor node n without them: the same tokens stored by a prompt whose salt region (or
 // multimodal input) differs here.
-func (x *Index) saltVariant(n int32, toks []int32, r int32, first bool, mm []string) bool {
+func (x *Index) saltVariant(n int32, toks []int32, r int32, first bool, mm []mmKey) bool {
 	at := n
 	if !x.isBlock(n) {
 		at = r
 	}
 	for i := range mm {
-		if isSaltKey(mm[i]) {
+		if isSaltKey(mm[i].id) {
 			k := x.childKey(x.nodes[at].key, toks, x.root(r), first, nil)
 			return x.findChild(at, k, toks, nil) != 0
 		}

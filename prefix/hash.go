@@ -30,6 +30,8 @@ const (
 	tagLoRA  = 0x9e3779b97f4a7c15
 	tagMM    = 0xc2b2ae3d27d4eb4f
 	tagSalt  = 0x165667b19e3779f9
+	// tagMMOffset tags the offset of an (identifier, offset) multimodal key.
+	tagMMOffset = 0x27d4eb2f165667c5
 )
 
 // secret is the set of constants one instance of the scheme folds in.
@@ -136,8 +138,11 @@ func fastBlock(parent uint64, tokens []int32, e Extra) uint64 {
 	if e.LoRA != "" {
 		h = mixExtra(h, tagLoRA, hashString(e.LoRA))
 	}
-	for _, m := range e.MM {
+	for i, m := range e.MM {
 		h = mixExtra(h, tagMM, hashString(m))
+		if e.MMOffsets != nil {
+			h = mixExtra(h, tagMMOffset, uint64(e.MMOffsets[i]))
+		}
 	}
 	if e.Salt != "" {
 		h = mixExtra(h, tagSalt, hashString(e.Salt))

@@ -73,7 +73,7 @@ type Index struct {
 	nodes  []node  // node 0 unused; 1..nb blocks; nb+1.. namespace roots
 	tokens []int32 // bs tokens per block, indexed by block ID
 	table  childTable
-	mm     map[int32][]string // multimodal extra keys of the blocks that have any
+	mm     map[int32][]mmKey // multimodal extra keys of the blocks that have any
 	// hint is, per node, the child Peek tries first (0 = none): a text-only child, the
 	// last one a request acquired, else the first one committed. Along a path that
 	// requests share, the next block is almost always this child, so Peek confirms it
@@ -117,10 +117,14 @@ type Index struct {
 	nodeBuf  []int32
 	idBuf    []blocks.ID
 	hashBuf  []byte
-	mmBuf    []string
+	mmBuf    []mmKey
+	pathBuf  []int32  // fast64Of's path
+	mmIDs    []string // Extra.MM of extraOf
+	mmOffs   []int    // Extra.MMOffsets of extraOf
 	mmFlat   []string
 	mmLists  [][]string
-	extraBuf Extra
+	offFlat  []int
+	offLists [][]int
 	// Events handed to the observer, reused.
 	evStored  BlockStored
 	evRemoved BlockRemoved
@@ -184,6 +188,9 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.mmForm > MMKeyIdentifierOffset {
+		return nil, fmt.Errorf("%w: multimodal key form %v", ErrInvalidArgument, cfg.mmForm)
+	}
 	if cfg.history < 0 || cfg.history > MaxEvictionHistory {
 		return nil, &SizeError{What: "eviction history", N: int64(cfg.history), Max: MaxEvictionHistory}
 	}
@@ -198,7 +205,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		nodes:  make([]node, nb+1, nb+2),
 		hint:   make([]int32, nb+1, nb+2),
 		tokens: make([]int32, nb*blockSize),
-		mm:     make(map[int32][]string),
+		mm:     make(map[int32][]mmKey),
 		roots:  make(map[Namespace]int32),
 		hasher: cfg.hasher,
 	}
@@ -317,18 +324,15 @@ func (x *Index) appendHash(dst []byte, n int32) []byte {
 // namespace, and each block's tokens and multimodal keys. It is for an index that stores
 // no event hashes (seeded table keys, Fast64, no observer), so only Hash calls it.
 func (x *Index) fast64Of(n int32) uint64 {
-	var path []int32
+	path := x.pathBuf[:0] // scratch: Hash allocates nothing once it has seen the deepest path
 	for c := n; x.isBlock(c); c = x.nodes[c].parent {
 		path = append(path, c)
 	}
+	x.pathBuf = path
 	ns := x.root(x.nodes[path[len(path)-1]].parent).ns
 	h := uint64(fastRoot)
 	for i := len(path) - 1; i >= 0; i-- {
-		e := Extra{LoRA: ns.LoRA, MM: x.mm[path[i]]}
-		if i == len(path)-1 {
-			e.Salt = ns.Salt
-		}
-		h = fastBlock(h, x.blockTokens(path[i]), e)
+		h = fastBlock(h, x.blockTokens(path[i]), x.extraOf(ns, i == len(path)-1, x.mm[path[i]]))
 	}
 	return h
 }

@@ -1,8 +1,6 @@
 package prefix
 
 import (
-	"math"
-
 	"github.com/kvpage/kvpage/blocks"
 )
 
@@ -195,7 +193,7 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 // childKey is the table key of one block: the fast scheme with the index's secrets (see
 // WithSeed), with the namespace's extra keys (LoRA on every block, the salt on the first
 // only) precomputed per namespace. Unseeded, it is Fast64.Block.
-func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, mm []string) uint64 {
+func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, mm []mmKey) uint64 {
 	var h uint64
 	if len(toks) == 16 {
 		h = chain(parent, content16((*[16]int32)(toks), &x.sec), &x.sec)
@@ -205,8 +203,8 @@ func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, 
 	if ri.hasLo {
 		h = mixExtra(h, tagLoRA, ri.lora)
 	}
-	for _, m := range mm {
-		h = mixExtra(h, tagMM, hashString(m))
+	if len(mm) > 0 {
+		h = x.mixMM(h, mm)
 	}
 	if first && ri.hasSa {
 		h = mixExtra(h, tagSalt, ri.salt)
@@ -215,7 +213,7 @@ func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, 
 }
 
 // findChild returns the child of parent whose key, tokens and extra keys are these, or 0.
-func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []string) int32 {
+func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []mmKey) int32 {
 	t := &x.table
 	for i := t.home(key); ; i = t.step(i) {
 		n := t.slots[i]
@@ -252,59 +250,4 @@ func sameTokens(a, b []int32) bool {
 		d |= uint64(uint32(a[i] ^ b[i]))
 	}
 	return d == 0
-}
-
-func (x *Index) mmEqual(n int32, mm []string) bool {
-	if x.nodes[n].flags&flagMM == 0 {
-		return len(mm) == 0
-	}
-	have := x.mm[n]
-	if len(have) != len(mm) {
-		return false
-	}
-	for i := range have {
-		if have[i] != mm[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// mmValid reports whether multimodal inputs are what blockMM assumes: sorted by Offset,
-// with non-negative offsets and lengths whose sum does not overflow. Out of order, or
-// with a wrapping end, an input would be skipped for blocks it overlaps, and those blocks
-// would match another prompt's with a different image.
-func mmValid(mm []MMInput) bool {
-	prev := 0
-	for _, m := range mm {
-		if m.Offset < prev || m.Length < 0 || m.Length > math.MaxInt-m.Offset {
-			return false
-		}
-		prev = m.Offset
-	}
-	return true
-}
-
-// blockMM returns the hashes of the multimodal inputs that overlap block b of p, in
-// Offset order, or nil. The slice is scratch, valid until the next call. lo remembers the
-// first input that may still overlap, so a whole prompt costs O(blocks + inputs).
-func (x *Index) blockMM(p *Prompt, b int, lo *int) []string {
-	if len(p.MM) == 0 {
-		return nil
-	}
-	s, e := b*x.bs, (b+1)*x.bs
-	for *lo < len(p.MM) && p.MM[*lo].Offset+p.MM[*lo].Length <= s {
-		*lo++
-	}
-	buf := x.mmBuf[:0]
-	for j := *lo; j < len(p.MM) && p.MM[j].Offset < e; j++ {
-		if m := p.MM[j]; m.Length > 0 && m.Offset+m.Length > s {
-			buf = append(buf, m.Hash)
-		}
-	}
-	x.mmBuf = buf
-	if len(buf) == 0 {
-		return nil
-	}
-	return buf
 }

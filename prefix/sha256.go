@@ -7,7 +7,8 @@ import (
 
 // SHA256 is a cryptographic Hasher: each block's hash is the SHA-256 of the parent hash,
 // the block's tokens (little-endian int32) and its extra keys, each key length-prefixed and
-// tagged so that no two different inputs share an encoding. Use it where hashes leave the
+// tagged so that no two different inputs share an encoding (a multimodal key's offset, in
+// the (identifier, offset) form, follows its identifier as a tagged 8-byte integer). Use it where hashes leave the
 // process and a collision must be out of reach; it is not vLLM's sha256_cbor scheme (that
 // one lives in prefix/vllmhash).
 //
@@ -38,8 +39,11 @@ func (h *SHA256) Block(dst, parent []byte, tokens []int32, extra Extra) {
 		b = binary.LittleEndian.AppendUint32(b, uint32(t))
 	}
 	b = appendKey(b, 'L', extra.LoRA)
-	for _, m := range extra.MM {
+	for i, m := range extra.MM {
 		b = appendKey(b, 'M', m)
+		if extra.MMOffsets != nil { // the (identifier, offset) form: tag 'O', 8 bytes
+			b = binary.LittleEndian.AppendUint64(append(b, 'O'), uint64(extra.MMOffsets[i]))
+		}
 	}
 	b = appendKey(b, 'S', extra.Salt)
 	h.buf = b

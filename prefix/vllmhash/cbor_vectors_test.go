@@ -195,11 +195,17 @@ func fxBlock(t testing.TB, parent []byte, tokens []int32, e prefix.Extra) []byte
 		toks[i] = int64(tk)
 	}
 	var extra any // nil encodes as CBOR null
-	var keys []string
+	var keys []any
 	if e.LoRA != "" {
 		keys = append(keys, e.LoRA)
 	}
-	keys = append(keys, e.MM...)
+	for i, m := range e.MM {
+		if e.MMOffsets != nil {
+			keys = append(keys, []any{m, int64(e.MMOffsets[i])}) // the tuple (identifier, offset)
+			continue
+		}
+		keys = append(keys, m)
+	}
 	if e.Salt != "" {
 		keys = append(keys, e.Salt)
 	}

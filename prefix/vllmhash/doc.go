@@ -7,22 +7,24 @@
 // hash_block_tokens; vllm/utils/hashing.py, sha256_cbor): SHA-256 over the RFC 8949 core
 // deterministic CBOR of [parent hash, token ids, extra keys], the first parent being the
 // hash of the PYTHONHASHSEED string. Extra keys are, in order, the LoRA name, the
-// identifiers of the multimodal inputs overlapping the block, and the cache salt on the
-// first block only; none gives CBOR null. Uint64 gives the 64-bit form vLLM publishes with
+// multimodal inputs overlapping the block, and the cache salt on the first block only;
+// none gives CBOR null. A multimodal input is keyed in either of vLLM's forms, as the
+// prefix.Extra given says: by its identifier (vLLM before March 2026), or by the pair
+// [identifier, offset of its start relative to the block's first token] (since; an index
+// built with prefix.WithMMKeyForm(prefix.MMKeyIdentifierOffset) passes the offsets, and
+// BlockExtraForm and PromptHashesForm compute them). Uint64 gives the 64-bit form vLLM publishes with
 // VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES (the last 8 bytes, big-endian); the chain itself
 // always runs on 32-byte hashes. Give an index the hasher with prefix.WithHasher; the
 // command `kvpage hash` prints these hashes for a token sequence.
 //
 // Without PYTHONHASHSEED a vLLM server draws its root at random, so nothing can reproduce
-// its hashes (NewSHA256CBORFromRoot takes such a root if it is known). From March 2026 vLLM
-// keys a multimodal input as the pair (identifier, offset within the block), which
-// prefix.Extra cannot express, so multimodal blocks hash as vLLM did before; text, LoRA and
-// salt blocks are unaffected.
+// its hashes (NewSHA256CBORFromRoot takes such a root if it is known).
 //
 // # Concurrency
 //
 // A SHA256CBOR encodes into a buffer it keeps (Block allocates nothing in steady state), so
-// one value belongs to one goroutine; BlockExtra, PromptHashes and Uint64 are pure.
+// one value belongs to one goroutine; BlockExtra, BlockExtraForm, PromptHashes,
+// PromptHashesForm and Uint64 are pure.
 //
 // # Invariants
 //

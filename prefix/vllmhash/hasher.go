@@ -15,9 +15,11 @@ const HashSize = sha256.Size
 //
 //	[parent hash (byte string), token ids (array of integers), extra keys (null or array)]
 //
-// where the extra keys are, in this order, the LoRA name, the identifiers of the multimodal
-// inputs that overlap the block, and the cache salt on a namespace's first block only; with
-// none of them the third element is null. The first block's parent is the root: SHA-256
+// where the extra keys are, in this order, the LoRA name, the multimodal inputs that
+// overlap the block, and the cache salt on a namespace's first block only; with none of
+// them the third element is null. A multimodal input is its identifier, or, when the Extra
+// carries MMOffsets (prefix.MMKeyIdentifierOffset, vLLM since March 2026), the pair
+// [identifier, offset of the input's start relative to the block's first token]. The first block's parent is the root: SHA-256
 // over the CBOR text string of the seed, which vLLM takes from PYTHONHASHSEED.
 //
 // When PYTHONHASHSEED is unset vLLM draws its root from os.urandom(32) at start-up, so no
@@ -73,9 +75,16 @@ func (h *SHA256CBOR) Block(dst, parent []byte, tokens []int32, extra prefix.Extr
 }
 
 // appendExtraKeys appends a block's extra keys as vLLM's generate_block_hash_extra_keys
-// builds them: a tuple (CBOR array) of LoRA name, multimodal identifiers and salt, or None
-// (CBOR null) when the block has none.
+// builds them: a tuple (CBOR array) of LoRA name, multimodal keys and salt, or None (CBOR
+// null) when the block has none. A multimodal key is its identifier (a text string), or in
+// the (identifier, offset) form, when extra.MMOffsets is set, the 2-tuple of identifier and
+// offset (an array of a text string and an integer). It panics when MMOffsets is set with
+// a length other than MM's: the keys would be no one's.
 func appendExtraKeys(b []byte, extra prefix.Extra) []byte {
+	pairs := extra.MMOffsets != nil
+	if pairs && len(extra.MMOffsets) != len(extra.MM) {
+		panic("vllmhash: Extra.MMOffsets and Extra.MM differ in length")
+	}
 	n := len(extra.MM)
 	if extra.LoRA != "" {
 		n++
@@ -90,7 +99,13 @@ func appendExtraKeys(b []byte, extra prefix.Extra) []byte {
 	if extra.LoRA != "" {
 		b = appendCBORText(b, extra.LoRA)
 	}
-	for _, mm := range extra.MM {
+	for i, mm := range extra.MM {
+		if pairs {
+			b = append(b, cborArray|2)
+			b = appendCBORText(b, mm)
+			b = appendCBORInt(b, int64(extra.MMOffsets[i]))
+			continue
+		}
 		b = appendCBORText(b, mm)
 	}
 	if extra.Salt != "" {

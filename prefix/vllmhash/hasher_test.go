@@ -24,6 +24,9 @@ func TestSHA256CBORAgreesWithFxamacker(t *testing.T) {
 			MM:   rapid.SliceOfN(rapid.StringMatching(`[0-9a-f]{1,64}`), 0, 3).Draw(rt, "mm"),
 			Salt: rapid.StringMatching(`.{0,300}`).Draw(rt, "salt"),
 		}
+		if rapid.Bool().Draw(rt, "pairs") && len(e.MM) > 0 {
+			e.MMOffsets = rapid.SliceOfN(rapid.IntRange(-1<<40, 1<<40), len(e.MM), len(e.MM)).Draw(rt, "offsets")
+		}
 		got := make([]byte, vllmhash.HashSize)
 		vllmhash.NewSHA256CBOR("seed").Block(got, parent, tokens, e)
 		want := sha256.Sum256(fxBlock(t, parent, tokens, e))
