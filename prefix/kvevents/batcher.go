@@ -96,14 +96,18 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 		_ = enc.EncodeArrayLen(nblocks)
 		for i := range nblocks {
 			var mm []string
+			var offs []int
 			if e.MM != nil {
 				mm = e.MM[i]
+			}
+			if e.MMOffsets != nil {
+				offs = e.MMOffsets[i]
 			}
 			salt := ""
 			if i == 0 && len(e.Parent) == 0 {
 				salt = e.Namespace.Salt // vLLM: the salt goes on the first block only
 			}
-			b.encodeExtraKeys(lora, mm, salt)
+			b.encodeExtraKeys(lora, mm, offs, salt)
 		}
 	} else if b.cfg.hasGroup {
 		b.events.b = append(b.events.b, msgpackNil) // extra_keys None, before group_idx
@@ -208,8 +212,10 @@ func (b *Batcher) encodeOptString(s string) {
 }
 
 // encodeExtraKeys writes one block's entry of extra_keys: None, or the tuple of LoRA name,
-// multimodal hashes and salt, as generate_block_hash_extra_keys builds it.
-func (b *Batcher) encodeExtraKeys(lora string, mm []string, salt string) {
+// multimodal keys and salt, as generate_block_hash_extra_keys builds it. A multimodal key
+// is its identifier, or, given offsets (the (identifier, offset) form), the 2-tuple
+// [identifier, offset], as msgspec encodes vLLM's tuple.
+func (b *Batcher) encodeExtraKeys(lora string, mm []string, offs []int, salt string) {
 	n := len(mm)
 	if lora != "" {
 		n++
@@ -225,7 +231,13 @@ func (b *Batcher) encodeExtraKeys(lora string, mm []string, salt string) {
 	if lora != "" {
 		_ = b.enc.EncodeString(lora)
 	}
-	for _, h := range mm {
+	for i, h := range mm {
+		if offs != nil {
+			_ = b.enc.EncodeArrayLen(2)
+			_ = b.enc.EncodeString(h)
+			_ = b.enc.EncodeInt(int64(offs[i]))
+			continue
+		}
 		_ = b.enc.EncodeString(h)
 	}
 	if salt != "" {

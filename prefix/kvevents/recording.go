@@ -17,6 +17,7 @@ type recording struct {
 	tokens []int32
 	mm     []string // every stored block's multimodal keys, in order
 	mmLen  []int32  // how many of mm each block of an event with MM has
+	mmOff  []int    // the offsets of mm's keys, for events in the (identifier, offset) form
 }
 
 // recordedEvent is one event of a recording; its slices are the next ones in the arenas.
@@ -27,13 +28,14 @@ type recordedEvent struct {
 	blockSize int32
 	parent    bool // the hashes start with the parent's hash
 	mm        bool // the event has multimodal keys (mmLen holds one count per block)
+	mmOff     bool // and their offsets (mmOff holds one per key)
 	ns        prefix.Namespace
 }
 
 func (r *recording) reset() {
 	r.events, r.hashes, r.tokens = r.events[:0], r.hashes[:0], r.tokens[:0]
 	clear(r.mm) // drop the string references
-	r.mm, r.mmLen = r.mm[:0], r.mmLen[:0]
+	r.mm, r.mmLen, r.mmOff = r.mm[:0], r.mmLen[:0], r.mmOff[:0]
 }
 
 // highWater is the largest batch the sender has seen, arena by arena.
@@ -68,7 +70,8 @@ func (r *recording) reserve(w highWater) {
 func (r *recording) blockStored(e *prefix.BlockStored) {
 	ev := recordedEvent{
 		kind: KindBlockStored, blocks: int32(len(e.Blocks)), hashSize: int32(e.HashSize),
-		blockSize: int32(e.BlockSize), parent: len(e.Parent) > 0, mm: e.MM != nil, ns: e.Namespace,
+		blockSize: int32(e.BlockSize), parent: len(e.Parent) > 0, mm: e.MM != nil, mmOff: e.MMOffsets != nil,
+		ns: e.Namespace,
 	}
 	r.events = append(r.events, ev)
 	r.hashes = append(r.hashes, e.Parent...)
@@ -78,6 +81,9 @@ func (r *recording) blockStored(e *prefix.BlockStored) {
 		for _, keys := range e.MM {
 			r.mm = append(r.mm, keys...)
 			r.mmLen = append(r.mmLen, int32(len(keys)))
+		}
+		for _, offs := range e.MMOffsets {
+			r.mmOff = append(r.mmOff, offs...)
 		}
 	}
 }
@@ -96,6 +102,7 @@ func (r *recording) allBlocksCleared() {
 type replayer struct {
 	ids []blocks.ID // zeros: the encoder needs only the count
 	mm  [][]string
+	off [][]int
 	// The events handed to the observer. An event built in replay itself would escape
 	// through the interface call and be allocated for every event: 40 MB a W3 trace.
 	stored  prefix.BlockStored
@@ -123,14 +130,20 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 			e.Tokens = r.tokens[t : t+n*int(ev.blockSize)]
 			t += n * int(ev.blockSize)
 			if ev.mm {
-				p.mm = p.mm[:0]
+				p.mm, p.off = p.mm[:0], p.off[:0]
 				for range n {
 					k := int(r.mmLen[ml])
 					p.mm = append(p.mm, r.mm[m:m+k:m+k])
+					if ev.mmOff {
+						p.off = append(p.off, r.mmOff[m:m+k:m+k])
+					}
 					m += k
 					ml++
 				}
 				e.MM = p.mm
+				if ev.mmOff {
+					e.MMOffsets = p.off
+				}
 			}
 			o.BlockStored(e)
 		case KindBlockRemoved:

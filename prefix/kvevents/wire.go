@@ -17,7 +17,9 @@ package kvevents
 // its last 8 bytes as an unsigned integer. lora_id, medium and lora_name have no default
 // and are always present, None (nil) when unset. vLLM fills extra_keys with one entry per
 // stored block (None, or the tuple of that block's extra keys), so it is present whenever
-// blocks are. group_idx and the two kv_cache_spec fields came with vLLM's hybrid
+// blocks are. A multimodal key in it is the input's identifier, or since March 2026 the
+// 2-tuple [identifier, offset] (the Batcher writes that form when the index's events carry
+// offsets: prefix.WithMMKeyForm). group_idx and the two kv_cache_spec fields came with vLLM's hybrid
 // allocator (mid 2026): vLLM sets group_idx to the KV-cache group's index on every store
 // and removal, 0 included (a model with one group sends 0), and leaves the spec fields None
 // unless the events describe themselves, so a BlockStored has 10 elements and a
