@@ -128,12 +128,10 @@ func (m *Manager) holderNames(id blocks.ID) string {
 	return out
 }
 
-// checkOrder verifies the ordered policy's heap: it holds exactly the running sequences,
-// each at its recorded position, every parent before its children.
+// checkOrder verifies the running sequences' list: it holds exactly them, each at its
+// recorded position, and with an ordered policy it is a heap, every parent before its
+// children.
 func (m *Manager) checkOrder() error {
-	if m.ordered == nil {
-		return nil
-	}
 	running := 0
 	for _, s := range m.seqs {
 		if s.state == Running {
@@ -149,7 +147,7 @@ func (m *Manager) checkOrder() error {
 		if s == nil || int(s.pos) != i || m.seqs[s.id] != s {
 			return fmt.Errorf("preemption order position %d is stale", i)
 		}
-		if i > 0 && m.before(s, m.order[(i-1)/2]) {
+		if m.ordered != nil && i > 0 && m.before(s, m.order[(i-1)/2]) {
 			return fmt.Errorf("seq %d comes before its parent in the preemption order", s.id)
 		}
 	}

@@ -65,17 +65,21 @@ func (m *Manager) orderDown(i int) {
 }
 
 // orderPush adds a sequence that starts running.
+// Without an ordered policy, order is just the running sequences in no order (a
+// sequence's pos is its place), so that Preempt lists the candidates without iterating
+// the map.
 func (m *Manager) orderPush(s *sequence) {
+	m.order = append(m.order, s)
 	if m.ordered == nil {
+		s.pos = int32(len(m.order) - 1)
 		return
 	}
-	m.order = append(m.order, s)
 	m.orderUp(len(m.order) - 1)
 }
 
 // orderRemove takes out a sequence that stops running (a no-op for one not in the heap).
 func (m *Manager) orderRemove(s *sequence) {
-	if m.ordered == nil || s.pos < 0 {
+	if s.pos < 0 {
 		return
 	}
 	i, last := int(s.pos), len(m.order)-1
@@ -85,7 +89,7 @@ func (m *Manager) orderRemove(s *sequence) {
 	}
 	m.order[last] = nil
 	m.order = m.order[:last]
-	if i != last {
+	if i != last && m.ordered != nil {
 		m.orderDown(i)
 		m.orderUp(int(m.order[i].pos))
 	}

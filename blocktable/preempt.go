@@ -69,20 +69,21 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 		return m.preemptOrdered(req, dst)
 	}
 	sole := m.soleFreeable()
+	_, cost := m.preempt.(evict.CostPreemption)
 	m.infos, m.infoIDs = m.infos[:0], m.infoIDs[:0]
-	for id, s := range m.seqs {
-		if s.state != Running || slices.Contains(req.Protect, id) {
+	for _, s := range m.order { // the running sequences
+		if slices.Contains(req.Protect, s.id) {
 			continue
 		}
 		m.infos = append(m.infos, m.info(s, sole))
-		m.infoIDs = append(m.infoIDs, id)
+		m.infoIDs = append(m.infoIDs, s.id)
 	}
 	// What preempting every candidate would free, blocks shared among candidates (forks,
 	// common prefix hits) included: if even that is short, preempt nobody. The cost policy
 	// returns every candidate when their Freeable falls short of the need, and the plan
 	// below then covers them all and fails with the same figure, so with Freeable counted
 	// without a walk this pass over every held block is left to that rare case.
-	if _, cost := m.preempt.(evict.CostPreemption); !sole || !cost {
+	if !sole || !cost {
 		m.planBegin()
 		all := 0
 		for _, id := range m.infoIDs {
@@ -92,8 +93,11 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 			return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: all}}
 		}
 	}
-	// Map iteration order is random: sort candidates by ID so that policies see one order.
-	sortInfos(m.infos, m.infoIDs)
+	// The list's order depends on the history: sort candidates by ID so that policies see
+	// one order. The cost policy's order is total (ties by ID), so it needs none.
+	if !cost {
+		sortInfos(m.infos, m.infoIDs)
+	}
 	m.victims = m.preempt.Victims(m.victims[:0], m.infos, req.Need)
 	// Keep the shortest prefix of the policy's order that really frees enough. Freeable
 	// counts what a sequence frees alone, so two forks sharing their blocks look worthless
