@@ -101,7 +101,12 @@
 // life, so they never preempt. Paged allocates blocks of BlockSize tokens on demand through
 // blocktable.Manager over a blocks.Pool of Capacity/BlockSize blocks (one of them the null
 // block), optionally with a prefix.Index (PrefixSharing) whose eviction policy and the
-// Manager's preemption policy come from package evict by name.
+// Manager's preemption policy come from package evict by name. Hybrid runs a hybrid
+// model preset (Scheme.Model: gpt-oss, Gemma 3, Llama 4 Scout, Qwen3-Next, Jamba) through
+// blocktable/hybrid's Manager under one of three memory layouts (Scheme.Layout: uniform
+// pages as vLLM, one pool per page size, pages carved from one pool as Jenga), its byte
+// budget Capacity tokens of the model's attention layers, and reports each KV-cache
+// group's share of the budget (Result.Groups) beside the hit rate; see Hybrid.
 //
 // A new scheme is one file: an implementation of the allocator interface (scheduler.go:
 // admit, grow, finish, usage, check) that keeps its own per-request state, registered by

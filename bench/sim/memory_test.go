@@ -78,7 +78,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestParseSchemeNameAndLabels(t *testing.T) {
-	assert.Equal(t, []string{OrcaMax, OrcaPow2, OrcaOracle, Paged}, SchemeNames())
+	assert.Equal(t, []string{OrcaMax, OrcaPow2, OrcaOracle, Paged, Hybrid}, SchemeNames())
 	for _, k := range SchemeNames() {
 		got, err := ParseSchemeName(" " + strings.ToUpper(k))
 		require.NoError(t, err)

@@ -44,6 +44,12 @@ type Row struct {
 	Requests         int `json:"requests"`
 	CapacityTokens   int `json:"capacity_tokens"`
 
+	// Model, Layout, StateBlock and Groups are the hybrid scheme's (Scheme, Result.Groups).
+	Model      string       `json:"model,omitempty"`
+	Layout     string       `json:"layout,omitempty"`
+	StateBlock int          `json:"state_block,omitempty"`
+	Groups     []GroupShare `json:"groups,omitempty"`
+
 	// ShortPhase marks a saturated phase too short to trust (Result.ShortPhase); Warning
 	// then says so in words.
 	ShortPhase bool   `json:"short_phase"`
@@ -73,6 +79,7 @@ func RowOf(r *Result) Row {
 		SaturatedSteps: r.SaturatedSteps, WaitingSteps: r.WaitingSteps, TotalSteps: r.TotalSteps,
 		Completed: r.Completed, TotalPreemptions: r.TotalPreemptions, Requests: r.Requests, CapacityTokens: r.Capacity,
 		ShortPhase: r.ShortPhase, Warning: ShortPhaseWarning(r),
+		Model: s.Model, Layout: s.Layout, StateBlock: s.StateBlock, Groups: r.Groups,
 	}
 	if s.allocatesBlocks() {
 		row.Preemption = s.Preemption
@@ -158,8 +165,12 @@ func WriteCSV(w io.Writer, results []*Result) error {
 // saturated phase in steps. A phase too short to trust (Result.ShortPhase) is marked "!"
 // and explained in a line below the table.
 func WriteTable(w io.Writer, results []*Result) error {
-	const head = "%-22s %7s %8s %8s %8s %6s %8s %8s %10s %8s %8s %9s\n"
-	const row = "%-22s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s %9d%s\n"
+	width := 22
+	for _, r := range results {
+		width = max(width, len(r.Scheme.Label()))
+	}
+	head := "%-" + strconv.Itoa(width) + "s %7s %8s %8s %8s %6s %8s %8s %10s %8s %8s %9s\n"
+	row := "%-" + strconv.Itoa(width) + "s %6.1f%% %7.1f%% %7.1f%% %7.1f%% %5.1f%% %8.1f %8d %10.1f %8d %8s %9d%s\n"
 	if _, err := fmt.Fprintf(w, head, "scheme", "tokens", "reserved", "internal", "external", "free",
 		"mean run", "peak run", "done/kstep", "preempt", "hit rate", "sat steps"); err != nil {
 		return err
@@ -188,11 +199,38 @@ func WriteTable(w io.Writer, results []*Result) error {
 			return err
 		}
 	}
+	if err := writeGroups(w, results, width); err != nil {
+		return err
+	}
 	if short > 0 {
 		_, err := fmt.Fprintf(w, "! saturated phase shorter than %d request lifetimes (%.0f steps: %d x the mean output of %.1f tokens): "+
 			"these figures are mostly the ramp-up at the start, not a loaded cache; give more requests (--num-prompts) or less memory.\n",
 			ShortPhaseLifetimes, ShortPhaseLifetimes*results[0].MeanOutput, ShortPhaseLifetimes, results[0].MeanOutput)
 		return err
+	}
+	return nil
+}
+
+// writeGroups writes, for the hybrid rows, each KV-cache group's share of the budget.
+func writeGroups(w io.Writer, results []*Result, width int) error {
+	first := true
+	for _, r := range results {
+		if len(r.Groups) == 0 {
+			continue
+		}
+		if first {
+			if _, err := fmt.Fprintf(w, "\nKV-cache groups of %s, share of the KV budget their blocks in use take (adds up to tokens):\n", r.Scheme.Model); err != nil {
+				return err
+			}
+			first = false
+		}
+		line := fmt.Sprintf("%-*s", width, r.Scheme.Label())
+		for _, g := range r.Groups {
+			line += fmt.Sprintf("  %s %5.1f%%", g.Name, 100*g.Share)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
 	}
 	return nil
 }

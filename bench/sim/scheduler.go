@@ -37,8 +37,28 @@ type allocator interface {
 	check(deep bool) error
 }
 
+// groupAllocator is an allocator of several KV-cache groups (the hybrid scheme): it says
+// what each group's blocks held by running requests take, for Result.Groups.
+type groupAllocator interface {
+	groupNames() []string
+	groupBytes(dst []int64) []int64
+	budgetBytes() int64
+}
+
+// GroupShare is one KV-cache group's part of a run (see Result.Groups).
+type GroupShare struct {
+	// Name is the group's kind: full, sliding, chunked or state.
+	Name string `json:"name"`
+	// Share is the part of the budget its blocks in use take, averaged over the
+	// saturated phase (the groups' shares add up to Shares.Tokens).
+	Share float64 `json:"share"`
+}
+
 // Result is what one scheme measured.
 type Result struct {
+	// Groups is, for the hybrid scheme, each layer kind's share of the budget; nil for a
+	// scheme of one group.
+	Groups []GroupShare
 	Scheme Scheme
 	// Capacity is the KV budget in tokens.
 	Capacity int
@@ -130,6 +150,8 @@ type scheduler struct {
 	// sums over the saturated phase
 	saturated                bool
 	sum                      [6]int64
+	groupSum                 []float64 // per group of a groupAllocator: bytes x steps
+	groupBuf                 []int64
 	steps, waitingSteps      int
 	runningSum               int64
 	peak                     int
@@ -350,6 +372,15 @@ func (sc *scheduler) record(step, weight int) {
 	for i, v := range [6]int64{u.Tokens, u.Reserved, u.Internal, u.External, u.Free, u.Cached} {
 		sc.sum[i] += v * w
 	}
+	if ga, ok := sc.a.(groupAllocator); ok {
+		sc.groupBuf = ga.groupBytes(sc.groupBuf)
+		if sc.groupSum == nil {
+			sc.groupSum = make([]float64, len(sc.groupBuf))
+		}
+		for i, b := range sc.groupBuf {
+			sc.groupSum[i] += float64(b) * float64(w)
+		}
+	}
 	sc.steps += weight
 	if sc.waiting() > 0 {
 		sc.waitingSteps += weight
@@ -385,5 +416,10 @@ func (sc *scheduler) finishResult(totalSteps int) {
 	f := func(i int) float64 { return float64(sc.sum[i]) / denom }
 	r.Shares = Shares{Tokens: f(0), Reserved: f(1), Internal: f(2), External: f(3), Free: f(4), Cached: f(5)}
 	r.MeanRunning = float64(sc.runningSum) / float64(sc.steps)
+	if ga, ok := sc.a.(groupAllocator); ok && sc.groupSum != nil {
+		for i, name := range ga.groupNames() {
+			r.Groups = append(r.Groups, GroupShare{Name: name, Share: sc.groupSum[i] / float64(ga.budgetBytes()) / float64(sc.steps)})
+		}
+	}
 	r.CompletedPerKStep = 1000 * float64(sc.completed) / float64(sc.steps)
 }

@@ -57,7 +57,7 @@ func lookupScheme(name string) (*schemeDef, bool) {
 }
 
 // SchemeNames returns the registered schemes' names: orca-max, orca-pow2, orca-oracle,
-// paged.
+// paged, hybrid.
 func SchemeNames() []string {
 	names := make([]string, len(schemeRegistry))
 	for i, d := range schemeRegistry {
@@ -94,6 +94,11 @@ type Scheme struct {
 	// Preemption names the policy that picks which running requests to pause when one
 	// cannot grow (Paged only; see evict.PreemptionNames); "" means fcfs, newest first.
 	Preemption string
+	// Model, Layout and StateBlock configure the Hybrid scheme (see Hybrid): a hybrid
+	// preset of blocks/sizing, a layout (HybridLayouts), and the tokens between cached
+	// states under the per-class and carved layouts (0: the uniform layout's block).
+	Model, Layout string
+	StateBlock    int
 }
 
 // Label is a short unique description for tables and charts: "orca-max", "paged/16",
@@ -103,6 +108,15 @@ func (s Scheme) Label() string {
 		return s.Name
 	}
 	l := fmt.Sprintf("%s/%d", s.Name, s.BlockSize)
+	if s.Name == Hybrid {
+		l = fmt.Sprintf("%s/%s", s.Name, s.Layout)
+		if s.Layout != LayoutUniform {
+			l += fmt.Sprintf("/%d", s.BlockSize)
+			if s.StateBlock > 0 {
+				l += fmt.Sprintf(" state=%d", s.StateBlock)
+			}
+		}
+	}
 	if s.PrefixSharing {
 		l += "+" + s.EvictionName()
 	}
@@ -140,6 +154,9 @@ func (s Scheme) validate(c *Config) error {
 	d, ok := lookupScheme(s.Name)
 	if !ok {
 		return fmt.Errorf("%w: unknown scheme %q (%s)", ErrInvalidConfig, s.Name, strings.Join(SchemeNames(), ", "))
+	}
+	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0) {
+		return fmt.Errorf("%w: %s takes no model, layout or state block (the hybrid scheme does)", ErrInvalidConfig, s.Name)
 	}
 	if !d.blocks {
 		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 || s.Preemption != "" {

@@ -104,6 +104,8 @@ type simFlags struct {
 	noEnablePrefixCaching        bool
 	eviction, preemption         string
 	watermark                    float64
+	hybridLayouts                string
+	stateBlock                   int
 	jsonPath, csvPath, outDir    string
 	noCharts, noProgress         bool
 }
@@ -138,7 +140,11 @@ func (f *simFlags) register(set *flagSet) {
 	fs.Var(&f.kvBudget, "kv-budget-tokens", "KV budget in tokens, such as 448k; overrides the model and GPU")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "cap on tokens computed per step, decodes and prefills together (default: max(8192, max-model-len + max-num-seqs))")
 
-	fs.StringVar(&f.schemes, "schemes", strings.Join(sim.SchemeNames(), ","), "schemes to run, comma-separated")
+	fs.StringVar(&f.schemes, "schemes", strings.Join(defaultSchemes(), ","), "schemes to run, comma-separated: "+strings.Join(sim.SchemeNames(), ", ")+
+		" (hybrid runs --model, a hybrid preset, through blocktable/hybrid under each --hybrid-layouts layout)")
+	fs.StringVar(&f.hybridLayouts, "hybrid-layouts", strings.Join(sim.HybridLayouts, ","), "memory layouts the hybrid scheme runs, comma-separated: "+
+		"uniform (vLLM's one page size), per-class (one pool per page size, split for max-model-len), carved (Jenga: large pages carved into each kind's pages)")
+	fs.IntVar(&f.stateBlock, "state-block", 0, "hybrid scheme, per-class and carved layouts: tokens between cached Mamba / linear-attention states (0: the uniform layout's block, the same hit unit)")
 	fs.StringVar(&f.blockSweep, "block-size-sweep", defaultBlockSweep, "more paged block sizes, run in the first --prefix-sharing mode, for the utilisation-vs-block-size chart (\"\" for none)")
 	fs.StringVar(&f.sharing, "prefix-sharing", "off,on", "paged runs without (off) and with (on) prefix sharing, comma-separated; the first mode also runs over --block-size-sweep")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", false, "vLLM's flag: paged runs with prefix sharing only (--prefix-sharing on)")
@@ -412,6 +418,20 @@ func (f *simFlags) budget(r *simRun, maxLen int) (int, error) {
 	return tokens, nil
 }
 
+// defaultSchemes are the schemes of the default comparison: every registered one but
+// hybrid, which needs a hybrid model.
+func defaultSchemes() []string {
+	return slices.DeleteFunc(sim.SchemeNames(), func(n string) bool { return n == sim.Hybrid })
+}
+
+func hybridPresetNames() []string {
+	var n []string
+	for _, h := range sizing.HybridPresets() {
+		n = append(n, h.Name)
+	}
+	return n
+}
+
 // schemeList builds the runs: the contiguous schemes, then the paged runs: the first
 // --prefix-sharing mode (with the first eviction policy) at --block-size and over the
 // sweep, every other combination of sharing mode and eviction policy at --block-size.
@@ -467,8 +487,36 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 	if _, err := evict.PreemptionByName(f.preemption); err != nil {
 		return nil, badFlag("--preemption: %v", err)
 	}
+	layouts, err := splitList(f.hybridLayouts, func(s string) (string, error) {
+		if !slices.Contains(sim.HybridLayouts, s) {
+			return "", fmt.Errorf("%q is not a layout (%s)", s, strings.Join(sim.HybridLayouts, ", "))
+		}
+		return s, nil
+	})
+	if err != nil {
+		return nil, badFlag("--hybrid-layouts: %v", err)
+	}
+	if f.stateBlock < 0 {
+		return nil, badFlag("--state-block must not be negative, got %d", f.stateBlock)
+	}
 	var out []sim.Scheme
 	for _, k := range kinds {
+		if k == sim.Hybrid {
+			m, err := sizing.ModelPreset(f.sizing.model)
+			if err != nil {
+				return nil, badFlag("--schemes hybrid runs a hybrid model preset: give --model (%s)", strings.Join(hybridPresetNames(), ", "))
+			}
+			if _, err := sim.HybridModel(m.Name); err != nil {
+				return nil, badFlag("--schemes hybrid: --model %s: %v", f.sizing.model, err)
+			}
+			for _, share := range sharing {
+				for _, l := range layouts {
+					out = append(out, sim.Scheme{Name: sim.Hybrid, Model: m.Name, Layout: l, BlockSize: blockSize,
+						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock})
+				}
+			}
+			continue
+		}
 		if k != sim.Paged {
 			out = append(out, sim.Scheme{Name: k})
 			continue

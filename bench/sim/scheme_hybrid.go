@@ -1,0 +1,501 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/blocktable/hybrid"
+)
+
+// Hybrid runs a hybrid model (Scheme.Model, a preset of blocks/sizing marked hybrid)
+// through blocktable/hybrid's Manager under one of three memory layouts (Scheme.Layout):
+//
+//   - LayoutUniform, vLLM's: layers split into KV-cache groups of equal layer count, one
+//     page size, attention's block raised until a page holds a Mamba state
+//     (sizing.HybridModel.Uniform); one Manager, one pool.
+//   - LayoutPerClass: each kind of layer (full, sliding, chunked, state) one group of its
+//     own natural page (BlockSize tokens of attention, or a state); kinds of equal page
+//     bytes share a pool, and each pool is one Manager with its share of the budget, split
+//     ahead of time for max-model-len as sizing.CompareLayouts splits it. A request is
+//     admitted into every pool at the longest hit all of them serve (each Manager's fixed
+//     point under a common HitLimit, iterated until it stands), or into none.
+//   - LayoutCarved (Jenga): the per-class pages carved from one pool: one Manager whose
+//     block is a small unit page; a kind whose page is k units is k identical groups
+//     (equal specs are looked up together), so its page takes k blocks.
+//
+// The byte budget is Capacity tokens of the model's attention layers (Capacity x the
+// bytes a token takes in every attention layer): the budget the sizing flags give a dense
+// model of the same attention. Usage is in those token-equivalents. State layers cache
+// their state every StateBlock tokens under the per-class and carved layouts (0: the
+// uniform layout's block, so that every layout has the same hit unit); the Manager
+// allocates a state block per StateBlock tokens of a prompt at admission and releases all
+// but the last as the sequence advances (vLLM's "all" cache mode; its "align" mode, which
+// keeps only the running and the last state, is not modelled), so a small StateBlock costs
+// memory at admission. The Manager's free queue is vLLM's LRU: Eviction must be lru.
+// Without PrefixSharing requests never read the cache (hybrid.Request.SkipCacheRead).
+const Hybrid = "hybrid"
+
+// The layouts of the hybrid scheme (Scheme.Layout).
+const (
+	LayoutUniform  = "uniform"
+	LayoutPerClass = "per-class"
+	LayoutCarved   = "carved"
+)
+
+// HybridLayouts are the layouts of the hybrid scheme, in the order of the comparison.
+var HybridLayouts = []string{LayoutUniform, LayoutPerClass, LayoutCarved}
+
+func init() {
+	registerScheme(schemeDef{name: Hybrid, blocks: true, validate: validateHybrid,
+		build: func(c *Config, s *Scheme, seqs []seq) (allocator, error) { return newHybridAlloc(c, *s, seqs) }})
+}
+
+// HybridModel returns the hybrid preset name as the layout comparison describes it (bf16
+// KV and state).
+func HybridModel(name string) (sizing.HybridModel, error) {
+	m, err := sizing.ModelPreset(name)
+	if err != nil {
+		return sizing.HybridModel{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	h, err := m.Hybrid(sizing.BF16)
+	if err != nil {
+		return h, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	kinds := map[sizing.HybridKind]bool{}
+	for _, l := range h.Layers {
+		kinds[l.Kind] = true
+	}
+	if len(kinds) < 2 {
+		return h, fmt.Errorf("%w: %s has one kind of layer; the hybrid scheme runs hybrid models (%s)", ErrInvalidConfig, name, strings.Join(hybridNames(), ", "))
+	}
+	return h, nil
+}
+
+func hybridNames() []string {
+	var n []string
+	for _, h := range sizing.HybridPresets() {
+		n = append(n, h.Name)
+	}
+	return n
+}
+
+func validateHybrid(s *Scheme, c *Config) error {
+	if s.Model == "" {
+		return fmt.Errorf("%w: the hybrid scheme needs a model (%s)", ErrInvalidConfig, strings.Join(hybridNames(), ", "))
+	}
+	if _, err := HybridModel(s.Model); err != nil {
+		return err
+	}
+	switch s.Layout {
+	case LayoutUniform, LayoutPerClass, LayoutCarved:
+	default:
+		return fmt.Errorf("%w: hybrid layout %q (%s)", ErrInvalidConfig, s.Layout, strings.Join(HybridLayouts, ", "))
+	}
+	if s.EvictionName() != "lru" && s.EvictionName() != "none" {
+		return fmt.Errorf("%w: the hybrid Manager's free queue is vLLM's LRU; eviction %q is not available", ErrInvalidConfig, s.Eviction)
+	}
+	if s.Watermark != 0 {
+		return fmt.Errorf("%w: the hybrid scheme has no watermark", ErrInvalidConfig)
+	}
+	if s.StateBlock < 0 || s.StateBlock > c.MaxModelLen {
+		return fmt.Errorf("%w: state block %d outside [0, max-model-len %d]", ErrInvalidConfig, s.StateBlock, c.MaxModelLen)
+	}
+	return nil
+}
+
+// hybridPool is one Manager and what each of its groups stands for.
+type hybridPool struct {
+	m         *hybrid.Manager
+	unitBytes int64 // bytes of one block of the pool
+	// kinds[i] is the model layer kind of the Manager's group i; kindSet the distinct ones.
+	kinds, kindSet []int
+}
+
+// hybridAlloc is the hybrid scheme's allocator.
+type hybridAlloc struct {
+	model    sizing.HybridModel
+	pools    []hybridPool
+	seqs     []seq
+	seed     uint64
+	sharing  bool
+	capacity int   // token-equivalents
+	unit     int64 // bytes of one token-equivalent
+	budget   int64 // bytes
+
+	// Per layer kind: its blocks' size in tokens, its spec (for what it releases) and the
+	// bytes one of its blocks takes over all its groups.
+	kindBlock []int
+	kindSpec  []hybrid.Spec
+	kindBytes []int64
+	names     []string
+
+	running   map[int]*seq
+	perHolder []int64
+	prompt    []int32
+	one       [1]int32
+	pre       []blocktable.Preempted
+}
+
+func attnTokenBytes(h sizing.HybridModel) int64 {
+	var b int64
+	for _, l := range h.Layers {
+		b += int64(l.Layers) * l.TokenBytes
+	}
+	return b
+}
+
+func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
+	h, err := HybridModel(s.Model)
+	if err != nil {
+		return nil, err
+	}
+	a := &hybridAlloc{model: h, seqs: seqs, seed: cfg.Seed, sharing: s.PrefixSharing, capacity: cfg.Capacity,
+		unit: attnTokenBytes(h), running: map[int]*seq{}}
+	a.budget = int64(cfg.Capacity) * a.unit
+	preempt, err := NewPreemptionPolicy(s.Preemption)
+	if err != nil {
+		return nil, err
+	}
+	u := h.Uniform()
+	stateBlock := s.StateBlock
+	if stateBlock == 0 {
+		stateBlock = u.BlockTokens
+	}
+	for _, l := range h.Layers {
+		a.names = append(a.names, string(l.Kind))
+	}
+	spec := func(l sizing.HybridLayers, block int, bytes int64) hybrid.Spec {
+		switch l.Kind {
+		case sizing.KindSliding:
+			return hybrid.SlidingWindow{Block: block, Window: l.Span, Bytes: bytes}
+		case sizing.KindChunked:
+			return hybrid.ChunkedLocal{Block: block, Chunk: l.Span, Bytes: bytes}
+		case sizing.KindState:
+			return hybrid.Mamba{Block: block, Bytes: bytes, Mode: hybrid.MambaAll}
+		}
+		return hybrid.FullAttention{Block: block, Bytes: bytes}
+	}
+	build := func(groups []hybrid.Spec, kinds []int, unitBytes, budget int64) error {
+		n := budget / unitBytes
+		if n < 2 || n > 1<<30 {
+			return fmt.Errorf("%w: %s %s: a pool of %d blocks of %d bytes", ErrInvalidConfig, s.Model, s.Layout, n, unitBytes)
+		}
+		m, err := hybrid.New(hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt})
+		if err != nil {
+			return err
+		}
+		var set []int
+		for _, k := range kinds {
+			if len(set) == 0 || set[len(set)-1] != k {
+				set = append(set, k)
+			}
+		}
+		a.pools = append(a.pools, hybridPool{m: m, unitBytes: unitBytes, kinds: kinds, kindSet: set})
+		return nil
+	}
+	switch s.Layout {
+	case LayoutUniform:
+		block := int64(u.GroupLayers) * u.PageBytes
+		var groups []hybrid.Spec
+		var kinds []int
+		for i, l := range h.Layers {
+			sp := spec(l, u.BlockTokens, block)
+			n := (l.Layers + u.GroupLayers - 1) / u.GroupLayers
+			for range n {
+				groups, kinds = append(groups, sp), append(kinds, i)
+			}
+			a.kindBlock = append(a.kindBlock, u.BlockTokens)
+			a.kindSpec = append(a.kindSpec, sp)
+			a.kindBytes = append(a.kindBytes, int64(n)*block)
+		}
+		if err := build(groups, kinds, block, a.budget); err != nil {
+			return nil, err
+		}
+	default:
+		pages := make([]int64, len(h.Layers))
+		for i, l := range h.Layers {
+			block := s.BlockSize
+			pages[i] = int64(l.Layers) * int64(block) * l.TokenBytes
+			if l.Kind == sizing.KindState {
+				block, pages[i] = stateBlock, int64(l.Layers)*l.StateBytes
+			}
+			a.kindBlock = append(a.kindBlock, block)
+			a.kindSpec = append(a.kindSpec, spec(l, block, pages[i]))
+			a.kindBytes = append(a.kindBytes, pages[i])
+		}
+		if s.Layout == LayoutCarved {
+			unit, mult := carveUnit(pages)
+			var groups []hybrid.Spec
+			var kinds []int
+			for i := range h.Layers {
+				for range mult[i] {
+					groups, kinds = append(groups, a.kindSpec[i]), append(kinds, i)
+				}
+				a.kindBytes[i] = int64(mult[i]) * unit
+			}
+			if err := build(groups, kinds, unit, a.budget); err != nil {
+				return nil, err
+			}
+			break
+		}
+		// One pool per page size, its share of the budget what the kinds in it need for a
+		// max-model-len request (sizing.CompareLayouts' split).
+		rows := h.Layers
+		need := make([]int64, len(rows))
+		var total int64
+		for i, l := range rows {
+			need[i] = heldAt(l, a.kindSpec[i], a.kindBlock[i], cfg.MaxModelLen) * pages[i]
+			if l.Kind == sizing.KindState {
+				// A prompt takes a state block per StateBlock tokens at admission.
+				need[i] = int64(ceilDiv(cfg.MaxModelLen, a.kindBlock[i])) * pages[i]
+			}
+			total += need[i]
+		}
+		done := make([]bool, len(rows))
+		for i := range rows {
+			if done[i] {
+				continue
+			}
+			var groups []hybrid.Spec
+			var kinds []int
+			var share int64
+			for j := i; j < len(rows); j++ {
+				if pages[j] == pages[i] && !done[j] {
+					done[j] = true
+					groups, kinds = append(groups, a.kindSpec[j]), append(kinds, j)
+					share += need[j]
+				}
+			}
+			if err := build(groups, kinds, pages[i], int64(float64(a.budget)*float64(share)/float64(total))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a, nil
+}
+
+// carveUnit picks the small page that large pages are carved into: the largest page
+// dividing every kind's page within 1% (each page rounded up to whole units), at most
+// 256 units a page; mult is each page in units.
+func carveUnit(pages []int64) (unit int64, mult []int) {
+	smallest := pages[0]
+	var sum int64
+	for _, p := range pages {
+		smallest = min(smallest, p)
+		sum += p
+	}
+	mult = make([]int, len(pages))
+	for d := int64(1); ; d++ {
+		unit = (smallest + d - 1) / d
+		var carved int64
+		ok := true
+		for i, p := range pages {
+			mult[i] = int((p + unit - 1) / unit)
+			carved += int64(mult[i]) * unit
+			ok = ok && mult[i] <= 256
+		}
+		if !ok || float64(carved) <= 1.01*float64(sum) || d == 256 {
+			return unit, mult
+		}
+	}
+}
+
+// heldAt is the blocks of bs tokens a kind holds for a sequence of n computed tokens.
+func heldAt(l sizing.HybridLayers, sp hybrid.Spec, bs, n int) int64 {
+	if n <= 0 {
+		return 0
+	}
+	all := (n + bs - 1) / bs
+	if l.Kind == sizing.KindState {
+		return 1
+	}
+	return int64(all - sp.Skipped(n-1)/bs)
+}
+
+func (a *hybridAlloc) request(s *seq, n int) *hybrid.Request {
+	if cap(a.prompt) < n {
+		a.prompt = make([]int32, n, 2*n)
+	}
+	a.prompt = a.prompt[:n]
+	for i := range a.prompt {
+		a.prompt[i] = Token(a.seed, s.req, i)
+	}
+	return &hybrid.Request{Prompt: a.prompt, MaxTokens: s.req.KVLen(), SkipCacheRead: !a.sharing}
+}
+
+func (a *hybridAlloc) admit(s *seq, budget int) (prefill, hit int, ok bool, err error) {
+	n := s.req.Input + s.generated
+	req := a.request(s, n)
+	switch {
+	case !a.sharing:
+	case len(a.pools) == 1:
+		if n > budget && n-a.pools[0].m.MatchRequest(req) > budget {
+			return 0, 0, false, nil
+		}
+	default:
+		// The hit every pool serves: lower a common cap until every Manager's fixed
+		// point under it is the cap itself.
+		h := n - 1
+		for h > 0 {
+			low := h
+			for _, p := range a.pools {
+				req.HitLimit = h
+				low = min(low, p.m.MatchRequest(req))
+			}
+			if low == h {
+				break
+			}
+			h = low
+		}
+		req.HitLimit, req.SkipCacheRead = h, h == 0
+	}
+	if n-req.HitLimit > budget && (len(a.pools) > 1 || !a.sharing) {
+		return 0, 0, false, nil
+	}
+	id := blocktable.SeqID(s.req.ID)
+	hit = n
+	for i, p := range a.pools {
+		got, err := p.m.Admit(id, req)
+		if err != nil {
+			// Undo the pools already admitted (their prompt blocks stay cached).
+			for _, q := range a.pools[:i] {
+				if err := q.m.Finish(id); err != nil {
+					return 0, 0, false, err
+				}
+			}
+			if errors.Is(err, blocks.ErrOutOfBlocks) {
+				return 0, 0, false, nil
+			}
+			return 0, 0, false, err
+		}
+		hit = min(hit, got)
+	}
+	s.stored = n
+	a.running[s.req.ID] = s
+	return n - hit, hit, true, nil
+}
+
+func (a *hybridAlloc) grow(s *seq, victims []*seq) ([]*seq, error) {
+	id := blocktable.SeqID(s.req.ID)
+	a.one[0] = Token(a.seed, s.req, s.stored)
+	for i := 0; i < len(a.pools); {
+		err := a.pools[i].m.Append(id, a.one[:])
+		if err == nil {
+			i++
+			continue
+		}
+		if !errors.Is(err, blocks.ErrOutOfBlocks) {
+			return victims, err
+		}
+		// Preempt in the pool that is short; the victims leave every pool. Pools before
+		// i already hold s's new token: a victim other than s is dropped everywhere, and
+		// s, if it is the victim, too.
+		if a.pre, err = a.pools[i].m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, a.pre[:0]); err != nil {
+			return victims, fmt.Errorf("request %d cannot grow: %w", s.req.ID, err)
+		}
+		for _, v := range a.pre {
+			for j, q := range a.pools {
+				if j == i {
+					continue
+				}
+				if _, err := q.m.PreemptSeq(v.Seq, blocktable.Recompute); err != nil {
+					return victims, err
+				}
+			}
+			vs := &a.seqs[v.Seq]
+			delete(a.running, vs.req.ID)
+			vs.preempted = true
+			victims = append(victims, vs)
+		}
+		if s.preempted {
+			return victims, nil
+		}
+	}
+	s.stored++
+	return victims, nil
+}
+
+func (a *hybridAlloc) finish(s *seq) error {
+	for _, p := range a.pools {
+		if err := p.m.Finish(blocktable.SeqID(s.req.ID)); err != nil {
+			return err
+		}
+	}
+	delete(a.running, s.req.ID)
+	return nil
+}
+
+// usage is in token-equivalents of the byte budget: held is what the pools' blocks in
+// use take, free what their free queues hold (cached blocks nobody holds included; the
+// Manager does not count them apart, so Cached is 0), external the budget no whole block
+// covers.
+func (a *hybridAlloc) usage(*seq) Usage {
+	var held, free int64
+	for _, p := range a.pools {
+		st := p.m.Stats()
+		held += int64(st.Capacity-st.Free) * p.unitBytes
+		free += int64(st.Free) * p.unitBytes
+	}
+	u := Usage{Tokens: held / a.unit, Free: free / a.unit}
+	u.External = int64(a.capacity) - u.Tokens - u.Free
+	return u
+}
+
+// groupBytes appends, per layer kind, the bytes of the blocks in use that its groups
+// take. A pool of one kind is exact; a pool of several (uniform, carved) splits its blocks
+// in use among its kinds in proportion to what the running requests' tables hold of each,
+// a block shared by several requests counted for each (the Manager does not count blocks
+// in use per group).
+func (a *hybridAlloc) groupBytes(dst []int64) []int64 {
+	dst = dst[:0]
+	for range a.kindBytes {
+		dst = append(dst, 0)
+	}
+	if cap(a.perHolder) < len(dst) {
+		a.perHolder = make([]int64, len(dst))
+	}
+	per := a.perHolder[:len(dst)]
+	clear(per)
+	for _, s := range a.running {
+		for i, l := range a.model.Layers {
+			per[i] += heldAt(l, a.kindSpec[i], a.kindBlock[i], s.stored) * a.kindBytes[i]
+		}
+	}
+	for _, p := range a.pools {
+		st := p.m.Stats()
+		inUse := int64(st.Capacity-st.Free) * p.unitBytes
+		var sum int64
+		for _, k := range p.kindSet {
+			sum += per[k]
+		}
+		if sum == 0 {
+			continue
+		}
+		for _, k := range p.kindSet {
+			dst[k] += int64(float64(inUse) * float64(per[k]) / float64(sum))
+		}
+	}
+	return dst
+}
+
+func (a *hybridAlloc) groupNames() []string { return a.names }
+
+func (a *hybridAlloc) budgetBytes() int64 { return a.budget }
+
+func (a *hybridAlloc) check(deep bool) error {
+	for _, p := range a.pools {
+		if st := p.m.Stats(); st.Running != len(a.running) {
+			return fmt.Errorf("a pool runs %d sequences, the simulator %d", st.Running, len(a.running))
+		}
+		if deep {
+			if err := p.m.CheckInvariants(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func hybridSchemes(model string, stateBlock int) []Scheme {
+	var out []Scheme
+	for _, l := range HybridLayouts {
+		out = append(out, Scheme{Name: Hybrid, Model: model, Layout: l, BlockSize: 16, PrefixSharing: true, StateBlock: stateBlock})
+	}
+	return out
+}
+
+func TestHybridSchemeRuns(t *testing.T) {
+	w, err := LookupWorkload("sysprompt")
+	require.NoError(t, err)
+	for _, model := range []string{"gpt-oss-20b", "jamba-1.5-mini", "gemma-3-27b"} {
+		cfg := DefaultConfig(64 << 10)
+		p := Prepare(w.Generate(600, 7), cfg.MaxModelLen)
+		var results []*Result
+		for _, s := range hybridSchemes(model, 0) {
+			r, err := simulate(p.Requests, cfg, s, true)
+			require.NoError(t, err, s.Label())
+			t.Logf("%s: hit %.3f run %.1f preempt %d groups %+v", s.Label(), r.PrefixHitRate, r.MeanRunning, r.TotalPreemptions, r.Groups)
+			require.Len(t, r.Groups, 2)
+			var sum float64
+			for _, g := range r.Groups {
+				sum += g.Share
+			}
+			require.InDelta(t, r.Shares.Tokens, sum, 1e-3, "the groups split the memory in use")
+			require.Positive(t, r.PrefixHitRate)
+			results = append(results, r)
+		}
+		if model == "gpt-oss-20b" {
+			// One page size: the three layouts are the same pool.
+			for _, r := range results[1:] {
+				require.Equal(t, results[0].PrefixHitRate, r.PrefixHitRate)
+				require.Equal(t, results[0].MeanRunning, r.MeanRunning)
+			}
+		}
+	}
+}
+
+func TestHybridSchemeValidation(t *testing.T) {
+	cfg := DefaultConfig(64 << 10)
+	for _, s := range []Scheme{
+		{Name: Hybrid, Layout: LayoutUniform, BlockSize: 16},
+		{Name: Hybrid, Model: "llama-3.1-8b", Layout: LayoutUniform, BlockSize: 16},
+		{Name: Hybrid, Model: "jamba-1.5-mini", Layout: "striped", BlockSize: 16},
+		{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutCarved, BlockSize: 16, PrefixSharing: true, Eviction: "fifo"},
+		{Name: Paged, Model: "jamba-1.5-mini", BlockSize: 16},
+	} {
+		require.ErrorIs(t, s.validate(&cfg), ErrInvalidConfig, "%+v", s)
+	}
+}
