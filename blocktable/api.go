@@ -111,6 +111,16 @@ type AdmitResult struct {
 	NewBlocks int
 	// Tokens is the sequence's length after admission (the hit plus the prefill).
 	Tokens int
+	// LoadTokens is the part of the prompt after the device hit that lower tiers (an
+	// index built prefix.WithTiers) hold: the Manager allocated its blocks and prepared
+	// transfer Load, which TakePlans hands out. The caller computes neither the hit nor
+	// these tokens, and runs the sequence once CompleteTransfer confirms the load; if the
+	// load fails, it computes them after all (CompleteTransfer says so).
+	LoadTokens int
+	// Load names the load transfer, 0 when LoadTokens is 0.
+	Load prefix.TransferID
+	// Tiers is the hit per tier: the device prefix and the lower-tier blocks loaded.
+	Tiers prefix.TierHit
 }
 
 // AppendResult says what Append did.
@@ -213,6 +223,18 @@ type Stats struct {
 	Evictions uint64
 	// RejectedAdmissions counts Admit calls refused for lack of blocks.
 	RejectedAdmissions uint64
+	// LoadedTokens sums the LoadTokens of admissions (not resumed ones) whose load
+	// completed ok; LoadFailedTokens those of failed loads, computed after all.
+	LoadedTokens, LoadFailedTokens uint64
+}
+
+// TieredHitRate is (HitTokens + LoadedTokens) / PromptTokens: the hit rate counting
+// prefixes found in lower tiers and loaded back.
+func (s Stats) TieredHitRate() float64 {
+	if s.PromptTokens == 0 {
+		return 0
+	}
+	return float64(s.HitTokens+s.LoadedTokens) / float64(s.PromptTokens)
 }
 
 // HitRate is HitTokens / PromptTokens: the token-weighted prefix hit rate of admissions.

@@ -79,6 +79,9 @@ func (m *Manager) CheckInvariants() error {
 		if m.index != nil && m.index.IsCached(id) {
 			want += 1 + m.index.Pins(id) // the index's reference, and one per pin
 		}
+		if m.index != nil {
+			want += m.index.TransferRefs(id) // copies to or from a lower tier in flight
+		}
 		if got := m.pool.RefCount(id); got != want {
 			return fmt.Errorf("block %d has refcount %d but %d holders (%s)", id, got, want, m.holderNames(id))
 		}

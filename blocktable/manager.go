@@ -73,6 +73,10 @@ type Manager struct {
 	st          Stats
 	reclaimBase uint64 // pool's Reclaimed counter when the Manager was built
 	mutations   uint64
+
+	// loads maps each pending load transfer to its sequence (tiers.go).
+	loads  map[prefix.TransferID]SeqID
+	tiered bool // the index has lower tiers
 }
 
 // sequence is the Manager's record of one sequence.
@@ -100,6 +104,11 @@ type sequence struct {
 	// mark for all its members instead (freeable.go).
 	dup, tangled bool
 	fam          int32
+	// loading is the load transfer of the blocks after its device hit (tiers.go), 0 for
+	// none: until it completes those blocks hold no KV, and nothing past the hit commits.
+	loading    prefix.TransferID
+	loadBlocks int
+	resumed    bool
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -173,6 +182,7 @@ func New(cfg Config) (*Manager, error) {
 		m.ordered, m.progressOrder = o, o.ReadsProgress()
 	}
 	m.reclaimBase = m.pool.Stats().Reclaimed
+	m.tiered = m.caching() && cfg.Index.NumTiers() > 1
 	return m, nil
 }
 
@@ -283,6 +293,7 @@ type admitPlan struct {
 	cur    prefix.Cursor
 	need   int // blocks to allocate
 	tokens int // prompt tokens that get slots now
+	load   int // blocks after the hit that lower tiers hold (tiers.go)
 }
 
 func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
@@ -328,6 +339,9 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	}
 	p.need = ceilDiv(p.tokens+req.Lookahead, m.bs) - len(p.hits)
 	p.res = AdmitResult{HitTokens: hitTokens, HitBlocks: len(p.hits), NewBlocks: p.need, Tokens: p.tokens}
+	if m.tiered {
+		m.planLoad(&p)
+	}
 
 	// Hit blocks that are evictable now will not be once taken: count them out of what an
 	// allocation can have (vLLM's test_prefill_not_enough_free_blocks_with_computed_blocks).
@@ -386,10 +400,16 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 			m.index.RecordResumedLookup(&p.prompt, p.cur)
 		} else {
 			m.index.RecordLookup(&p.prompt, p.cur)
+			if m.tiered {
+				m.index.RecordTierLookup(p.res.Tiers)
+			}
 		}
 	}
 	if _, err := s.t.Append(p.tokens-s.t.tokens, req.Lookahead); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: admission counted %d blocks but allocation failed: %v", p.need, err))
+	}
+	if p.load > 0 {
+		m.prepareLoad(s, &p, req.Resumed)
 	}
 	m.commitFull(s)
 	m.file(s)
@@ -419,7 +439,7 @@ func (m *Manager) CanAdmit(seq SeqID, req *Request) (AdmitResult, error) {
 // commitFull commits the sequence's full blocks that are not yet on its path in the index
 // and returns how many it passed to the index.
 func (m *Manager) commitFull(s *sequence) int {
-	if !m.caching() || s.stale {
+	if !m.caching() || s.stale || s.loading != 0 {
 		return 0
 	}
 	from := s.committed()
@@ -573,8 +593,9 @@ func (m *Manager) drop(s *sequence) {
 
 // Fork makes child a copy of the running sequence parent that shares all of its blocks
 // (parallel sampling, beam search). The first write by either into a shared, partly
-// filled block copies it. It fails with ErrUnknownSeq if parent is missing and
-// ErrDuplicateSeq if child exists. It allocates no block.
+// filled block copies it. It fails with ErrUnknownSeq if parent is missing,
+// ErrDuplicateSeq if child exists, and ErrNotRunning while parent's load from a lower
+// tier is in flight. It allocates no block.
 func (m *Manager) Fork(parent, child SeqID) error {
 	p, err := m.running("fork", parent)
 	if err != nil {
@@ -582,6 +603,9 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	}
 	if _, dup := m.seqs[child]; dup {
 		return &SeqError{Op: "fork", Seq: child, Err: ErrDuplicateSeq}
+	}
+	if p.loading != 0 {
+		return &SeqError{Op: "fork", Seq: parent, Err: ErrNotRunning} // its KV is still loading (tiers.go)
 	}
 	c := m.newSequence(child)
 	if err := p.t.forkInto(&c.t); err != nil {

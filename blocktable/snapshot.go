@@ -70,7 +70,7 @@ func (c *StatsCell) Load() Snapshot {
 }
 
 // snapshotWords is the number of words encode writes: one per field.
-const snapshotWords = 38
+const snapshotWords = 40
 
 // encode and decode list every field of Snapshot once, in the same order (a test holds
 // them to every field, so one added to Stats or prefix.Stats and forgotten here fails it).
@@ -85,7 +85,7 @@ func (s *Snapshot) encode() [snapshotWords]uint64 {
 		x.Lookups, x.LookedUpTokens, x.HitTokens, uint64(x.Cached), uint64(x.Evictable), uint64(x.Reclaimable),
 		uint64(x.Namespaces), x.Inserts, x.Duplicates, x.Evictions, x.Dropped,
 		x.ResumedLookups, x.ResumedLookedUpTokens, x.ResumedHitTokens, uint64(x.Free),
-		s.Seq,
+		s.Seq, st.LoadedTokens, st.LoadFailedTokens,
 	}
 }
 
@@ -101,4 +101,5 @@ func (s *Snapshot) decode(w *[snapshotWords]uint64) {
 	x.Inserts, x.Duplicates, x.Evictions, x.Dropped = w[29], w[30], w[31], w[32]
 	x.ResumedLookups, x.ResumedLookedUpTokens, x.ResumedHitTokens, x.Free = w[33], w[34], w[35], int(w[36])
 	s.Seq = w[37]
+	st.LoadedTokens, st.LoadFailedTokens = w[38], w[39]
 }

@@ -103,6 +103,11 @@ type BlockStored struct {
 	// offset of each of MM's keys (MMOffsets[i][j] goes with MM[i][j]); it is nil in the
 	// identifier form and when MM is nil.
 	MMOffsets [][]int
+	// Medium is the tier that now holds the blocks, as vLLM's medium field names it: ""
+	// for the device (a publisher's configured medium, MediumGPU by default), or a lower
+	// tier's TierSpec.Medium, in which case Blocks are that tier's slots. A block that
+	// moves is reported once per tier it enters, never again for a tier it stays in.
+	Medium string
 }
 
 // Hash returns the hash of the i-th stored block.
@@ -113,6 +118,8 @@ type BlockRemoved struct {
 	Hashes   []byte
 	HashSize int
 	Blocks   []blocks.ID
+	// Medium is the tier the blocks left, as in BlockStored.
+	Medium string
 }
 
 // Hash returns the hash of the i-th removed block.
@@ -152,6 +159,8 @@ type config struct {
 	quotas bool
 	// mmForm is how multimodal inputs key blocks (WithMMKeyForm).
 	mmForm MMKeyForm
+	// tiers configures the lower tiers (WithTiers); nil for none.
+	tiers *TierConfig
 }
 
 // WithPolicy sets the eviction policy: New calls f with the pool's NumBlocks (keys are

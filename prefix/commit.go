@@ -258,6 +258,9 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 	if x.obs != nil {
 		x.emitStored(parent, start+from, p, ids[from:])
 	}
+	if x.tiers != nil {
+		x.tierCommitted(ids[from:])
+	}
 	return at
 }
 

@@ -27,6 +27,20 @@
 // (WithEvictionHistory tells evicted from never stored). QueueOrder and BatchSharing
 // order and group waiting requests by what is cached, changing nothing.
 //
+// # Lower tiers
+//
+// WithTiers adds host memory, disk or a user's own tier below the device, each with its
+// capacity in blocks, its eviction policy from evict, and a write policy (write-back at
+// eviction, write-through at commit, or after N hits). An evicted block then stays
+// findable: PeekLower continues Peek's match into the tiers (device prefix, then host,
+// then disk) and PrepareLoad reserves its promotion into device blocks the caller holds.
+// kvpage moves no bytes: TakePlans returns transfer plans (runs of contiguous blocks,
+// with byte sizes) that the server executes, and CompleteTransfer confirms each, ok or
+// failed. A device block being demoted is unavailable until its copy is confirmed, and
+// demotion starts below a watermark of free blocks so that no allocation waits on a copy.
+// Events name each tier's medium (vLLM's GPU, CPU, DISK); Reset and BumpEpoch cover every
+// tier. The Manager of package blocktable drives all of it from admission.
+//
 // # Contract
 //
 // An Index is not safe for concurrent use: one scheduler goroutine owns it with its pool,

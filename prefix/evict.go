@@ -1,6 +1,8 @@
 package prefix
 
 import (
+	"fmt"
+
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
 )
@@ -105,6 +107,9 @@ func (x *Index) evictUpTo(n int) int {
 		if x.obs != nil {
 			hashes = x.appendHash(hashes, nodeOf(id))
 		}
+		if x.tiers != nil {
+			x.tierEvicted(nodeOf(id))
+		}
 		if p := x.unlink(nodeOf(id), nd); p != 0 {
 			// Right after Victim: evict.NewLRU lets the parent take the victim's place at
 			// the top of its heap, one sift instead of a pop and a push.
@@ -178,6 +183,9 @@ func (x *Index) Reset() error {
 	if x.pinned > 0 {
 		return &HeldError{Held: x.pinned}
 	}
+	if x.tiers != nil && len(x.tiers.plans) > 0 {
+		return fmt.Errorf("%w: %d transfers", ErrTransfersPending, len(x.tiers.plans))
+	}
 	ids := make([]blocks.ID, 0, x.cached)
 	for n := int32(1); int(n) <= x.nb; n++ {
 		nd := &x.nodes[n]
@@ -205,6 +213,9 @@ func (x *Index) Reset() error {
 		x.quotaReset()
 	}
 	x.cached = 0
+	if x.tiers != nil {
+		x.resetTiers() // every tier: vLLM's reset skips its CPU tier (vLLM issue #57727)
+	}
 	if err := x.pool.Release(ids...); err != nil {
 		panic("kvpage: broken invariant: releasing cached blocks on reset failed: " + err.Error())
 	}

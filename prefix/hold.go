@@ -39,6 +39,9 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 			x.hint[nd.parent] = n // reused now: the child the next request likely wants
 		}
 	}
+	if x.tiers != nil {
+		x.tierAcquired(ids)
+	}
 	x.mutated()
 	return nil
 }

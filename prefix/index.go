@@ -111,6 +111,9 @@ type Index struct {
 	stats     counters
 	mutations uint64
 	ctl       control // eviction history, retention state: see control.go
+	// tiers holds the lower tiers' books (tierstore.go); nil without WithTiers, and then
+	// every hook into the tree's paths is one nil check.
+	tiers *tierStore
 
 	// Scratch buffers, reused so that steady-state calls allocate nothing.
 	keyBuf   []uint64
@@ -249,6 +252,11 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	x.ctl.init(&cfg)
 	if cfg.quotas {
 		x.initQuotas(cfg.policy)
+	}
+	if cfg.tiers != nil {
+		if err := x.initTiers(cfg.tiers); err != nil {
+			return nil, err
+		}
 	}
 	if err := pool.SetReclaimer(reclaimer{x}); err != nil {
 		return nil, fmt.Errorf("%w: %w (one index per pool)", ErrInvalidArgument, err)

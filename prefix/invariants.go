@@ -104,7 +104,13 @@ func (x *Index) CheckInvariants() error {
 	if err := x.checkHints(); err != nil {
 		return err
 	}
-	return x.checkControl()
+	if err := x.checkControl(); err != nil {
+		return err
+	}
+	if x.tiers != nil {
+		return x.checkTiers()
+	}
+	return nil
 }
 
 // checkRoots verifies the namespace root slots against children, the children counted

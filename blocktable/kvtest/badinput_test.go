@@ -418,6 +418,12 @@ var withoutInvalidInput = map[string]bool{
 	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.SetRetention": true, "Index.HoldSession": true, "Index.ReleaseSession": true,
 	"Index.Pins": true, "Index.Pinned": true, "Index.PinBudget": true, "Index.Sessions": true, "Index.Quota": true, "Index.BumpEpoch": true, "Index.Epoch": true, "Index.Reclaimable": true,
 	"Index.ReclaimableOf": true, "Index.Stats": true, "Index.WriteState": true,
+	// Tier queries, and TakePlans (no argument to get wrong); the transfer calls' bad
+	// input (unknown IDs, no tiers, blocks not held) is tested in prefix/tier_test.go and
+	// blocktable/tiers_test.go, on an index with tiers.
+	"Index.NumTiers": true, "Index.TierStatsOf": true, "Index.TransferRefs": true, "Index.PendingTransfers": true,
+	"Index.PeekLower": true, "Index.RecordTierLookup": true, "Index.TakePlans": true, "Index.CompleteTransfer": true,
+	"Index.PrepareLoad": true, "Manager.TakePlans": true, "Manager.CompleteTransfer": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
 	"Table.Fork": true, "Table.Len": true, "Table.Need": true, "Table.NumBlocks": true, "Table.Release": true,
 	"Table.Reserved":          true,

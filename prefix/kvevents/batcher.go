@@ -90,7 +90,7 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 	} else {
 		_ = enc.EncodeNil()
 	}
-	b.encodeOptString(b.cfg.medium)
+	b.encodeOptString(b.medium(e.Medium))
 	b.encodeOptString(lora)
 	if withExtra {
 		_ = enc.EncodeArrayLen(nblocks)
@@ -130,7 +130,7 @@ func (b *Batcher) BlockRemoved(e *prefix.BlockRemoved) {
 	for i := range e.Blocks {
 		b.encodeHash(e.Hash(i))
 	}
-	b.encodeOptString(b.cfg.medium)
+	b.encodeOptString(b.medium(e.Medium))
 	if b.cfg.hasGroup {
 		_ = b.enc.EncodeInt(int64(b.cfg.group))
 	}
@@ -326,3 +326,12 @@ type byteSink struct{ b []byte }
 func (s *byteSink) Write(p []byte) (int, error) { s.b = append(s.b, p...); return len(p), nil }
 
 func (s *byteSink) WriteByte(c byte) error { s.b = append(s.b, c); return nil }
+
+// medium is an event's medium field: the tier the event names (a lower tier of the
+// index's WithTiers), else the configured medium of the device (WithMedium).
+func (b *Batcher) medium(m string) string {
+	if m != "" {
+		return m
+	}
+	return b.cfg.medium
+}

@@ -40,6 +40,13 @@ const (
 // MediumGPU is the medium vLLM reports for blocks in GPU memory (MEDIUM_GPU).
 const MediumGPU = "GPU"
 
+// MediumCPU and MediumDisk are the media of vLLM's offloading tiers (host memory and
+// disk), which an index's lower tiers name in their events.
+const (
+	MediumCPU  = "CPU"
+	MediumDisk = "DISK"
+)
+
 // Field counts of the array forms.
 const (
 	batchFields            = 3 // ts, events, data_parallel_rank

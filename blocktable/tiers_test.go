@@ -1,0 +1,122 @@
+package blocktable
+
+import (
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/stretchr/testify/require"
+)
+
+// newTieredStack is newStack with a host tier of host blocks (write-back) and a disk tier,
+// demoting ahead of need below target free device blocks.
+func newTieredStack(t *testing.T, usable, bs, host, target int) *stack {
+	t.Helper()
+	pool := newPool(t, usable+1)
+	clock := &evict.Counter{}
+	idx, err := prefix.New(pool, bs, prefix.WithClock(clock), prefix.WithTiers(prefix.TierConfig{
+		Tiers: []prefix.TierSpec{
+			{Medium: prefix.MediumCPU, Capacity: host},
+			{Medium: prefix.MediumDisk, Capacity: 2 * host, Write: prefix.WriteThrough},
+		},
+		BlockBytes: 64 << 10, FreeTarget: target,
+	}))
+	require.NoError(t, err)
+	m, err := New(Config{Pool: pool, Index: idx, BlockSize: bs, Clock: clock})
+	require.NoError(t, err)
+	return &stack{m: m, pool: pool, idx: idx}
+}
+
+func (s *stack) completeAll(t *testing.T, ok bool) []LoadDone {
+	t.Helper()
+	var out []LoadDone
+	seen := map[prefix.TransferID]bool{}
+	for _, p := range s.m.TakePlans(nil) {
+		if seen[p.ID] {
+			continue
+		}
+		seen[p.ID] = true
+		d, err := s.m.CompleteTransfer(p.ID, ok)
+		require.NoError(t, err)
+		out = append(out, d)
+	}
+	require.NoError(t, s.m.CheckInvariants())
+	return out
+}
+
+func prompt(base int32, n int) []int32 {
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = base + int32(i)
+	}
+	return p
+}
+
+// TestManagerPromotesFromHost: a prompt demoted to host memory is found there at the next
+// admission, loaded into the sequence's own blocks and committed once the load completes.
+func TestManagerPromotesFromHost(t *testing.T) {
+	s := newTieredStack(t, 8, 4, 8, 8)
+	req := &Request{Prompt: prompt(10, 17)} // 4 full blocks and one token
+	_, err := s.m.Admit(1, req)
+	require.NoError(t, err)
+	require.NoError(t, s.m.Finish(1))
+	s.completeAll(t, true) // demote the 4 blocks to host
+	s.completeAll(t, true) // host to disk, write-through
+	require.Equal(t, 0, s.m.Stats().Cached)
+
+	res, err := s.m.Admit(2, req)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.HitTokens)
+	require.Equal(t, 16, res.LoadTokens)
+	require.NotZero(t, res.Load)
+	require.Equal(t, [prefix.MaxTiers]int{0, 4, 0, 0}, res.Tiers.Blocks)
+	require.Equal(t, 0, s.m.Stats().Cached, "loading blocks are not committed")
+	done := s.completeAll(t, true)
+	require.Len(t, done, 1)
+	require.True(t, done[0].Loaded)
+	require.Equal(t, SeqID(2), done[0].Seq)
+	require.Zero(t, done[0].ComputeTokens)
+	require.Equal(t, 4, s.m.Stats().Cached, "loaded blocks are committed")
+	require.Equal(t, uint64(16), s.m.Stats().LoadedTokens)
+	require.InDelta(t, 16.0/34, s.m.Stats().TieredHitRate(), 1e-9)
+	s.done(t)
+}
+
+// TestManagerFailedLoadFallsBack: a failed load leaves the sequence its blocks to compute,
+// evicts the host keys, and leaks nothing; a sequence aborted mid-load leaks nothing.
+func TestManagerFailedLoadFallsBack(t *testing.T) {
+	s := newTieredStack(t, 8, 4, 8, 8)
+	req := &Request{Prompt: prompt(10, 17)}
+	_, err := s.m.Admit(1, req)
+	require.NoError(t, err)
+	require.NoError(t, s.m.Finish(1))
+	s.completeAll(t, true)
+	res, err := s.m.Admit(2, req)
+	require.NoError(t, err)
+	require.Equal(t, 16, res.LoadTokens)
+	done := s.completeAll(t, false) // the host-to-disk copies fail too
+	require.Len(t, done, 2)
+	require.False(t, done[0].Loaded)
+	require.Equal(t, 16, done[1].ComputeTokens)
+	require.Equal(t, uint64(16), s.m.Stats().LoadFailedTokens)
+	require.Equal(t, 4, s.m.Stats().Cached, "the computed blocks are committed as admission would")
+	require.Equal(t, 0, s.idx.TierStatsOf(1).Resident, "the failed keys left the host")
+	require.Equal(t, 0, s.idx.TierStatsOf(2).Resident)
+	require.NoError(t, s.m.Finish(2))
+
+	// Abort mid-load: the blocks stay allocated until the load completes, then return.
+	s.completeAll(t, true)
+	s.completeAll(t, true)
+	res, err = s.m.Admit(3, req)
+	require.NoError(t, err)
+	require.Positive(t, res.LoadTokens)
+	require.NoError(t, s.m.Abort(3))
+	require.NoError(t, s.m.CheckInvariants())
+	require.Less(t, s.pool.NumFree(), 8)
+	require.Error(t, s.idx.Reset(), "Reset refuses while a transfer is in flight")
+	s.completeAll(t, true)
+	s.done(t)
+	requireNoLeak(t, s.pool)
+	_ = blocks.ID(0)
+}

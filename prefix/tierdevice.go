@@ -1,0 +1,237 @@
+package prefix
+
+import "github.com/kvpage/kvpage/blocks"
+
+// The device's side of the tiers, for maintainers. Three hooks in the tree's paths, each
+// behind one nil check: insertChain (tierCommitted: a committed block finds its entry, a
+// promotion, or starts a write-through copy), Acquire (tierAcquired: a block reaching
+// WriteAfterHits' threshold starts its copy) and evictUpTo (tierEvicted: the device copy
+// goes; the entry stays while a lower tier holds it). A device block being copied out
+// holds one more pool reference (devRefs) and is pinned like a block a request holds, so
+// that neither eviction nor the pool's reuse can take it; a write-back demotion also
+// marks it flagDemote, and CompleteTransfer evicts it once its copy is confirmed.
+
+// flagDemote marks a device block whose write-back demotion is in flight: it is evicted
+// when the copy completes (if nothing holds it or lies under it by then).
+const flagDemote uint8 = 1 << 5
+
+// tierable reports whether device node n may go to the lower tiers: not a multimodal
+// block, and not under a root an epoch bump retired (its keys are never looked up again).
+func (x *Index) tierable(n int32) bool {
+	if x.nodes[n].flags&flagMM != 0 {
+		return false
+	}
+	return x.ctl.retiredLive == 0 || x.retiredRootOf(n) == 0
+}
+
+// tierCommitted runs for the blocks insertChain just cached.
+func (x *Index) tierCommitted(ids []blocks.ID) {
+	ts := x.tiers
+	spec := &ts.lv[0].spec
+	through := spec.Write == WriteThrough || (spec.Write == WriteAfterHits && spec.Hits <= 1)
+	for _, id := range ids {
+		n := nodeOf(id)
+		nd := &x.nodes[n]
+		if nd.flags&flagMM != 0 {
+			continue
+		}
+		if e := x.findEntry(nd.key, x.nodes[nd.parent].key, x.blockTokens(n)); e >= 0 {
+			en := &ts.ents[e]
+			if en.dev == 0 { // a promotion: the device holds the block again
+				en.dev = n
+				ts.devEnt[n] = e + 1
+				nd.hits = max(nd.hits, en.hits)
+			}
+			continue
+		}
+		if through && x.tierable(n) {
+			x.startDeviceStore(n, false)
+		}
+	}
+}
+
+// tierAcquired runs for the blocks Acquire just took: WriteAfterHits copies a block down
+// once its hits reach the threshold, and a demoted block taken again stays.
+func (x *Index) tierAcquired(ids []blocks.ID) {
+	ts := x.tiers
+	spec := &ts.lv[0].spec
+	for _, id := range ids {
+		n := nodeOf(id)
+		if nd := &x.nodes[n]; nd.flags&flagDemote != 0 && ts.devRefs[id] == 0 {
+			nd.flags &^= flagDemote // taken again before its child's demotion evicted it
+			ts.demoting--
+		}
+		if spec.Write == WriteAfterHits && x.nodes[n].hits >= spec.Hits && ts.devEnt[n] == 0 && x.tierable(n) {
+			x.startDeviceStore(n, false)
+		}
+	}
+}
+
+// tierEvicted runs for a device block the tree is evicting (before unlink).
+func (x *Index) tierEvicted(n int32) {
+	ts := x.tiers
+	ts.stats[Device].Evicted++
+	if x.nodes[n].flags&flagDemote != 0 {
+		ts.demoting--
+	}
+	e := ts.devEnt[n] - 1
+	if e < 0 {
+		ts.stats[Device].Lost++
+		return
+	}
+	ts.devEnt[n] = 0
+	en := &ts.ents[e]
+	en.dev = 0
+	if en.bestTier() == 0 {
+		ts.stats[Device].Lost++
+	}
+	ts.freeEntryIfEmpty(e)
+}
+
+// startDeviceStore prepares the copy of device node n into tier 1: an entry (made if
+// need be), a reserved slot, a pin and a pool reference on the block. demote marks a
+// write-back demotion (n was just popped from the eviction set). It reports whether the
+// copy was prepared.
+func (x *Index) startDeviceStore(n int32, demote bool) bool {
+	ts := x.tiers
+	e := ts.devEnt[n] - 1
+	made := false
+	if e < 0 {
+		if e = x.newEntryFromNode(n); e < 0 {
+			return false
+		}
+		made = true
+	}
+	if ts.ents[e].slot[0] != 0 || !x.reserve(1, e) {
+		if made {
+			ts.ents[e].dev, ts.devEnt[n] = 0, 0
+			ts.freeEntryIfEmpty(e)
+		}
+		return false
+	}
+	id := blockOf(n)
+	if err := x.pool.Retain(id); err != nil {
+		panic("kvpage: broken invariant: retaining a cached block for a copy failed: " + err.Error())
+	}
+	ts.devRefs[id]++
+	x.pin(n) // a no-op for a block a request holds; a popped victim is pinned here
+	if demote {
+		x.nodes[n].flags |= flagDemote
+		ts.demoting++
+	}
+	ts.queue = append(ts.queue, tierOp{from: Device, to: 1, e: e, src: int32(id), dst: ts.ents[e].slot[0] - 1})
+	return true
+}
+
+// devUnpin drops the pool reference an in-flight copy held on device block id. For a
+// store's source (cached) the block is unpinned as Release would, and a demoted block is
+// evicted once nothing holds it and nothing lies under it (evictPopped then takes its
+// demoted parents too); a load's destination is not cached yet and goes back to the pool
+// if its request has gone.
+func (x *Index) devUnpin(id blocks.ID, cached bool) {
+	ts := x.tiers
+	ts.devRefs[id]--
+	if err := x.pool.Release(id); err != nil {
+		panic("kvpage: broken invariant: releasing a copy's block failed: " + err.Error())
+	}
+	if !cached {
+		return
+	}
+	n := nodeOf(id)
+	nd := &x.nodes[n]
+	x.unpinFrom(n)
+	if nd.flags&flagDemote == 0 || ts.devRefs[id] != 0 {
+		return
+	}
+	switch {
+	case evictable(nd):
+		x.policy.Remove(int32(id))
+		x.evictPopped(n)
+	case x.pool.RefCount(id) > 1: // a request took it meanwhile: it stays
+		nd.flags &^= flagDemote
+		ts.demoting--
+	}
+	// Otherwise a demoted child still lies under it, and evicting that child evicts it.
+}
+
+// hasLowerCopy reports whether a lower tier holds device node n's block.
+func (x *Index) hasLowerCopy(n int32) bool {
+	e := x.tiers.devEnt[n] - 1
+	return e >= 0 && x.tiers.ents[e].bestTier() != 0
+}
+
+// demoteAhead starts write-back demotions of the device's next victims while free blocks
+// plus blocks being demoted are below the watermark. A victim with a copy below already is
+// evicted at once, one that cannot be tiered too; the others are copied down, and the
+// ancestors that only the victim keeps in the tree follow it in the same plan (leaf-only
+// eviction would otherwise demote a chain one block per round trip).
+func (x *Index) demoteAhead() {
+	ts := x.tiers
+	if ts.cfg.FreeTarget == 0 || ts.lv[0].spec.Write != WriteBack {
+		return
+	}
+	short := func() bool { return x.pool.NumFree()+ts.demoting < ts.cfg.FreeTarget }
+	for short() {
+		k, ok := x.policy.Victim()
+		if !ok {
+			return
+		}
+		n := nodeOf(blocks.ID(k))
+		x.nodeOfVictim(blocks.ID(k))
+		if x.hasLowerCopy(n) || !x.tierable(n) || !x.startDeviceStore(n, true) {
+			x.evictPopped(n)
+			continue
+		}
+		for p := x.nodes[n].parent; short() && x.isBlock(p); p = x.nodes[p].parent {
+			pn := &x.nodes[p]
+			// Held by nothing but the index and the demoted child below it.
+			if pn.children != 1 || pn.pinnedKids != 1 || pn.flags&flagDemote != 0 || x.pool.RefCount(blockOf(p)) != 1 {
+				break
+			}
+			if x.hasLowerCopy(p) {
+				pn.flags |= flagDemote // no copy needed: evicted after its child
+				ts.demoting++
+				continue
+			}
+			if !x.tierable(p) || !x.startDeviceStore(p, true) {
+				break
+			}
+		}
+	}
+}
+
+// evictPopped evicts device node n, an unreferenced leaf already taken off the eviction
+// set, as evictUpTo evicts each victim; a demoted parent left a leaf with no copy in
+// flight goes with it.
+func (x *Index) evictPopped(n int32) {
+	for n != 0 {
+		nd := &x.nodes[n]
+		if x.ctl.ghost.on() {
+			x.recordEvicted(n)
+		}
+		var hashes []byte
+		if x.obs != nil {
+			hashes = x.appendHash(x.hashBuf[:0], n)
+		}
+		x.tierEvicted(n)
+		p := x.unlink(n, nd)
+		id := blockOf(n)
+		if err := x.pool.Release(id); err != nil {
+			panic("kvpage: broken invariant: releasing an evicted block failed: " + err.Error())
+		}
+		x.stats.evictions++
+		if x.obs != nil {
+			x.hashBuf = hashes
+			x.idBuf = append(x.idBuf[:0], id)
+			x.emitRemoved(x.idBuf, hashes)
+		}
+		n = 0
+		if p != 0 {
+			if x.nodes[p].flags&flagDemote != 0 && x.tiers.devRefs[blockOf(p)] == 0 {
+				n = p
+			} else {
+				x.evAdd(p)
+			}
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package prefix
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// Transfers, for maintainers. Every copy is prepared (its source pinned, its destination
+// reserved), handed to the server in a Plan by TakePlans, and completed by
+// CompleteTransfer with the server's outcome; only then does the source's slot or block
+// become reusable, or the destination's content count. Stores prepared between two
+// TakePlans calls form one plan per pair of tiers; each load (one admission) is its own
+// plan, since its outcome decides what that request computes. A load whose blocks come
+// from several tiers is one transfer handed out as one Plan per source tier, all with the
+// same ID; the server completes the ID once, when all of them are done.
+
+// tierOp is one block's copy: src and dst are device block IDs or lower-tier slots.
+type tierOp struct {
+	from, to Tier
+	e        int32
+	src, dst int32
+}
+
+type planRec struct {
+	id   TransferID
+	kind TransferKind
+	ops  []tierOp
+	runs []Run
+}
+
+func (ts *tierStore) newPlan(kind TransferKind) *planRec {
+	var r *planRec
+	if k := len(ts.spare); k > 0 {
+		r = ts.spare[k-1]
+		ts.spare = ts.spare[:k-1]
+	} else {
+		r = &planRec{}
+	}
+	ts.nextID++
+	r.id, r.kind, r.ops, r.runs = ts.nextID, kind, r.ops[:0], r.runs[:0]
+	ts.plans[r.id] = r
+	return r
+}
+
+// TakePlans starts the write-back demotions the free-block watermark asks for, then
+// appends to dst every transfer prepared since the last call (write-through and
+// write-back stores, loads of admitted requests) as plans, and returns dst. The server
+// executes them, in order, and confirms each with CompleteTransfer; until then their
+// sources stay pinned and their destinations reserved. Plans' Runs stay valid until
+// their transfer is completed.
+func (x *Index) TakePlans(dst []Plan) []Plan {
+	ts := x.tiers
+	if ts == nil {
+		return dst
+	}
+	x.demoteAhead()
+	if len(ts.queue) > 0 {
+		slices.SortStableFunc(ts.queue, func(a, b tierOp) int {
+			if c := cmp.Compare(a.from, b.from); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.to, b.to); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.src, b.src)
+		})
+		for i := 0; i < len(ts.queue); {
+			j := i
+			for j < len(ts.queue) && ts.queue[j].from == ts.queue[i].from && ts.queue[j].to == ts.queue[i].to {
+				j++
+			}
+			x.matchSlots(ts.queue[i:j])
+			r := ts.newPlan(Store)
+			r.ops = append(r.ops, ts.queue[i:j]...)
+			dst = x.emitPlans(dst, r)
+			i = j
+		}
+		ts.queue = ts.queue[:0]
+	}
+	for i, r := range ts.ready {
+		dst = x.emitPlans(dst, r)
+		ts.ready[i] = nil
+	}
+	ts.ready = ts.ready[:0]
+	x.mutated()
+	return dst
+}
+
+// matchSlots gives ops (stores into one tier, sorted by source) their reserved
+// destination slots in ascending order, so that runs of consecutive sources land in runs
+// of consecutive slots and coalesce. The slots are reservations nothing else names yet,
+// so which entry takes which is free to choose.
+func (x *Index) matchSlots(ops []tierOp) {
+	ts := x.tiers
+	slots := ts.slotBuf[:0]
+	for _, op := range ops {
+		slots = append(slots, op.dst)
+	}
+	slices.Sort(slots)
+	ts.slotBuf = slots
+	l := &ts.lv[ops[0].to-1]
+	for i := range ops {
+		op := &ops[i]
+		op.dst = slots[i]
+		l.owner[op.dst] = op.e + 1
+		ts.ents[op.e].slot[op.to-1] = op.dst + 1
+	}
+}
+
+// emitPlans coalesces r's ops into runs and appends one Plan per source tier of r.
+func (x *Index) emitPlans(dst []Plan, r *planRec) []Plan {
+	r.runs = r.runs[:0]
+	for i := 0; i < len(r.ops); {
+		op := r.ops[i]
+		start := len(r.runs)
+		for ; i < len(r.ops) && r.ops[i].from == op.from; i++ {
+			o := r.ops[i]
+			if k := len(r.runs); k > start {
+				last := &r.runs[k-1]
+				if last.Src+last.Blocks == o.src && last.Dst+last.Blocks == o.dst {
+					last.Blocks++
+					continue
+				}
+			}
+			r.runs = append(r.runs, Run{Src: o.src, Dst: o.dst, Blocks: 1})
+		}
+		n := 0
+		for _, rn := range r.runs[start:] {
+			n += int(rn.Blocks)
+		}
+		dst = append(dst, Plan{ID: r.id, Kind: r.kind, From: op.from, To: op.to, Blocks: n, Bytes: int64(n) * x.tiers.cfg.BlockBytes})
+		x.tiers.stats[op.to].Plans++
+	}
+	// Runs are sliced only now: appending to r.runs may have moved it.
+	at := 0
+	for i := len(dst) - 1; i >= 0 && dst[i].ID == r.id; i-- {
+		at = i
+	}
+	off := 0
+	for i := at; i < len(dst); i++ {
+		k := 0
+		for n := 0; n < dst[i].Blocks; k++ {
+			n += int(r.runs[off+k].Blocks)
+		}
+		dst[i].Runs = r.runs[off : off+k : off+k]
+		off += k
+	}
+	return dst
+}
+
+// CompleteTransfer confirms transfer id with the server's outcome. ok: a store's
+// destination now holds the block (and a demoted device block is evicted); a load's
+// device blocks hold the KV (the caller commits them). Failed: a store's destination is
+// dropped (a demoted device block is evicted without a copy); a load's source keys are
+// evicted from their tiers and the caller computes those blocks. Either way the pins and
+// references of the transfer are released. An unknown id fails with ErrUnknownTransfer
+// and changes nothing.
+func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error) {
+	ts := x.tiers
+	if ts == nil {
+		return TransferResult{}, ErrNoTiers
+	}
+	r, found := ts.plans[id]
+	if !found {
+		return TransferResult{}, fmt.Errorf("%w: %d", ErrUnknownTransfer, id)
+	}
+	delete(ts.plans, id)
+	res := TransferResult{Kind: r.kind, Blocks: len(r.ops), OK: ok}
+	if len(r.ops) > 0 {
+		res.From, res.To = r.ops[0].from, r.ops[0].to
+	}
+	bb := uint64(ts.cfg.BlockBytes)
+	for _, op := range r.ops {
+		switch r.kind {
+		case Store:
+			if ok {
+				x.slotResidentNow(op.to, op.e)
+				ts.stats[op.to].Stored++
+				ts.stats[op.to].BytesIn += bb
+				ts.stats[op.from].BytesOut += bb
+			} else {
+				x.dropSlot(op.to, op.e)
+				ts.stats[op.to].StoreFailed++
+			}
+			if op.from == Device {
+				x.devUnpin(blocks.ID(op.src), true)
+			} else {
+				x.unpinSlot(op.from, op.e)
+			}
+		case Load:
+			en := &ts.ents[op.e]
+			if ok {
+				en.hits++
+				en.touched[op.from-1] = x.clock.Now()
+				ts.stats[op.from].Loaded++
+				ts.stats[op.from].BytesOut += bb
+				ts.stats[Device].BytesIn += bb
+			} else {
+				en.leaving[op.from-1] = true // a failed load evicts the key from its tier
+				ts.stats[op.from].LoadFailed++
+			}
+			x.unpinSlot(op.from, op.e)
+			x.devUnpin(blocks.ID(op.dst), false)
+		}
+	}
+	r.ops, r.runs = r.ops[:0], r.runs[:0]
+	ts.spare = append(ts.spare, r)
+	x.mutated()
+	return res, nil
+}
+
+// PendingTransfers is the number of transfers prepared and not yet completed.
+func (x *Index) PendingTransfers() int {
+	if x.tiers == nil {
+		return 0
+	}
+	return len(x.tiers.plans)
+}
+
+// emitTierStored reports entry e newly resident in lower tier t, at slot s.
+func (x *Index) emitTierStored(t Tier, e, s int32) {
+	ts := x.tiers
+	en := &ts.ents[e]
+	off := int(e) * 2 * ts.hs
+	ev := &x.evStored
+	ts.evIDs = append(ts.evIDs[:0], blocks.ID(s))
+	*ev = BlockStored{
+		Hashes: ts.hash[off : off+ts.hs], HashSize: ts.hs, Blocks: ts.evIDs,
+		Tokens: ts.entryTokens(e, x.bs), BlockSize: x.bs, Namespace: en.ns, Medium: ts.lv[t-1].spec.Medium,
+	}
+	if !en.first {
+		ev.Parent = ts.hash[off+ts.hs : off+2*ts.hs]
+	}
+	x.obs.BlockStored(ev)
+	*ev = BlockStored{}
+}
+
+// emitTierRemoved reports entry e leaving lower tier t's slot s.
+func (x *Index) emitTierRemoved(t Tier, e, s int32) {
+	ts := x.tiers
+	off := int(e) * 2 * ts.hs
+	ts.evIDs = append(ts.evIDs[:0], blocks.ID(s))
+	x.evRemoved = BlockRemoved{Hashes: ts.hash[off : off+ts.hs], HashSize: ts.hs, Blocks: ts.evIDs, Medium: ts.lv[t-1].spec.Medium}
+	x.obs.BlockRemoved(&x.evRemoved)
+	x.evRemoved = BlockRemoved{}
+}

@@ -1,0 +1,393 @@
+package prefix
+
+import (
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
+)
+
+// The lower tiers' books, for maintainers.
+//
+// A block that leaves the device is no longer a tree node (node b+1 is pool block b, and
+// the block is reused), so the lower tiers keep their own entries, not keyed by any pool
+// block ID: an entry is keyed by the block's chained key (the table key of the tree,
+// which folds in the namespace, the epoch and every token of the path) and verified, as
+// the tree verifies a child, by its tokens and its parent's key. A lookup that stops on
+// the device continues from the last device block's key into the entries, block by block,
+// so an evicted prefix is found again in host memory, then on disk. The hybrid tree
+// (issue 15) will key the same store by (key, group): the key already names the path,
+// and a group index beside it is all an entry lacks.
+//
+// Each lower tier has its slots (0..Capacity-1, what plans name), an owner per slot, a
+// free list that hands out the lowest slots first (so that copies coalesce), and its own
+// eviction policy from package evict over its slots. A slot is pending while a copy into
+// it is in flight, then resident. A slot is an eviction candidate when it is resident and
+// no copy reads it (pins) and it is not leaving: a leaving slot is dropped when its last
+// pin goes (a write-back to the tier below, or a failed load, marks it so). Lower tiers
+// evict any candidate, not only leaves: a block whose parent left every tier cannot be
+// reached, and its tier's policy ages it out.
+//
+// An entry lives while the device or any lower tier holds or is receiving it. devEnt
+// links a device node to its entry; devRefs counts the pool references in-flight copies
+// hold on device blocks (the source of a store, the destination of a load), which the
+// pool and the Manager's invariants see as holders: a device block being copied is never
+// evicted or reused. Blocks with multimodal extra keys are not tiered (an entry stores no
+// extra keys to verify them with).
+
+// Slot states of an entry in a lower tier.
+const (
+	slotNone uint8 = iota
+	slotPending
+	slotResident
+)
+
+const lowerTiers = MaxTiers - 1
+
+type tierEntry struct {
+	key, parent uint64 // chained key and the parent's key
+	ns          Namespace
+	dev         int32 // device node holding the block, 0 for none
+	hits        uint32
+	first       bool               // the first block of its namespace (no parent hash in events)
+	slot        [lowerTiers]int32  // slot+1 in each lower tier, 0 for none
+	st          [lowerTiers]uint8  // slotNone, slotPending, slotResident
+	pins        [lowerTiers]int32  // in-flight copies reading the slot
+	leaving     [lowerTiers]bool   // drop the slot when its last pin goes
+	touched     [lowerTiers]uint64 // last access in the tier, for its policy
+	live        bool
+}
+
+type tierLevel struct {
+	spec     TierSpec
+	owner    []int32 // slot -> entry+1
+	free     []int32 // free slots, the lowest last (handed out first)
+	policy   evict.Policy
+	resident int
+	pending  int
+}
+
+type tierStore struct {
+	cfg   TierConfig
+	lv    []tierLevel // lv[t-1] is tier t
+	ents  []tierEntry
+	toks  []int32 // bs tokens per entry
+	hash  []byte  // per entry, its event hash then its parent's (only with an observer)
+	hs    int
+	freeE []int32
+	byKey map[uint64]int32
+
+	devEnt  []int32 // per device node: entry+1, 0 for none
+	devRefs []int32 // per device block: pool references held by in-flight copies
+
+	queue    []tierOp // stores prepared since the last TakePlans
+	plans    map[TransferID]*planRec
+	ready    []*planRec // prepared loads not yet handed out
+	spare    []*planRec
+	nextID   TransferID
+	evIDs    []blocks.ID // scratch of lower-tier events
+	slotBuf  []int32     // scratch of matchSlots
+	demoting int         // device blocks being demoted (flagDemote)
+	stats    [MaxTiers]TierStats
+}
+
+func (x *Index) initTiers(c *TierConfig) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	ts := &tierStore{cfg: *c, byKey: make(map[uint64]int32), plans: make(map[TransferID]*planRec)}
+	ts.cfg.Tiers = append([]TierSpec(nil), c.Tiers...)
+	total := 0
+	for _, s := range ts.cfg.Tiers {
+		l := tierLevel{spec: s, owner: make([]int32, s.Capacity), free: make([]int32, s.Capacity)}
+		for i := range l.free {
+			l.free[i] = int32(s.Capacity - 1 - i)
+		}
+		if s.Policy == nil {
+			l.policy = evict.NewLRU(s.Capacity)
+		} else if l.policy = s.Policy(s.Capacity, x.clock); l.policy == nil {
+			return ErrInvalidArgument
+		}
+		ts.lv = append(ts.lv, l)
+		total += s.Capacity
+	}
+	ts.ents = make([]tierEntry, total)
+	ts.toks = make([]int32, total*x.bs)
+	ts.freeE = make([]int32, total)
+	for i := range ts.freeE {
+		ts.freeE[i] = int32(total - 1 - i)
+	}
+	if x.obs != nil {
+		ts.hs = x.hashSize
+		ts.hash = make([]byte, total*2*x.hashSize)
+	}
+	ts.devEnt = make([]int32, x.nb+1)
+	ts.devRefs = make([]int32, x.nb)
+	x.tiers = ts
+	return nil
+}
+
+// NumTiers is the number of tiers, Device included (1 without WithTiers).
+func (x *Index) NumTiers() int {
+	if x.tiers == nil {
+		return 1
+	}
+	return 1 + len(x.tiers.lv)
+}
+
+// TierStatsOf returns tier t's counters (the zero value for a tier the index lacks).
+func (x *Index) TierStatsOf(t Tier) TierStats {
+	if x.tiers == nil || int(t) >= x.NumTiers() {
+		return TierStats{}
+	}
+	s := x.tiers.stats[t]
+	if t == Device {
+		s.Resident = x.cached
+		s.Pending = x.tiers.demoting
+	} else {
+		l := &x.tiers.lv[t-1]
+		s.Resident, s.Pending = l.resident, l.pending
+	}
+	return s
+}
+
+// TransferRefs is the number of pool references in-flight copies hold on device block id.
+func (x *Index) TransferRefs(id blocks.ID) int {
+	if x.tiers == nil || id < 0 || int(id) >= x.nb {
+		return 0
+	}
+	return int(x.tiers.devRefs[id])
+}
+
+func (ts *tierStore) entryTokens(e int32, bs int) []int32 {
+	off := int(e) * bs
+	return ts.toks[off : off+bs : off+bs]
+}
+
+// findEntry returns the entry of key whose parent key and tokens are these, or -1.
+func (x *Index) findEntry(key, parent uint64, toks []int32) int32 {
+	e, ok := x.tiers.byKey[key]
+	if !ok {
+		return -1
+	}
+	en := &x.tiers.ents[e]
+	if en.parent != parent || !sameTokens(x.tiers.entryTokens(e, x.bs), toks) {
+		return -1
+	}
+	return e
+}
+
+// newEntryFromNode makes the entry of device node n, or returns -1 when the store is full
+// of entries or another block holds its key (a 64-bit collision: the block is not tiered).
+func (x *Index) newEntryFromNode(n int32) int32 {
+	ts := x.tiers
+	nd := &x.nodes[n]
+	if _, taken := ts.byKey[nd.key]; taken || len(ts.freeE) == 0 {
+		return -1
+	}
+	e := ts.freeE[len(ts.freeE)-1]
+	ts.freeE = ts.freeE[:len(ts.freeE)-1]
+	p := nd.parent
+	r := p
+	for x.isBlock(r) {
+		r = x.nodes[r].parent
+	}
+	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: nd.hits, first: !x.isBlock(p), live: true}
+	copy(ts.entryTokens(e, x.bs), x.blockTokens(n))
+	if ts.hash != nil {
+		off := int(e) * 2 * ts.hs
+		buf := x.appendHash(ts.hash[off:off], n)
+		x.appendHash(buf, p)
+	}
+	ts.byKey[nd.key] = e
+	ts.devEnt[n] = e + 1
+	return e
+}
+
+// freeEntryIfEmpty frees entry e once no tier holds or receives it.
+func (ts *tierStore) freeEntryIfEmpty(e int32) {
+	en := &ts.ents[e]
+	if en.dev != 0 {
+		return
+	}
+	for _, s := range en.slot {
+		if s != 0 {
+			return
+		}
+	}
+	delete(ts.byKey, en.key)
+	*en = tierEntry{}
+	ts.freeE = append(ts.freeE, e)
+}
+
+// candidate reports whether entry e's slot in lower tier t (1-based) is evictable.
+func (en *tierEntry) candidate(t Tier) bool {
+	i := t - 1
+	return en.st[i] == slotResident && en.pins[i] == 0 && !en.leaving[i]
+}
+
+func (x *Index) tierAdd(t Tier, e int32) {
+	ts := x.tiers
+	en := &ts.ents[e]
+	ts.lv[t-1].policy.Add(evict.Entry{Key: en.slot[t-1] - 1, LastAccess: en.touched[t-1], Hits: en.hits})
+}
+
+// reserve takes a slot of lower tier t for entry e (pending), making room if it must.
+func (x *Index) reserve(t Tier, e int32) bool {
+	ts := x.tiers
+	l := &ts.lv[t-1]
+	if len(l.free) == 0 && !x.makeRoom(t) {
+		return false
+	}
+	s := l.free[len(l.free)-1]
+	l.free = l.free[:len(l.free)-1]
+	l.owner[s] = e + 1
+	en := &ts.ents[e]
+	en.slot[t-1], en.st[t-1], en.leaving[t-1], en.pins[t-1] = s+1, slotPending, false, 0
+	l.pending++
+	return true
+}
+
+// makeRoom frees one slot of lower tier t by its policy: a victim with a copy below it, or
+// at the last tier, or whose tier below is not write-back, is dropped; any other victim is
+// written back to the tier below (its slot frees when the copy completes) and the next
+// victim is tried. A victim the tier below has no room for is dropped.
+func (x *Index) makeRoom(t Tier) bool {
+	ts := x.tiers
+	l := &ts.lv[t-1]
+	for {
+		k, ok := l.policy.Victim()
+		if !ok {
+			return false
+		}
+		e := l.owner[k] - 1
+		en := &ts.ents[e]
+		below := t + 1
+		if int(below) > len(ts.lv) || ts.lv[below-1].spec.Write != WriteBack || en.slot[below-1] != 0 {
+			x.dropSlot(t, e)
+			return true
+		}
+		if !x.reserve(below, e) {
+			x.dropSlot(t, e)
+			return true
+		}
+		en = &ts.ents[e]
+		en.pins[t-1]++
+		en.leaving[t-1] = true
+		ts.queue = append(ts.queue, tierOp{from: t, to: below, e: e, src: k, dst: en.slot[below-1] - 1})
+	}
+}
+
+// dropSlot drops entry e's slot in lower tier t (the caller has taken it off the policy
+// if it was a candidate), and frees the entry if nothing else holds it.
+func (x *Index) dropSlot(t Tier, e int32) {
+	ts := x.tiers
+	l := &ts.lv[t-1]
+	en := &ts.ents[e]
+	s := en.slot[t-1] - 1
+	switch en.st[t-1] {
+	case slotResident:
+		l.resident--
+		ts.stats[t].Evicted++
+		if !en.heldBelow(t) {
+			ts.stats[t].Lost++
+		}
+		if x.obs != nil {
+			x.emitTierRemoved(t, e, s)
+		}
+	case slotPending:
+		l.pending--
+	}
+	l.owner[s] = 0
+	l.free = append(l.free, s)
+	en.slot[t-1], en.st[t-1], en.pins[t-1], en.leaving[t-1] = 0, slotNone, 0, false
+	ts.freeEntryIfEmpty(e)
+}
+
+// heldBelow reports whether a tier below t holds entry e.
+func (en *tierEntry) heldBelow(t Tier) bool {
+	for i := int(t); i < lowerTiers; i++ {
+		if en.st[i] == slotResident {
+			return true
+		}
+	}
+	return false
+}
+
+// pinSlot marks one more copy reading entry e's slot in lower tier t.
+func (x *Index) pinSlot(t Tier, e int32) {
+	en := &x.tiers.ents[e]
+	if en.candidate(t) {
+		x.tiers.lv[t-1].policy.Remove(en.slot[t-1] - 1)
+	}
+	en.pins[t-1]++
+}
+
+// unpinSlot ends one copy reading entry e's slot in lower tier t.
+func (x *Index) unpinSlot(t Tier, e int32) {
+	en := &x.tiers.ents[e]
+	if en.pins[t-1]--; en.pins[t-1] > 0 {
+		return
+	}
+	if en.leaving[t-1] {
+		x.dropSlot(t, e)
+		return
+	}
+	if en.candidate(t) {
+		x.tierAdd(t, e)
+	}
+}
+
+// slotResidentNow turns entry e's pending slot in lower tier t resident after a confirmed
+// copy, and starts a write-through copy into the tier below.
+func (x *Index) slotResidentNow(t Tier, e int32) {
+	ts := x.tiers
+	l := &ts.lv[t-1]
+	en := &ts.ents[e]
+	en.st[t-1] = slotResident
+	en.touched[t-1] = x.clock.Now()
+	l.pending--
+	l.resident++
+	if x.obs != nil {
+		x.emitTierStored(t, e, en.slot[t-1]-1)
+	}
+	below := t + 1
+	if int(below) <= len(ts.lv) && ts.lv[below-1].spec.Write == WriteThrough && en.slot[below-1] == 0 && x.reserve(below, e) {
+		en = &ts.ents[e]
+		en.pins[t-1]++
+		ts.queue = append(ts.queue, tierOp{from: t, to: below, e: e, src: en.slot[t-1] - 1, dst: en.slot[below-1] - 1})
+	}
+	if en.candidate(t) {
+		x.tierAdd(t, e)
+	}
+}
+
+// bestTier is the fastest lower tier where entry e is resident and not leaving, or 0.
+func (en *tierEntry) bestTier() Tier {
+	for i := 0; i < lowerTiers; i++ {
+		if en.st[i] == slotResident && !en.leaving[i] {
+			return Tier(i + 1)
+		}
+	}
+	return 0
+}
+
+// resetTiers drops every lower tier's blocks (Reset; no transfer is in flight).
+func (x *Index) resetTiers() {
+	ts := x.tiers
+	for i := range ts.lv {
+		l := &ts.lv[i]
+		clear(l.owner)
+		l.free = l.free[:0]
+		for s := l.spec.Capacity - 1; s >= 0; s-- {
+			l.free = append(l.free, int32(s))
+		}
+		l.policy.Reset()
+		l.resident, l.pending = 0, 0
+	}
+	clear(ts.ents)
+	ts.freeE = ts.freeE[:0]
+	for e := len(ts.ents) - 1; e >= 0; e-- {
+		ts.freeE = append(ts.freeE, int32(e))
+	}
+	clear(ts.byKey)
+	clear(ts.devEnt)
+}
