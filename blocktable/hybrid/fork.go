@@ -52,6 +52,7 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 		}
 		c.tables[g] = append(c.tables[g], t...)
 		c.numCached[g] = p.numCached[g]
+		c.lastState[g] = p.lastState[g]
 		if p.computed%m.bs[g] != 0 {
 			p.resEnd = 0 // its reserved slots began in the block now shared
 		}
@@ -121,7 +122,7 @@ func (m *Manager) Reserve(id blocktable.SeqID, n int) error {
 	if n == 0 {
 		return nil
 	}
-	if err := m.schedule(id, s, s.computed+n); err != nil {
+	if err := m.schedule(id, s, s.computed+n, s.computed); err != nil {
 		return err
 	}
 	s.resEnd = max(s.resEnd, s.computed+n)
@@ -153,14 +154,17 @@ func (m *Manager) FillSlots(id blocktable.SeqID, g, from, lookahead int, dst []i
 	if !ok {
 		return 0, seqErr("fill slots", id, errUnknown)
 	}
-	if g < 0 || g >= m.ng || from < 0 || from > s.computed || lookahead < 0 || lookahead > max(0, s.resEnd-s.computed) {
+	if g < 0 || g >= m.ng || from < 0 || from > s.computed || lookahead < 0 || lookahead > max(0, s.resEnd-s.computed) ||
+		lookahead > 0 && m.align[g] { // align mode reserves no lookahead state, as vLLM's
 		return 0, seqErr("fill slots", id, errInvalid)
 	}
 	end := s.computed + lookahead
 	n := end - from
 	t, bs := s.tables[g], m.bs[g]
-	if n > 0 && t[m.div(g, from)] == blocks.NullID {
-		return 0, seqErr("fill slots", id, errInvalid)
+	for b := m.div(g, from); n > 0 && b <= m.div(g, end-1); b++ {
+		if t[b] == blocks.NullID { // out of the window, or between Mamba align states
+			return 0, seqErr("fill slots", id, errInvalid)
+		}
 	}
 	if n > len(dst) {
 		return 0, seqErr("fill slots", id, blocktable.ErrShortBuffer)

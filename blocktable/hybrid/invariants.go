@@ -28,7 +28,11 @@ func (m *Manager) CheckInvariants() error {
 	pins := make([]int32, len(st.nodes))
 	for id, s := range m.seqs {
 		for g, t := range s.tables {
-			if cover := max(s.extent, s.computed); len(t) != (cover+m.bs[g]-1)/m.bs[g] {
+			cover := max(s.extent, s.computed)
+			if m.align[g] {
+				cover = s.computed // one running state block, for the model's own tokens
+			}
+			if len(t) != (cover+m.bs[g]-1)/m.bs[g] {
 				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens and %d slots", id, g, len(t), s.computed, s.extent)
 			}
 			for _, b := range t {

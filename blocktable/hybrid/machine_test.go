@@ -16,7 +16,7 @@ import (
 // TestMachineAgainstVLLMModel runs random admissions, decode steps, lookahead
 // reservations, forks, preemptions, readmissions of preempted sequences and finishes on
 // random hybrid models (one to three groups of full attention, sliding windows, Mamba
-// state and chunked local attention, small pools, EAGLE or not, two namespaces) through the Manager and through the reference model of vLLM's
+// state in its default and align modes and chunked local attention, small pools, EAGLE or not, two namespaces) through the Manager and through the reference model of vLLM's
 // hybrid manager, and requires the same hits, the same block IDs in every group's table,
 // the same evictions and free-queue length, the same copy-on-write copies and preemption
 // victims, and the invariants, after every step.
@@ -38,7 +38,7 @@ func checkMachine(t *testing.T) {
 		var mgroups []vmGroup
 		eagle := rapid.Bool().Draw(rt, "eagle")
 		for g := range ng {
-			switch kind := rapid.IntRange(0, 3).Draw(rt, fmt.Sprint("kind", g)); {
+			switch kind := rapid.IntRange(0, 4).Draw(rt, fmt.Sprint("kind", g)); {
 			case kind == 0:
 				specs = append(specs, hybrid.FullAttention{Block: bs})
 				mgroups = append(mgroups, vmGroup{blockSize: bs})
@@ -49,6 +49,9 @@ func checkMachine(t *testing.T) {
 			case kind == 2:
 				specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAll})
 				mgroups = append(mgroups, vmGroup{blockSize: bs, mamba: true})
+			case kind == 4:
+				specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAlign})
+				mgroups = append(mgroups, vmGroup{blockSize: bs, mamba: true, align: true})
 			case kind == 3 && !eagle: // vLLM supports no EAGLE with chunked local attention
 				c := bs * rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("chunk", g))
 				specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: c})

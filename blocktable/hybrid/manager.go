@@ -102,6 +102,10 @@ type Manager struct {
 	cacheable bool
 	caches    []bool
 	skips     []bool
+	// align marks Mamba groups in align mode (align.go): one running state block per
+	// step, the state of the step before released once it is copied on.
+	align    []bool
+	anyAlign bool
 
 	seqs  map[blocktable.SeqID]*seq
 	spare []*seq
@@ -132,6 +136,10 @@ type seq struct {
 	// caching a block: a decode step below it only has to check the windows.
 	quiet     int
 	maxTokens int
+	// lastState is, per Mamba align group, the table entry of the state block the
+	// previous allocation left behind (-1: none); released once the sequence has moved
+	// past it (align.go).
+	lastState []int
 	// The tables cover max(extent, computed) tokens: extent is where the last allocation
 	// reached, reserved lookahead slots included (the decode path does not update it).
 	extent int
@@ -187,6 +195,9 @@ func New(cfg Config) (*Manager, error) {
 		m.cacheable = m.cacheable || s.Cacheable()
 		m.caches = append(m.caches, s.Cacheable())
 		m.skips = append(m.skips, s.Skipped(1<<40) > 0)
+		ma, isMamba := s.(Mamba)
+		m.align = append(m.align, isMamba && ma.Mode == MambaAlign)
+		m.anyAlign = m.anyAlign || m.align[g]
 		if _, ignore := s.(NonCacheable); ignore {
 			continue
 		}
@@ -315,7 +326,10 @@ func (m *Manager) newSeq(req *Request) *seq {
 	if n := len(m.spare); n > 0 {
 		s, m.spare = m.spare[n-1], m.spare[:n-1]
 	} else {
-		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng)}
+		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng), lastState: make([]int, m.ng)}
+	}
+	for g := range s.lastState {
+		s.lastState[g] = -1
 	}
 	s.tokens = append(s.tokens[:0], req.Prompt...)
 	s.path, s.pinned, s.computed, s.maxTokens = s.path[:0], 0, 0, req.MaxTokens
@@ -459,6 +473,12 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 				}
 			}
 		}
+		if m.align[g] {
+			if required > hb {
+				need++ // the running state block only
+			}
+			continue
+		}
 		need += max(required-max(skip, hb), 0)
 	}
 	if need > m.st.qlen {
@@ -492,7 +512,7 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		}
 		s.tables[g], s.numCached[g] = t, hb
 	}
-	m.grow(s, slots)
+	m.grow(s, slots, slots)
 	m.commit(s, slots)
 	s.computed = slots
 	m.clock++
@@ -512,10 +532,11 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	return hit, nil
 }
 
-// grow allocates, group by group, the blocks s needs for tokens slots. In each group the
-// private copy of a shared, partly filled block that the next write lands in (after a
-// Fork) is allocated first, then the new blocks.
-func (m *Manager) grow(s *seq, tokens int) {
+// grow allocates, group by group, the blocks s needs for tokens slots (main of them the
+// model's own tokens, the rest lookahead). In each group the private copy of a shared,
+// partly filled block that the next write lands in (after a Fork) is allocated first, then
+// the new blocks; a Mamba align group gets only its running block, for main tokens.
+func (m *Manager) grow(s *seq, tokens, main int) {
 	for g := range m.specs {
 		t := s.tables[g]
 		if i, ok := m.sharedWrite(s, g); ok && tokens > s.computed {
@@ -524,6 +545,10 @@ func (m *Manager) grow(s *seq, tokens int) {
 			m.st.release(src) // still held by the fork: never unreferenced here
 			m.copies = append(m.copies, CopyOp{Group: g, Src: src, Dst: t[i]})
 			m.counters.CopyOnWrites++
+		}
+		if m.align[g] {
+			s.tables[g] = m.growAligned(s, g, t, main)
+			continue
 		}
 		for want := m.ceil(g, tokens); len(t) < want; {
 			t = append(t, m.st.alloc())
@@ -601,7 +626,7 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 		s.computed = total
 		return nil
 	}
-	if err := m.schedule(id, s, total); err != nil {
+	if err := m.schedule(id, s, total, total); err != nil {
 		return err
 	}
 	s.tokens = append(s.tokens, tokens...)
@@ -623,7 +648,7 @@ func (m *Manager) Extend(id blocktable.SeqID, n int) error {
 	if n <= 0 || n > len(s.tokens)-s.computed {
 		return seqErr("extend", id, errInvalid)
 	}
-	if err := m.schedule(id, s, s.computed+n); err != nil {
+	if err := m.schedule(id, s, s.computed+n, s.computed+n); err != nil {
 		return err
 	}
 	s.computed += n
@@ -639,6 +664,9 @@ func (m *Manager) releases(s *seq) bool {
 		}
 		t := s.tables[g]
 		if n := min(m.div(g, spec.Skipped(s.computed)), len(t)); n > 0 && t[n-1] != blocks.NullID {
+			return true
+		}
+		if m.align[g] && m.staleState(s, g) >= 0 {
 			return true
 		}
 	}
@@ -661,22 +689,34 @@ func (m *Manager) setQuiet(s *seq) {
 	s.quiet = q
 }
 
-// schedule releases what s no longer needs and allocates slots up to total tokens, or
-// changes nothing if the pool cannot cover it (counting the blocks the release frees).
-func (m *Manager) schedule(id blocktable.SeqID, s *seq, total int) error {
+// schedule releases what s no longer needs and allocates slots up to total tokens (main of
+// them the model's own, the rest lookahead), or changes nothing if the pool cannot cover it
+// (counting the blocks the release frees).
+func (m *Manager) schedule(id blocktable.SeqID, s *seq, total, main int) error {
 	want, freed := 0, 0
 	for g, spec := range m.specs {
 		t := s.tables[g]
 		if _, ok := m.sharedWrite(s, g); ok {
 			want++ // the private copy
 		}
+		lo, hi := 0, 0 // the entries the window release frees: [lo, hi)
 		if !m.skips[g] {
 		} else if sk := spec.Skipped(s.computed); sk > 0 {
-			for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
-				if m.st.blks[t[i]].ref == 1 {
+			hi = min(m.div(g, sk), len(t))
+			for lo = hi; lo > 0 && t[lo-1] != blocks.NullID; lo-- {
+				if m.st.blks[t[lo-1]].ref == 1 {
 					freed++
 				}
 			}
+		}
+		if m.align[g] {
+			if i := m.staleState(s, g); i >= 0 && (i < lo || i >= hi) && m.st.blks[t[i]].ref == 1 {
+				freed++
+			}
+			if m.ceil(g, main) > len(t) {
+				want++
+			}
+			continue
 		}
 		want += max(m.ceil(g, total)-len(t), 0)
 	}
@@ -684,7 +724,7 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total int) error {
 		return outOfBlocks("append", id, want, m.st.qlen+freed)
 	}
 	m.releaseSkipped(s)
-	m.grow(s, total)
+	m.grow(s, total, main)
 	return nil
 }
 
@@ -703,6 +743,9 @@ func (m *Manager) releaseSkipped(s *seq) {
 		for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
 			m.st.release(t[i])
 			t[i] = blocks.NullID
+		}
+		if m.align[g] {
+			m.releaseState(s, g)
 		}
 	}
 }

@@ -183,9 +183,10 @@ const (
 	// model's context, so that in practice a sequence has one state block and no hits.
 	MambaNone = "none"
 	MambaAll  = "all"
-	// MambaAlign caches the state at block boundaries aligned with the attention groups.
-	// Its allocation (a running block plus the last state, reused step to step) is
-	// vLLM's; the Manager allocates it as MambaAll does (not done: see the package doc).
+	// MambaAlign is vLLM's align mode: a sequence holds one running state block (the
+	// null block pads its table before it) and, for one step, the state block before it;
+	// running blocks that fill are cached, so prefills split on block boundaries
+	// (AlignedChunk) leave the states at those boundaries for later hits.
 	MambaAlign = "align"
 )
 

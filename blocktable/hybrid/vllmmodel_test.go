@@ -212,6 +212,7 @@ type vmGroup struct {
 	window    int
 	mamba     bool
 	chunk     int
+	align     bool // a Mamba group in vLLM's mamba_cache_mode "align" (vmalign_test.go)
 }
 
 func (g vmGroup) full() bool { return g.window == 0 && !g.mamba && g.chunk == 0 }
@@ -236,6 +237,7 @@ type vmRequest struct {
 	computed  int      // num_computed_tokens
 	blocks    [][]int  // per group
 	numCached []int    // per group; -1 while the request is not yet running in the group
+	lastState []int    // per align group: last_state_block_idx, -1 when unset
 }
 
 // vmManager is the KVCacheManager over a HybridKVCacheCoordinator (or a unitary one for a
@@ -265,12 +267,12 @@ func (m *vmManager) newRequest(prompt []int32) *vmRequest { return m.newRequestI
 // newRequestIn makes a request with a cache salt: vLLM hashes it into the first block,
 // so no block of another salt ever matches.
 func (m *vmManager) newRequestIn(salt string, prompt []int32) *vmRequest {
-	r := &vmRequest{blocks: make([][]int, len(m.groups)), numCached: make([]int, len(m.groups))}
+	r := &vmRequest{blocks: make([][]int, len(m.groups)), numCached: make([]int, len(m.groups)), lastState: make([]int, len(m.groups))}
 	if salt != "" {
 		r.seed = sha256.Sum256([]byte(salt))
 	}
 	for g := range r.numCached {
-		r.numCached[g] = -1
+		r.numCached[g], r.lastState[g] = -1, -1
 	}
 	m.appendTokens(r, prompt)
 	return r
@@ -506,6 +508,13 @@ func (m *vmManager) allocateSlotsAhead(r *vmRequest, numNew, numNewComputed int,
 		}
 		required := (need + m.bs - 1) / m.bs
 		have := len(r.blocks[g])
+		if spec.align {
+			toAlloc += m.alignNeed(r, g, local+numNew, newComputed)
+			if _, ok := m.sharedWrite(r, g, local); ok && need > local {
+				toAlloc++
+			}
+			continue
+		}
 		if r.numCached[g] >= 0 {
 			toAlloc += max(required-have, 0)
 			if _, ok := m.sharedWrite(r, g, local); ok && need > local {
@@ -556,6 +565,10 @@ func (m *vmManager) allocateSlotsAhead(r *vmRequest, numNew, numNewComputed int,
 			r.blocks[g][i] = m.pool.getNewBlocks(1)[0]
 			m.pool.blocks[src].ref--
 		}
+		if m.groups[g].align {
+			m.alignAllocate(r, g, local+numNew)
+			continue
+		}
 		required := (need + m.bs - 1) / m.bs
 		if n := required - len(r.blocks[g]); n > 0 {
 			r.blocks[g] = append(r.blocks[g], m.pool.getNewBlocks(n)...)
@@ -591,6 +604,9 @@ func (m *vmManager) removeSkipped(r *vmRequest, g, computed int) {
 		bl[i] = vmNull
 	}
 	m.pool.freeBlocks(removed)
+	if m.groups[g].align {
+		m.alignRemoveLastState(r, g, computed)
+	}
 }
 
 // wouldFree counts the blocks removeSkipped would return to the free queue.
@@ -601,8 +617,16 @@ func (m *vmManager) wouldFree(r *vmRequest, g, computed int) int {
 	}
 	bl := r.blocks[g]
 	n := 0
-	for i := min(skipped/m.bs, len(bl)) - 1; i >= 0 && bl[i] != vmNull; i-- {
+	lo := min(skipped/m.bs, len(bl))
+	for i := lo - 1; i >= 0 && bl[i] != vmNull; i-- {
 		if m.pool.blocks[bl[i]].ref == 1 {
+			n++
+		}
+		lo = i
+	}
+	if m.groups[g].align {
+		if i := r.lastState[g]; i >= 0 && i < (computed+m.bs-1)/m.bs-1 && bl[i] != vmNull &&
+			(i < lo || i >= min(skipped/m.bs, len(bl))) && m.pool.blocks[bl[i]].ref == 1 {
 			n++
 		}
 	}

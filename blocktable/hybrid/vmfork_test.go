@@ -27,7 +27,8 @@ func (m *vmManager) sharedWrite(r *vmRequest, g, computed int) (int, bool) {
 // fork returns a request sharing every block that holds p's tokens.
 func (m *vmManager) fork(p *vmRequest) *vmRequest {
 	c := &vmRequest{seed: p.seed, tokens: slices.Clone(p.tokens), hashes: slices.Clone(p.hashes),
-		computed: p.computed, blocks: make([][]int, len(m.groups)), numCached: slices.Clone(p.numCached)}
+		computed: p.computed, blocks: make([][]int, len(m.groups)), numCached: slices.Clone(p.numCached),
+		lastState: slices.Clone(p.lastState)}
 	for g := range m.groups {
 		c.blocks[g] = slices.Clone(p.blocks[g][:(p.computed+m.bs-1)/m.bs])
 		for _, b := range c.blocks[g] {
