@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -51,11 +52,17 @@ import (
 // A ClusterIndex is safe for concurrent use: one mutex guards it, and Apply releases it
 // every applyChunk blocks, so that a lookup never waits for a whole batch (a 100k-block
 // batch kept a Route waiting 333 ms when Apply held the lock throughout). A lookup may
-// therefore see a batch partly applied, as it would see the batch before or after. One
+// therefore see a batch partly applied, as it would see the batch before or after. A
+// lookup hashes its prompt before it takes that lock, so Apply never waits for hashing;
+// lookups hash one at a time, as the hasher belongs to one goroutine. One
 // server's batches are applied one at a time, in the order Apply was called.
 type ClusterIndex struct {
-	mu        sync.Mutex
-	hasher    prefix.Hasher
+	mu sync.Mutex
+	// lookMu serialises lookups, which hash the prompt under it and not under mu, so that
+	// Apply never waits for a prompt's hashing. Lock order: lookMu, then mu.
+	lookMu    sync.Mutex
+	hasher    prefix.Hasher // lookups' (under lookMu)
+	mmForm    prefix.MMKeyForm
 	bs        int
 	maxBlocks int
 	chunk     int                 // blocks per hold of the lock in Apply: applyChunk
@@ -63,12 +70,20 @@ type ClusterIndex struct {
 	servers   []*clusterServer    // sorted by name: ties go to the first name
 	byName    map[string]*clusterServer
 
-	// Lookup scratch.
+	// Lookup scratch, under lookMu (hits and alive under mu too).
 	parent, cur []byte
 	mm          []string
+	offs        []int
+	keys        []uint64 // the prompt's block keys
 	alive       []int32
 	hits        []int
-	applied     uint64 // batches applied, for sampling invariant checks
+
+	// checkRoot's, under mu: its own copy of a SHA256CBOR hasher (nil for another scheme).
+	rootHasher *vllmhash.SHA256CBOR
+	rootCur    []byte
+	rootMM     []string
+	rootOffs   []int
+	applied    uint64 // batches applied, for sampling invariant checks
 }
 
 var _ Index = (*ClusterIndex)(nil)
@@ -162,6 +177,11 @@ type Option func(*ClusterIndex)
 // per server at the cap, more blocks than a server with a large host-memory tier holds.
 const DefaultMaxBlocksPerServer = 1 << 21
 
+// WithMMKeyForm sets the form in which the servers key multimodal inputs in their block
+// hashes (default prefix.MMKeyIdentifier, vLLM before March 2026; prefix.MMKeyIdentifierOffset
+// for vLLM since), so that lookups of prompts with images hash as the servers do.
+func WithMMKeyForm(f prefix.MMKeyForm) Option { return func(c *ClusterIndex) { c.mmForm = f } }
+
 // WithMaxBlocksPerServer caps the blocks the index records for one server (default
 // DefaultMaxBlocksPerServer), so that one server, or whoever speaks for it, cannot make the
 // router hold unbounded memory. It must be at least 1.
@@ -173,8 +193,9 @@ const applyChunk = 1024
 
 // NewClusterIndex returns an empty index that hashes prompts with h (the servers' scheme:
 // for vLLM servers, vllmhash.NewSHA256CBOR with their PYTHONHASHSEED) in blocks of
-// blockSize tokens. h is used under the index's lock only. A nil h, a block size below 1
-// or a cap below 1 is refused with an error wrapping ErrInvalidArgument.
+// blockSize tokens. h is used by one lookup at a time. A nil h, a block size below 1, a
+// cap below 1 or an unknown multimodal key form is refused with an error wrapping
+// ErrInvalidArgument.
 func NewClusterIndex(h prefix.Hasher, blockSize int, opts ...Option) (*ClusterIndex, error) {
 	if h == nil || h.Size() < 1 || h.Size() > kvevents.MaxHashSize {
 		return nil, fmt.Errorf("%w: hasher %v", ErrInvalidArgument, h)
@@ -189,15 +210,24 @@ func NewClusterIndex(h prefix.Hasher, blockSize int, opts ...Option) (*ClusterIn
 	if c.maxBlocks < 1 {
 		return nil, fmt.Errorf("%w: at most %d blocks per server", ErrInvalidArgument, c.maxBlocks)
 	}
+	if c.mmForm > prefix.MMKeyIdentifierOffset {
+		return nil, fmt.Errorf("%w: multimodal key form %v", ErrInvalidArgument, c.mmForm)
+	}
 	*c = ClusterIndex{
 		maxBlocks: c.maxBlocks,
 		chunk:     c.chunk,
 		onHold:    c.onHold,
+		mmForm:    c.mmForm,
 		hasher:    h,
 		bs:        blockSize,
 		byName:    make(map[string]*clusterServer),
 		parent:    make([]byte, h.Size()),
 		cur:       make([]byte, h.Size()),
+	}
+	if _, ok := h.(*vllmhash.SHA256CBOR); ok {
+		var root [vllmhash.HashSize]byte
+		h.Root(root[:])
+		c.rootHasher, c.rootCur = vllmhash.NewSHA256CBORFromRoot(root), make([]byte, vllmhash.HashSize)
 	}
 	return c, nil
 }
@@ -373,34 +403,105 @@ func (c *ClusterIndex) apply(s *clusterServer, e *kvevents.Event, work *int) {
 
 // checkRoot rehashes the first block of a chain that starts at the root and counts a
 // disagreement. It needs the block's exact extra keys, so it runs only for events that
-// carry extra_keys (all strings), and only with the vLLM scheme, whose hash of the keys
-// depends only on their order.
+// carry extra_keys in a shape rootExtra reads, and only with the vLLM scheme.
 func (c *ClusterIndex) checkRoot(s *clusterServer, e *kvevents.Event) {
-	h, ok := c.hasher.(*vllmhash.SHA256CBOR)
 	// extra_keys may be present and empty (`[]`): nothing to rehash with, as without it.
-	if !ok || e.BlockSize != c.bs || len(e.Tokens) < c.bs || len(e.ExtraKeys) == 0 || e.Hashes[0].IsInt {
+	if c.rootHasher == nil || e.BlockSize != c.bs || len(e.Tokens) < c.bs || len(e.ExtraKeys) == 0 || e.Hashes[0].IsInt {
 		return
 	}
-	c.mm = c.mm[:0]
-	for _, k := range e.ExtraKeys[0] {
-		str, ok := k.(string)
-		if !ok {
-			return
-		}
-		c.mm = append(c.mm, str)
+	x, ok := c.rootExtra(e.ExtraKeys[0])
+	if !ok {
+		return
 	}
-	h.Block(c.cur, nil, e.Tokens[:c.bs], prefix.Extra{MM: c.mm})
-	if !bytes.Equal(c.cur, e.Hashes[0].Bytes) {
+	c.rootHasher.Block(c.rootCur, nil, e.Tokens[:c.bs], x)
+	if !bytes.Equal(c.rootCur, e.Hashes[0].Bytes) {
 		s.stats.RootMismatches++
 	}
+}
+
+// rootExtra turns one block's extra_keys into the Extra that SHA256CBOR hashes to the same
+// bytes. Keys that are all strings hash by their order alone, so they go in as MM
+// whatever they are (LoRA, identifiers, salt). With [identifier, offset] pairs (vLLM since
+// March 2026) they are LoRA, then the pairs, then the salt, as vLLM orders them; a shape
+// that is neither is not rehashed (ok false).
+func (c *ClusterIndex) rootExtra(keys []any) (x prefix.Extra, ok bool) {
+	c.rootMM, c.rootOffs = c.rootMM[:0], c.rootOffs[:0]
+	before, after := -1, 0 // strings before the first pair (-1: no pair yet), and after it
+	for _, k := range keys {
+		switch v := k.(type) {
+		case string:
+			if before >= 0 {
+				after++
+				x.Salt = v
+			} else {
+				c.rootMM = append(c.rootMM, v)
+			}
+		case []any:
+			id, off, isPair := mmPair(v)
+			if !isPair || after > 0 {
+				return prefix.Extra{}, false
+			}
+			if before < 0 {
+				before = len(c.rootMM)
+			}
+			c.rootMM, c.rootOffs = append(c.rootMM, id), append(c.rootOffs, off)
+		default:
+			return prefix.Extra{}, false
+		}
+	}
+	switch {
+	case before < 0:
+		return prefix.Extra{MM: c.rootMM}, true
+	case before > 1 || after > 1:
+		return prefix.Extra{}, false
+	case before == 1:
+		x.LoRA = c.rootMM[0]
+	}
+	x.MM, x.MMOffsets = c.rootMM[before:], c.rootOffs
+	return x, true
+}
+
+// mmPair reads a decoded [identifier, offset] pair.
+func mmPair(v []any) (id string, off int, ok bool) {
+	if len(v) != 2 {
+		return "", 0, false
+	}
+	id, ok = v[0].(string)
+	if !ok {
+		return "", 0, false
+	}
+	switch n := v[1].(type) {
+	case int8:
+		return id, int(n), true
+	case int16:
+		return id, int(n), true
+	case int32:
+		return id, int(n), true
+	case int64:
+		return id, int(n), true
+	case uint8:
+		return id, int(n), true
+	case uint16:
+		return id, int(n), true
+	case uint32:
+		return id, int(n), true
+	case uint64:
+		if n <= math.MaxInt32 {
+			return id, int(n), true
+		}
+	}
+	return "", 0, false
 }
 
 // Match appends to dst every known server's hit for p, the best first (most blocks, then
 // name), and returns dst. It allocates nothing when dst has room, and never fails.
 func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) ([]ServerHit, error) {
+	c.lookMu.Lock()
+	defer c.lookMu.Unlock()
+	c.hashPrompt(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.walk(p)
+	c.walk()
 	from := len(dst)
 	for i, s := range c.servers {
 		dst = append(dst, ServerHit{Server: s.name, Blocks: c.hits[i]})
@@ -412,9 +513,12 @@ func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) ([]ServerHit, er
 // Route returns the server holding the longest cached prefix of p and its length in
 // blocks (ties go to the first name); ok is false when no server holds p's first block.
 func (c *ClusterIndex) Route(p *prefix.Prompt) (server string, blocks int, ok bool) {
+	c.lookMu.Lock()
+	defer c.lookMu.Unlock()
+	c.hashPrompt(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.walk(p)
+	c.walk()
 	best := -1
 	for i := range c.servers {
 		if c.hits[i] > 0 && (best < 0 || c.hits[i] > c.hits[best]) {
@@ -427,21 +531,38 @@ func (c *ClusterIndex) Route(p *prefix.Prompt) (server string, blocks int, ok bo
 	return c.servers[best].name, c.hits[best], true
 }
 
-// walk fills c.hits with each server's number of leading blocks of p, hashing p's blocks
-// one at a time and stopping at the first block that no server still in the running holds.
-func (c *ClusterIndex) walk(p *prefix.Prompt) {
+// hashPrompt fills c.keys with the 64-bit keys of p's full blocks. It runs under lookMu
+// alone: hashing a long prompt (about 0.3 µs a block with SHA256CBOR) never holds up Apply.
+// Every block is hashed, even past the point where no server holds the prompt, as the walk
+// that could stop early needs the lock.
+func (c *ClusterIndex) hashPrompt(p *prefix.Prompt) {
+	c.keys = c.keys[:0]
+	c.hasher.Root(c.parent)
+	for b := range len(p.Tokens) / c.bs {
+		e := vllmhash.BlockExtraForm(p, b, c.bs, c.mmForm, c.mm, c.offs)
+		c.mm = e.MM[:0]
+		if e.MMOffsets != nil {
+			c.offs = e.MMOffsets[:0]
+		}
+		c.hasher.Block(c.cur, c.parent, p.Tokens[b*c.bs:(b+1)*c.bs], e)
+		c.keys = append(c.keys, vllmhash.Uint64(c.cur))
+		c.parent, c.cur = c.cur, c.parent
+	}
+}
+
+// walk fills c.hits with each server's number of leading blocks among c.keys, stopping at
+// the first block that no server still in the running holds. It runs under mu.
+func (c *ClusterIndex) walk() {
 	c.hits = slices.Grow(c.hits[:0], len(c.servers))[:len(c.servers)]
 	clear(c.hits)
 	c.alive = c.alive[:0]
 	for i := range c.servers {
 		c.alive = append(c.alive, int32(i))
 	}
-	c.hasher.Root(c.parent)
-	for b := 0; b < len(p.Tokens)/c.bs && len(c.alive) > 0; b++ {
-		e := vllmhash.BlockExtra(p, b, c.bs, c.mm)
-		c.mm = e.MM[:0]
-		c.hasher.Block(c.cur, c.parent, p.Tokens[b*c.bs:(b+1)*c.bs], e)
-		k := vllmhash.Uint64(c.cur)
+	for b, k := range c.keys {
+		if len(c.alive) == 0 {
+			break
+		}
 		kept := c.alive[:0]
 		for _, i := range c.alive {
 			if _, ok := c.servers[i].blocks[k]; ok {
@@ -450,7 +571,6 @@ func (c *ClusterIndex) walk(p *prefix.Prompt) {
 			}
 		}
 		c.alive = kept
-		c.parent, c.cur = c.cur, c.parent
 	}
 }
 

@@ -23,7 +23,8 @@
 //
 // # Concurrency
 //
-// An Index is safe for concurrent use. ClusterIndex guards its state with one mutex. A
+// An Index is safe for concurrent use. ClusterIndex guards its state with one mutex, which
+// a lookup takes only after hashing the prompt (lookups hash one at a time). A
 // Router and RoundRobin belong to one goroutine each.
 //
 // # Invariants
