@@ -173,7 +173,7 @@
 //     full blocks of a turn's previous context that missed; pause survival, the share of
 //     resumed turns whose whole previous context hit, by pause class.
 //   - flood (FloodParams, DefaultFlood): two tenants (cache salts "victim" and "flood"),
-//     LRU. Each of Events events: with VictimPercent%, a victim request: document
+//     eviction policy Policy (LRU by default). Each of Events events: with VictimPercent%, a victim request: document
 //     Zipf(Documents, 1.1) of DocumentTokens tokens then U[QuestionMin, QuestionMax]
 //     private tokens; then FloodPerEvent flood requests of U[FloodMin, FloodMax] private
 //     tokens. Run without and with prefix.Index.SetQuota(flood, FloodQuota).
@@ -184,6 +184,11 @@
 //     AdmitPerStep requests of the queue in the order under test (FCFS, or
 //     prefix.QueueOrder) are admitted and finished. Figures: token hit rate, longest and
 //     mean wait (steps from arrival to admission). LRU, Blocks blocks.
+//
+// The kvpage command runs the first two as `kvpage sim --workload agentic` and
+// `kvpage sim --workload two-tenant` (--num-prompts: sessions or events; --kv-budget-tokens
+// and --block-size: the cache; --eviction: the policies; --retention, --session-ttl and
+// --flood-quota: the rows), printing the same figures as these functions return.
 //
 // # Fleets
 //

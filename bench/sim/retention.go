@@ -305,7 +305,9 @@ type FloodParams struct {
 	BlockSize, Blocks         int
 	// FloodQuota caps the flood tenant's cached blocks in the "quota" run.
 	FloodQuota int
-	Seed       uint64
+	// Policy is the cache's eviction policy (evict.Names); "" means lru.
+	Policy string
+	Seed   uint64
 }
 
 // DefaultFlood is the flood workload of bench/README.md.
@@ -318,6 +320,7 @@ var DefaultFlood = FloodParams{
 // FloodResult is one run's figures on the flood workload.
 type FloodResult struct {
 	Quota                            bool
+	Policy                           string
 	VictimTokens, VictimHits         int64
 	FloodTokens, FloodHits           int64
 	VictimEvicted, FloodEvictedQuota int64 // blocks; FloodEvictedQuota: by the quota
@@ -326,14 +329,19 @@ type FloodResult struct {
 // VictimHitRate is the victim tenant's token hit rate.
 func (r *FloodResult) VictimHitRate() float64 { return ratio(r.VictimHits, r.VictimTokens) }
 
-// ReplayFlood runs the flood workload under LRU, with or without the flood tenant's quota.
+// ReplayFlood runs the flood workload under p.Policy (LRU by default), with or without
+// the flood tenant's quota.
 func ReplayFlood(p FloodParams, quota bool) (*FloodResult, error) {
 	victim, flood := prefix.Namespace{Salt: "victim"}, prefix.Namespace{Salt: "flood"}
 	var opts []prefix.Option
 	if quota {
 		opts = append(opts, prefix.WithQuotas())
 	}
-	s, err := newReplayStack(p.Blocks, p.BlockSize, "lru", opts...)
+	policy := p.Policy
+	if policy == "" {
+		policy = "lru"
+	}
+	s, err := newReplayStack(p.Blocks, p.BlockSize, policy, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +359,7 @@ func ReplayFlood(p FloodParams, quota bool) (*FloodResult, error) {
 			docs[i] = append(docs[i], groupToken(p.Seed, i, j))
 		}
 	}
-	res := &FloodResult{Quota: quota}
+	res := &FloodResult{Quota: quota, Policy: policy}
 	var toks tokenSource
 	var prompt []int32
 	seq := blocktable.SeqID(0)

@@ -84,7 +84,7 @@ The KV budget: --kv-budget-tokens, or the sizing flags as plan reads them (--mod
 ` + sizeSyntax + `
 --json prints the results as JSON on stdout instead of the table; --json-file and --csv
 write files. Progress goes to stderr (--no-progress to silence it).
-
+` + retentionHelp + `
 `)
 	return b.String()
 }
@@ -106,6 +106,7 @@ type simFlags struct {
 	watermark                    float64
 	hybridLayouts                string
 	stateBlock                   int
+	retention                    retentionFlags
 	jsonPath, csvPath, outDir    string
 	noCharts, noProgress         bool
 }
@@ -128,7 +129,8 @@ func (f *simFlags) register(set *flagSet) {
 	f.sizing.register(set, sizingDefaults{tp: 1, model: defaultSimModel, gpu: defaultSimGPU, maxNumSeqs: sim.DefaultMaxNumSeqs,
 		maxNumSeqsHelp:  "cap on running requests; the default lets memory, not this cap, bound the batch (vLLM's default on an 80 GB GPU is 1024)",
 		maxModelLenHelp: "longest prompt + output of a request, and orca-max's reservation (default: the workload's, 2048 for ShareGPT-like as in the paper; 2048 for a trace)"})
-	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: "+workloadNames()+" (see above)")
+	fs.StringVar(&f.workload, "workload", "sharegpt", "built-in workload: "+workloadNames()+" (see above); or a retention replay: agentic, two-tenant")
+	f.retention.register(set)
 	fs.StringVar(&f.trace, "trace", "", "read requests from this trace file instead of --workload")
 	fs.StringVar(&f.traceFormat, "trace-format", "auto", "trace format: auto (from the extension: .csv, .jsonl, .json), csv, azure, jsonl, sharegpt")
 	fs.IntVar(&f.traceMaxLine, "trace-max-line-bytes", sim.DefaultMaxLineBytes, "longest trace record read: a CSV or JSONL line, or one ShareGPT conversation; a longer one is an error")
@@ -192,6 +194,9 @@ type simRun struct {
 }
 
 func (f *simFlags) run(fs *flagSet, stdout, stderr io.Writer) error {
+	if isReplayWorkload(f.workload) {
+		return f.runReplay(stdout)
+	}
 	r, err := f.resolve()
 	if err != nil {
 		return err
