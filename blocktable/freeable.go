@@ -34,7 +34,10 @@ func (m *Manager) soleFreeable() bool {
 // whose entries have no holder but s (and, if cached, the index's own reference).
 func (m *Manager) soleHeld(s *sequence) int {
 	live := s.t.ids[s.t.nulls:]
-	lo, hi := 0, len(live)
+	if len(live) == 0 || !m.sharedBlock(live[0]) {
+		return len(live) // nothing shared: the common case, one probe
+	}
+	lo, hi := 1, len(live)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if m.sharedBlock(live[mid]) {
