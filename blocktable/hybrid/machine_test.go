@@ -16,7 +16,8 @@ import (
 // TestMachineAgainstVLLMModel runs random admissions, decode steps, lookahead
 // reservations, forks, preemptions, readmissions of preempted sequences and finishes on
 // random hybrid models (one to three groups of full attention, sliding windows, Mamba
-// state in its default and align modes and chunked local attention, small pools, EAGLE or not, two namespaces) through the Manager and through the reference model of vLLM's
+// state in its default and align modes and chunked local attention, dense or sparse
+// retention, small pools, EAGLE or not, two namespaces) through the Manager and through the reference model of vLLM's
 // hybrid manager, and requires the same hits, the same block IDs in every group's table,
 // the same evictions and free-queue length, the same copy-on-write copies and preemption
 // victims, and the invariants, after every step.
@@ -62,11 +63,16 @@ func checkMachine(t *testing.T) {
 			}
 		}
 		nb := rapid.IntRange(4, 40).Draw(rt, "blocks")
-		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Eagle: eagle})
+		sparse := rapid.Bool().Draw(rt, "sparse retention")
+		interval := bs * rapid.IntRange(0, 3).Draw(rt, "retention interval")
+		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Eagle: eagle, SparseRetention: sparse, RetentionInterval: interval})
 		if err != nil {
 			rt.Fatal(err)
 		}
 		ref := newVMManager(nb, mgroups, eagle)
+		if sparse {
+			ref.retention = &interval
+		}
 		ref.checkFirst = true
 		live := map[blocktable.SeqID]*vmRunning{}
 		next := blocktable.SeqID(0)

@@ -27,6 +27,17 @@ type Config struct {
 	// queue, so it is reused before any cached block is evicted (vLLM's newer order). The
 	// default appends every released block, as vLLM at ff1b90a2 does.
 	FreeUncachedFirst bool
+	// SparseRetention turns on vLLM's prefix_cache_retention_interval, with
+	// RetentionInterval its value: sliding-window and Mamba groups cache only the blocks a
+	// hit can use at the retained boundaries, and the rest of their full blocks are never
+	// cached (retention.go). Off, every full block is cached (vLLM's None, and its
+	// behaviour at ff1b90a2 that W4 reproduces).
+	SparseRetention bool
+	// RetentionInterval, with SparseRetention, is the tokens between retained boundaries:
+	// 0 keeps only the prompt's replay boundary (vLLM's default since PR #52216), a
+	// positive multiple of the LCM of the groups' block sizes keeps one boundary every
+	// that many tokens as well.
+	RetentionInterval int
 	// Preemption orders victims for Preempt (a policy of package evict: fcfs, priority,
 	// progress, cost, or one's own). Nil means newest first (vLLM's FCFS default).
 	Preemption evict.Preemption
@@ -93,9 +104,12 @@ type Manager struct {
 	unit  int
 	lcm   int     // tokens: hits are multiples of it
 	kinds [][]int // groups that take part in hits, equal specs together, downward first
-	kdone []bool
-	eagle bool
-	st    *store
+	// sparse and interval are Config.SparseRetention and RetentionInterval.
+	sparse   bool
+	interval int
+	kdone    []bool
+	eagle    bool
+	st       *store
 	// cacheable: some group caches its blocks; caches and skips per group (whether the
 	// group ever caches, ever releases early), so the decode path makes no interface call
 	// for groups that do neither.
@@ -225,6 +239,12 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.kinds = sorted
 	m.kdone = make([]bool, len(m.kinds))
+	if cfg.SparseRetention {
+		if cfg.RetentionInterval < 0 || cfg.RetentionInterval%m.lcm != 0 {
+			return nil, fmt.Errorf("%w: retention interval %d is not a multiple of %d tokens", errInvalid, cfg.RetentionInterval, m.lcm)
+		}
+		m.sparse, m.interval = true, cfg.RetentionInterval
+	}
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
 	m.view.st = m.st
 	return m, nil
@@ -574,7 +594,7 @@ func (m *Manager) commit(s *seq, tokens int) {
 		m.extend(s, full*m.k[g])
 		t := s.tables[g]
 		for i := s.numCached[g]; i < full; i++ {
-			if t[i] != blocks.NullID {
+			if t[i] != blocks.NullID && (!m.sparse || m.retained(s, g, i)) {
 				m.st.cache(t[i], s.path[(i+1)*m.k[g]-1], g)
 			}
 		}

@@ -185,10 +185,10 @@ func (p *vmPool) freeBlocks(bs []int) {
 
 // cacheFullBlocks is cache_full_blocks: blocks[numCached:numFull] get their hashes and
 // enter the map, null blocks skipped.
-func (p *vmPool) cacheFullBlocks(blocks []int, hashes []vmHash, numCached, numFull, group int) {
+func (p *vmPool) cacheFullBlocks(blocks []int, hashes []vmHash, numCached, numFull, group int, mask []bool) {
 	for i := numCached; i < numFull; i++ {
 		b := blocks[i]
-		if b == vmNull {
+		if b == vmNull || mask != nil && !mask[i-numCached] {
 			continue
 		}
 		blk := &p.blocks[b]
@@ -238,6 +238,7 @@ type vmRequest struct {
 	blocks    [][]int  // per group
 	numCached []int    // per group; -1 while the request is not yet running in the group
 	lastState []int    // per align group: last_state_block_idx, -1 when unset
+	numPrompt int      // num_prompt_tokens, for the replay boundary of sparse retention
 }
 
 // vmManager is the KVCacheManager over a HybridKVCacheCoordinator (or a unitary one for a
@@ -247,6 +248,8 @@ type vmManager struct {
 	groups []vmGroup
 	bs     int // hash block size: every group's block size here
 	eagle  bool
+	// retention is prefix_cache_retention_interval; nil is vLLM's None (dense).
+	retention *int
 	// checkFirst makes a failed allocate_slots change nothing: the pool check counts the
 	// blocks remove_skipped_blocks would free instead of freeing them first. This is the
 	// Manager's one deliberate difference from vLLM, and only on failure.
@@ -275,6 +278,7 @@ func (m *vmManager) newRequestIn(salt string, prompt []int32) *vmRequest {
 		r.numCached[g], r.lastState[g] = -1, -1
 	}
 	m.appendTokens(r, prompt)
+	r.numPrompt = len(prompt)
 	return r
 }
 
@@ -580,7 +584,7 @@ func (m *vmManager) allocateSlotsAhead(r *vmRequest, numNew, numNewComputed int,
 		if r.numCached[g] >= full {
 			continue
 		}
-		m.pool.cacheFullBlocks(r.blocks[g], r.hashes, r.numCached[g], full, g)
+		m.pool.cacheFullBlocks(r.blocks[g], r.hashes, r.numCached[g], full, g, m.reachableMask(r, g, r.numCached[g], full))
 		r.numCached[g] = full
 	}
 	return true

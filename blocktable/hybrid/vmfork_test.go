@@ -28,7 +28,7 @@ func (m *vmManager) sharedWrite(r *vmRequest, g, computed int) (int, bool) {
 func (m *vmManager) fork(p *vmRequest) *vmRequest {
 	c := &vmRequest{seed: p.seed, tokens: slices.Clone(p.tokens), hashes: slices.Clone(p.hashes),
 		computed: p.computed, blocks: make([][]int, len(m.groups)), numCached: slices.Clone(p.numCached),
-		lastState: slices.Clone(p.lastState)}
+		lastState: slices.Clone(p.lastState), numPrompt: p.numPrompt}
 	for g := range m.groups {
 		c.blocks[g] = slices.Clone(p.blocks[g][:(p.computed+m.bs-1)/m.bs])
 		for _, b := range c.blocks[g] {
