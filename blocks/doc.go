@@ -56,6 +56,14 @@
 // the caller's slice has room, and W1 (allocate 256, free 256) costs a few nanoseconds per
 // block. bench/README.md has the figures and the commands that produced them.
 //
+// # vLLM's free queue
+//
+// FreeQueue is the other model of a free list, the one vLLM's hybrid allocator needs:
+// refcounts and one queue of every unreferenced block, cached ones included, in the order
+// they were freed, a hit taking a block back out from the middle, allocation popping the
+// front (whose owner evicts it if it is cached). It knows no cache and no tokens; its
+// owner (blocktable/hybrid, over a prefix.GroupTree) decides what a popped block held.
+//
 // # Extending it
 //
 // The pool knows no tokens: what fills blocks (the prefix index, a tier of host memory)

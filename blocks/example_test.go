@@ -3,6 +3,7 @@ package blocks_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kvpage/kvpage/blocks"
 )
@@ -92,4 +93,24 @@ func ExampleStats() {
 	// Output:
 	// usage 0.75, active usage 0.25, reclaimable 2
 	// got [3 1] reclaimed 1 still cached [0 2]
+}
+
+// vLLM's free queue: released blocks wait in the order they were freed, a prefix hit
+// takes a waiting block back from the middle, and allocation takes the front (whose
+// cached contents the caller's index evicts).
+func ExampleFreeQueue() {
+	q, _ := blocks.NewFreeQueue(6) // block 0 is the null block
+	a, _ := q.Pop()
+	b, _ := q.Pop()
+	_ = q.Release(b) // b's request finishes first
+	_ = q.Release(a)
+	fmt.Println("queue:", slices.Collect(q.All()))
+	_ = q.Retain(b) // a hit on b: out of the queue, wherever it was
+	fmt.Println("after the hit:", slices.Collect(q.All()), "refcount", q.RefCount(b))
+	next, _ := q.Pop()
+	fmt.Println("next allocation:", next)
+	// Output:
+	// queue: [3 4 5 2 1]
+	// after the hit: [3 4 5 1] refcount 1
+	// next allocation: 3
 }
