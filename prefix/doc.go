@@ -41,6 +41,16 @@
 // Events name each tier's medium (vLLM's GPU, CPU, DISK); Reset and BumpEpoch cover every
 // tier. The Manager of package blocktable drives all of it from admission.
 //
+// # Hybrid models
+//
+// GroupTree is the index of a model with several KV-cache groups (full attention,
+// sliding window, Mamba state): one tree of logical prefixes, each node holding per group
+// the blocks cached for it, so that a group can lose a block mid-chain (a window block
+// evicted) while the prefix stays reachable for the others. Its entries carry a residency
+// Tier (Device only, for now: GroupTree's doc says where lower tiers plug in). It holds no
+// references and no free list: blocktable/hybrid composes it with blocks.FreeQueue, vLLM's
+// free queue, and drives it. Index and GroupTree are separate types; an Index is one group.
+//
 // # Contract
 //
 // An Index is not safe for concurrent use: one scheduler goroutine owns it with its pool,

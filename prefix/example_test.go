@@ -34,3 +34,31 @@ func Example() {
 	// hit 2 blocks, stored 1, cached 4
 	// hit rate 0.31
 }
+
+// A hybrid model's tree: full attention (group 0) and a sliding window (group 1) cache
+// their blocks under the same logical prefixes. The window's first block is evicted from
+// the middle of the chain; its node stays as a tombstone, and the prefix after it is
+// still found.
+func ExampleGroupTree() {
+	const unit = 4
+	tree, _ := prefix.NewGroupTree(16, unit, 2)
+	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	first := tree.Ensure(prefix.RootNode, prompt[:unit])
+	second := tree.Ensure(first, prompt[unit:])
+	_ = tree.Cache(1, first, 0) // full attention: blocks 1 and 2
+	_ = tree.Cache(2, second, 0)
+	_ = tree.Cache(3, first, 1) // the window: blocks 3 and 4
+	_ = tree.Cache(4, second, 1)
+
+	_ = tree.Uncache(3) // the window's first block left the window and was reused
+	n := tree.Next(tree.Next(prefix.RootNode, prompt[:unit]), prompt[unit:])
+	fmt.Println("second unit found:", n == second)
+	fmt.Println("window blocks:", tree.First(first, 1), tree.First(second, 1))
+	fmt.Println("full attention blocks:", tree.First(first, 0), tree.First(second, 0))
+	fmt.Println("cached per group:", tree.Stats().Cached)
+	// Output:
+	// second unit found: true
+	// window blocks: 0 4
+	// full attention blocks: 1 2
+	// cached per group: [2 1]
+}

@@ -1,0 +1,150 @@
+package prefix
+
+import "github.com/kvpage/kvpage/blocks"
+
+// A GroupTree entry's residency is a Tier (tier.go): Device only, for now.
+//
+// The seam for host and disk tiers (issue 16): every tier has a residency of its own, an
+// ID space (a device block, a host slot, a disk page) with, per (node, group), the list of
+// its entries and, per ID, the entry it holds. A node lives while any tier has an entry
+// for it, so demoting a device block is Uncache of the device entry and a cache of the
+// lower one, and the prefix stays. Lookups that take device blocks (First) read only the
+// device's residency; a tiered lookup reads the next tier's where the device's stop.
+// Adding a tier is raising groupTiers, a size per tier at NewGroupTree, and the per-tier
+// forms of Cache, Uncache and First: no node or key changes. The lower tiers of an Index
+// (WithTiers) key their store by chained key and tokens, not by pool block, for the same
+// reason: the tree's (node, group) can key them.
+const groupTiers = 1
+
+// residency is one tier's entries.
+type residency struct {
+	head, tail []int32  // per (node, group): the first and last entry's ID, 0 = none
+	ent        []gentry // per ID of the tier
+	cached     []int    // entries per group
+}
+
+// gentry is what an ID of a tier caches: its node (0 = not cached), its group, and the
+// next ID cached under the same (node, group), in the order they were cached.
+type gentry struct {
+	node  Node
+	next  int32
+	group uint8
+}
+
+func (r *residency) init(ids, groups, nodes int) {
+	r.ent = make([]gentry, ids)
+	r.head = make([]int32, groups, nodes*groups)
+	r.tail = make([]int32, groups, nodes*groups)
+	r.cached = make([]int, groups)
+}
+
+func (r *residency) addNode(groups int) {
+	for range groups {
+		r.head = append(r.head, 0)
+		r.tail = append(r.tail, 0)
+	}
+}
+
+// GroupEntry says what a cached block is: the node (prefix) and group it is cached for,
+// and its residency.
+type GroupEntry struct {
+	Node  Node
+	Group int
+	Tier  Tier
+}
+
+// First returns the first device block cached for group g at node n (the one a lookup
+// takes: vLLM keeps later blocks cached under a key that already has one, and reads the
+// first), or blocks.NullID when the group has none there.
+func (t *GroupTree) First(n Node, g int) blocks.ID {
+	return blocks.ID(t.res[Device].head[int(n)*t.ng+g])
+}
+
+// NextCached returns the device block cached after b under b's (node, group), or
+// blocks.NullID.
+func (t *GroupTree) NextCached(b blocks.ID) blocks.ID {
+	return blocks.ID(t.res[Device].ent[b].next)
+}
+
+// IsCached reports whether device block b is cached (b must be a block of the pool).
+func (t *GroupTree) IsCached(b blocks.ID) bool { return t.res[Device].ent[b].node != 0 }
+
+// Entry returns device block b's entry, and whether b is cached. IDs outside the pool are
+// not cached.
+func (t *GroupTree) Entry(b blocks.ID) (GroupEntry, bool) {
+	r := &t.res[Device]
+	if b <= blocks.NullID || int(b) >= len(r.ent) || r.ent[b].node == 0 {
+		return GroupEntry{}, false
+	}
+	e := r.ent[b]
+	return GroupEntry{Node: e.node, Group: int(e.group), Tier: Device}, true
+}
+
+// Cache records device block b as cached for group g at node n, behind any block the
+// (node, group) has already (it then counts as a duplicate, and lookups keep taking the
+// first). The caller keeps b's reference count: the tree holds none. It fails, changing
+// nothing, with ErrAlreadyCached for a block cached already and ErrInvalidArgument for the
+// null block, an ID outside the pool, a group out of range or a node that is not a live
+// prefix node (a namespace root caches nothing).
+func (t *GroupTree) Cache(b blocks.ID, n Node, g int) error {
+	r := &t.res[Device]
+	// One unsigned compare per range (0 and negatives wrap to large), then the node and the
+	// entry, which the update touches anyway.
+	if uint(b)-1 >= uint(len(r.ent))-1 || uint(g) >= uint(t.ng) || uint(n)-1 >= uint(len(t.nodes))-1 {
+		return &BlockError{Op: "cache", ID: b, Err: ErrInvalidArgument}
+	}
+	x := &r.ent[b]
+	if nd := &t.nodes[n]; nd.parent == NoNode || nd.root || x.node != 0 {
+		return t.cacheError(b, n)
+	}
+	x.node, x.group, x.next = n, uint8(g), 0
+	i := int(n)*t.ng + g
+	if last := r.tail[i]; last != 0 {
+		r.ent[last].next = int32(b)
+		t.duplicates++
+	} else {
+		r.head[i] = int32(b)
+	}
+	r.tail[i] = int32(b)
+	t.nodes[n].entries++
+	r.cached[g]++
+	return nil
+}
+
+// cacheError explains why b cannot be cached at n (a live node, in range).
+func (t *GroupTree) cacheError(b blocks.ID, n Node) error {
+	if !t.isPrefixNode(n) {
+		return &BlockError{Op: "cache", ID: b, Err: ErrInvalidArgument}
+	}
+	return &BlockError{Op: "cache", ID: b, Err: ErrAlreadyCached}
+}
+
+// Uncache removes device block b's entry (an eviction, or a block dropped on request) and
+// frees its node, and the ancestors, that nothing keeps any more. It fails with
+// ErrNotCached, changing nothing, for a block that is not cached.
+func (t *GroupTree) Uncache(b blocks.ID) error {
+	r := &t.res[Device]
+	if uint(b)-1 >= uint(len(r.ent))-1 || r.ent[b].node == 0 {
+		return &BlockError{Op: "uncache", ID: b, Err: ErrNotCached}
+	}
+	x := &r.ent[b]
+	n, g := x.node, int(x.group)
+	i := int(n)*t.ng + g
+	prev := int32(0)
+	for c := r.head[i]; c != int32(b); c = r.ent[c].next {
+		prev = c
+	}
+	if prev == 0 {
+		r.head[i] = x.next
+	} else {
+		r.ent[prev].next = x.next
+	}
+	if r.tail[i] == int32(b) {
+		r.tail[i] = prev
+	}
+	x.node, x.next = 0, 0
+	t.nodes[n].entries--
+	r.cached[g]--
+	t.maybeFree(n)
+	return nil
+}
