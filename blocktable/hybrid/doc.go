@@ -29,7 +29,8 @@
 // join one free queue in vLLM's order (each group's blocks last first, group by group);
 // allocation takes the queue's front and evicts it if it is cached, so a sliding-window
 // block released mid-sequence is evicted in queue order like any other, while its prefix
-// node stays behind as a tombstone for the blocks after it. On vLLM's W4 workload the
+// node stays behind as a tombstone for the blocks after it. The queue and the refcounts
+// are a blocks.FreeQueue, the index a prefix.GroupTree; the Manager composes the two. On vLLM's W4 workload the
 // Manager reproduces vLLM's hit tokens and evictions exactly (bench/).
 //
 // # Errors, concurrency

@@ -33,7 +33,7 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 	}
 	for g := range m.specs {
 		for _, b := range p.tables[g][:m.ceil(g, p.computed)] {
-			if b != blocks.NullID && m.st.blks[b].ref == math.MaxInt32 {
+			if b != blocks.NullID && m.st.ref(b) == math.MaxInt32 {
 				return seqErr("fork", parent, blocks.ErrRefCountOverflow)
 			}
 		}
@@ -47,7 +47,7 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 		t := p.tables[g][:m.ceil(g, p.computed)]
 		for _, b := range t {
 			if b != blocks.NullID {
-				m.st.blks[b].ref++
+				m.st.take(b) // held by the parent: no queue change
 			}
 		}
 		c.tables[g] = append(c.tables[g], t...)
@@ -76,7 +76,7 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 func (m *Manager) sharedWrite(s *seq, g int) (int, bool) {
 	i := m.div(g, s.computed)
 	t := s.tables[g]
-	if i*m.bs[g] == s.computed || i >= len(t) || t[i] == blocks.NullID || m.st.blks[t[i]].ref < 2 {
+	if i*m.bs[g] == s.computed || i >= len(t) || t[i] == blocks.NullID || m.st.ref(t[i]) < 2 {
 		return i, false
 	}
 	return i, true
@@ -97,7 +97,7 @@ func (m *Manager) TakeCopies(dst []CopyOp) []CopyOp {
 func (m *Manager) dropStaleCopies() {
 	k := 0
 	for _, c := range m.copies {
-		if m.st.blks[c.Dst].ref > 0 {
+		if m.st.ref(c.Dst) > 0 {
 			m.copies[k] = c
 			k++
 		}

@@ -4,38 +4,45 @@ import (
 	"fmt"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // CheckInvariants verifies, per group and over the pool, everything the Manager relies
 // on, and returns the first violation. It is O(blocks + nodes + held table entries).
-//   - every block's reference count is the number of table entries that hold it; the
-//     unreferenced blocks (the null block aside) are exactly the free queue, whose links
-//     agree both ways and whose length is counted;
-//   - every cached block is on its (node, group) list exactly once, and the lists hold
-//     only cached blocks of their group; per-group and per-node counts agree;
-//   - every live node is in the child table under its parent with its tokens and its
-//     chained key, its hint is one of its live children or none, its children count is
-//     right, and it has an entry, a child or a pin (no dead node);
-//   - every sequence's pin is on its path, and its path is a chain of live nodes;
+//   - the free queue's own invariants (blocks.FreeQueue.CheckInvariants: links both ways,
+//     queued exactly when unreferenced, counted) and the tree's
+//     (prefix.GroupTree.CheckInvariants: every cached block on its (node, group) list
+//     once, per-group and per-node counts, every live node in the child table under its
+//     parent with its tokens and key, hints, no dead node);
+//   - every block's reference count is the number of table entries that hold it, and the
+//     null block is neither queued nor cached;
+//   - every node's pins are the sequences positioned on it; every sequence's pin is the
+//     end of its path, and its path is a chain of live nodes from its namespace's root;
 //   - full attention stays downward closed: a node with a block of a full-attention group
 //     has a parent with one too, so eviction in queue order is leaf-only for full
 //     attention (unless EvictBlocks dropped an interior block, as vLLM's evict_blocks
 //     may: its descendants then stay cached but unreachable, as in vLLM).
 func (m *Manager) CheckInvariants() error {
-	st := m.st
-	nb := len(st.blks)
-	refs := make([]int32, nb)
-	pins := make([]int32, len(st.nodes))
+	q, t := m.st.q, m.st.t
+	if err := q.CheckInvariants(); err != nil {
+		return err
+	}
+	if err := t.CheckInvariants(); err != nil {
+		return err
+	}
+	nb := q.NumBlocks()
+	refs := make([]int, nb)
+	pins := map[prefix.Node]int{}
 	for id, s := range m.seqs {
-		for g, t := range s.tables {
+		for g, tb := range s.tables {
 			cover := max(s.extent, s.computed)
 			if m.align[g] {
 				cover = s.computed // one running state block, for the model's own tokens
 			}
-			if len(t) != (cover+m.bs[g]-1)/m.bs[g] {
-				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens and %d slots", id, g, len(t), s.computed, s.extent)
+			if len(tb) != (cover+m.bs[g]-1)/m.bs[g] {
+				return fmt.Errorf("seq %d group %d: %d blocks for %d tokens and %d slots", id, g, len(tb), s.computed, s.extent)
 			}
-			for _, b := range t {
+			for _, b := range tb {
 				if b < 0 || int(b) >= nb {
 					return fmt.Errorf("seq %d group %d: block %d outside the pool", id, g, b)
 				}
@@ -45,14 +52,14 @@ func (m *Manager) CheckInvariants() error {
 			}
 		}
 		for i, n := range s.path {
-			if n <= 0 || int(n) >= len(st.nodes) || st.nodes[n].key == 0 && st.nodes[n].parent == 0 && st.nodes[n].entries == 0 && st.nodes[n].children == 0 && st.nodes[n].pins == 0 {
+			if n <= 0 || !t.IsLive(n) || t.IsRoot(n) {
 				return fmt.Errorf("seq %d: path node %d at unit %d is not live", id, n, i)
 			}
 			parent := s.root
 			if i > 0 {
 				parent = s.path[i-1]
 			}
-			if st.nodes[n].parent != parent {
+			if t.Parent(n) != parent {
 				return fmt.Errorf("seq %d: path breaks at unit %d", id, i)
 			}
 		}
@@ -63,128 +70,38 @@ func (m *Manager) CheckInvariants() error {
 			}
 		}
 	}
-	inq := 0
 	for b := 1; b < nb; b++ {
-		x := &st.blks[b]
-		if x.ref != refs[b] {
-			return fmt.Errorf("block %d: refcount %d, held %d times", b, x.ref, refs[b])
-		}
-		if x.inq != (x.ref == 0) {
-			return fmt.Errorf("block %d: refcount %d but in queue %v", b, x.ref, x.inq)
-		}
-		if x.inq {
-			inq++
+		if r := q.RefCount(blocks.ID(b)); r != refs[b] {
+			return fmt.Errorf("block %d: refcount %d, held %d times", b, r, refs[b])
 		}
 	}
-	if st.blks[blocks.NullID].inq || st.blks[blocks.NullID].node != 0 {
-		return fmt.Errorf("null block queued or cached")
+	if t.IsCached(blocks.NullID) {
+		return fmt.Errorf("null block cached")
 	}
-	count, prev := 0, int32(noBlock)
-	for b := st.qhead; b != noBlock; b = st.blks[b].next {
-		if st.blks[b].prev != prev || !st.blks[b].inq {
-			return fmt.Errorf("free queue broken at block %d", b)
+	if st := t.Stats(); st.Nodes != countNodes(t) {
+		return fmt.Errorf("tree counts %d nodes, yields %d", st.Nodes, countNodes(t))
+	}
+	for n := range t.Nodes() {
+		if t.Pins(n) != pins[n] {
+			return fmt.Errorf("node %d: %d pins, %d sequences on it", n, t.Pins(n), pins[n])
 		}
-		if count++; count > nb {
-			return fmt.Errorf("free queue has a cycle")
-		}
-		prev = b
-	}
-	if prev != st.qtail || count != st.qlen || count != inq {
-		return fmt.Errorf("free queue: %d linked, %d counted, %d unreferenced", count, st.qlen, inq)
-	}
-	// Entries.
-	perGroup := make([]int, m.ng)
-	perNode := make([]int32, len(st.nodes))
-	onList := make([]bool, nb)
-	for n := range st.nodes {
-		for g := range m.ng {
-			last := int32(0)
-			for b := st.head[n*m.ng+g]; b != 0; b = st.blks[b].lnext {
-				if onList[b] || st.blks[b].node != int32(n) || int(st.blks[b].group) != g {
-					return fmt.Errorf("node %d group %d: block %d listed wrongly", n, g, b)
-				}
-				onList[b] = true
-				perGroup[g]++
-				perNode[n]++
-				last = b
-			}
-			if st.tail[n*m.ng+g] != last {
-				return fmt.Errorf("node %d group %d: tail %d, last %d", n, g, st.tail[n*m.ng+g], last)
-			}
-		}
-	}
-	for b := 1; b < nb; b++ {
-		if (st.blks[b].node != 0) != onList[b] {
-			return fmt.Errorf("block %d: cached under node %d but listed %v", b, st.blks[b].node, onList[b])
-		}
-	}
-	for g := range m.ng {
-		if perGroup[g] != st.cached[g] {
-			return fmt.Errorf("group %d: %d cached, counted %d", g, perGroup[g], st.cached[g])
-		}
-	}
-	// Nodes.
-	free := make([]bool, len(st.nodes))
-	for _, n := range st.freeNodes {
-		free[n] = true
-	}
-	kids := make([]int32, len(st.nodes))
-	live := 0
-	for n := 1; n < len(st.nodes); n++ {
-		if free[n] {
+		parent := t.Parent(n)
+		if m.st.dropped != 0 || t.IsRoot(n) || t.IsRoot(parent) {
 			continue
 		}
-		live++
-		kids[st.nodes[n].parent]++
-	}
-	if live != st.live {
-		return fmt.Errorf("%d live nodes, counted %d", live, st.live)
-	}
-	inTable := 0
-	for _, n := range st.slots {
-		if n != 0 {
-			inTable++
-			if free[n] {
-				return fmt.Errorf("free node %d in the child table", n)
-			}
-		}
-	}
-	if inTable+len(st.roots) != live || len(st.roots) != len(st.rootNS) {
-		return fmt.Errorf("%d nodes in the child table and %d namespace roots (%d reverse), %d live", inTable, len(st.roots), len(st.rootNS), live)
-	}
-	for ns, n := range st.roots {
-		if back, ok := st.rootNS[n]; !ok || back != ns || free[n] || st.nodes[n].parent != 0 {
-			return fmt.Errorf("namespace root %d of %+v is not a live root", n, ns)
-		}
-	}
-	for n := 1; n < len(st.nodes); n++ {
-		if free[n] {
-			continue
-		}
-		nd := &st.nodes[n]
-		if nd.children != kids[n] || nd.entries != perNode[n] || nd.pins != pins[n] {
-			return fmt.Errorf("node %d: children %d/%d entries %d/%d pins %d/%d", n, nd.children, kids[n], nd.entries, perNode[n], nd.pins, pins[n])
-		}
-		if nd.entries == 0 && nd.children == 0 && nd.pins == 0 {
-			return fmt.Errorf("node %d is dead but not freed", n)
-		}
-		toks := st.ntok[n*m.unit : (n+1)*m.unit]
-		if _, isRoot := st.rootNS[int32(n)]; isRoot {
-			if nd.entries != 0 {
-				return fmt.Errorf("namespace root %d caches blocks", n)
-			}
-		} else if nd.key != unitKey(st.nodes[nd.parent].key, toks) || st.child(nd.parent, nd.key, toks) != int32(n) {
-			return fmt.Errorf("node %d not found under its parent by its key", n)
-		}
-		if h := nd.hint; h != 0 && (int(h) >= len(st.nodes) || free[h] || st.nodes[h].parent != int32(n)) {
-			return fmt.Errorf("node %d: hint %d is not a live child", n, h)
-		}
-		_, parentIsRoot := st.rootNS[nd.parent]
 		for g, spec := range m.specs {
-			if spec.Downward() && st.dropped == 0 && nd.parent != 0 && !parentIsRoot && m.k[g] == 1 && st.head[n*m.ng+g] != 0 && st.head[int(nd.parent)*m.ng+g] == 0 {
+			if spec.Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID {
 				return fmt.Errorf("node %d: group %d (full attention) cached below an uncached parent", n, g)
 			}
 		}
 	}
 	return nil
+}
+
+func countNodes(t *prefix.GroupTree) int {
+	n := 0
+	for range t.Nodes() {
+		n++
+	}
+	return n
 }

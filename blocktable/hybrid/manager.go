@@ -138,11 +138,11 @@ type Manager struct {
 }
 
 type seq struct {
-	root      int32 // the namespace's root node (0: the default namespace)
+	root      prefix.Node // the namespace's root node (0: the default namespace)
 	ns        prefix.Namespace
 	tokens    []int32
-	path      []int32 // node per match unit, as far as it is known to be live
-	pinned    int32
+	path      []prefix.Node // node per match unit, as far as it is known to be live
+	pinned    prefix.Node
 	tables    [][]blocks.ID
 	numCached []int // per group: blocks already cached (or skipped)
 	computed  int
@@ -275,7 +275,7 @@ func (m *Manager) Groups() []Spec { return m.specs }
 // cachedView answers Spec.Hit's questions for one kind over the path being matched.
 type cachedView struct {
 	st   *store
-	path []int32
+	path []prefix.Node
 	kind []int
 	k    int
 }
@@ -286,9 +286,9 @@ func (v *cachedView) Cached(i int) bool {
 	if u >= len(v.path) {
 		return false
 	}
-	n := int(v.path[u]) * v.st.ng
+	n := v.path[u]
 	for _, g := range v.kind {
-		if v.st.head[n+g] == 0 {
+		if v.st.first(n, g) == blocks.NullID {
 			return false
 		}
 	}
@@ -362,7 +362,7 @@ func (m *Manager) newSeq(req *Request) *seq {
 		s.tables[g], s.numCached[g] = s.tables[g][:0], 0
 	}
 	if c := req.MaxTokens / m.unit; cap(s.path) < c {
-		s.path = make([]int32, 0, c)
+		s.path = make([]prefix.Node, 0, c)
 	}
 	if cap(s.tokens) < req.MaxTokens {
 		s.tokens = append(make([]int32, 0, req.MaxTokens), req.Prompt...)
@@ -488,7 +488,7 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 			hb = hit / bs
 			skip = min(spec.Skipped(hit)/bs, hb)
 			for i := skip; i < hb; i++ {
-				if m.st.blks[m.blockAt(s, g, i)].ref == 0 {
+				if m.st.ref(m.blockAt(s, g, i)) == 0 {
 					need++
 				}
 			}
@@ -501,9 +501,9 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		}
 		need += max(required-max(skip, hb), 0)
 	}
-	if need > m.st.qlen {
+	if need > m.st.free() {
 		m.spare = append(m.spare, s)
-		return 0, outOfBlocks("admit", id, need, m.st.qlen)
+		return 0, outOfBlocks("admit", id, need, m.st.free())
 	}
 	// Extend the matched path over the prompt's full units now, and pin its end, so that
 	// the evictions below cannot free a node of it and commit need not walk it again.
@@ -570,8 +570,8 @@ func (m *Manager) grow(s *seq, tokens, main int) {
 			s.tables[g] = m.growAligned(s, g, t, main)
 			continue
 		}
-		for want := m.ceil(g, tokens); len(t) < want; {
-			t = append(t, m.st.alloc())
+		if n := m.ceil(g, tokens) - len(t); n > 0 {
+			t = m.st.allocN(t, n)
 		}
 		s.tables[g] = t
 	}
@@ -613,7 +613,7 @@ func (m *Manager) commit(s *seq, tokens int) {
 // extend makes s.path cover units match units, creating nodes as needed.
 func (m *Manager) extend(s *seq, units int) {
 	for u := len(s.path); u < units; u++ {
-		var parent int32
+		var parent prefix.Node
 		if u == 0 {
 			// Nothing of the sequence is in the tree yet, so nothing keeps its root: look
 			// it up (or make it) now.
@@ -724,13 +724,13 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total, main int) error {
 		} else if sk := spec.Skipped(s.computed); sk > 0 {
 			hi = min(m.div(g, sk), len(t))
 			for lo = hi; lo > 0 && t[lo-1] != blocks.NullID; lo-- {
-				if m.st.blks[t[lo-1]].ref == 1 {
+				if m.st.ref(t[lo-1]) == 1 {
 					freed++
 				}
 			}
 		}
 		if m.align[g] {
-			if i := m.staleState(s, g); i >= 0 && (i < lo || i >= hi) && m.st.blks[t[i]].ref == 1 {
+			if i := m.staleState(s, g); i >= 0 && (i < lo || i >= hi) && m.st.ref(t[i]) == 1 {
 				freed++
 			}
 			if m.ceil(g, main) > len(t) {
@@ -740,8 +740,8 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total, main int) error {
 		}
 		want += max(m.ceil(g, total)-len(t), 0)
 	}
-	if want > m.st.qlen+freed {
-		return outOfBlocks("append", id, want, m.st.qlen+freed)
+	if want > m.st.free()+freed {
+		return outOfBlocks("append", id, want, m.st.free()+freed)
 	}
 	m.releaseSkipped(s)
 	m.grow(s, total, main)
@@ -760,10 +760,13 @@ func (m *Manager) releaseSkipped(s *seq) {
 			continue
 		}
 		t := s.tables[g]
-		for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
-			m.st.release(t[i])
-			t[i] = blocks.NullID
+		end := min(m.div(g, sk), len(t))
+		i := end
+		for i > 0 && t[i-1] != blocks.NullID {
+			i--
 		}
+		m.st.releaseTable(t[i:end])
+		clear(t[i:end])
 		if m.align[g] {
 			m.releaseState(s, g)
 		}
@@ -791,13 +794,8 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 // releaseAll releases every group's blocks of s, last first, group by group.
 func (m *Manager) releaseAll(s *seq) {
 	for g := range m.specs {
-		t := s.tables[g]
-		for i := len(t) - 1; i >= 0; i-- {
-			if t[i] != blocks.NullID {
-				m.st.release(t[i])
-			}
-		}
-		s.tables[g] = t[:0]
+		m.st.releaseTable(s.tables[g])
+		s.tables[g] = s.tables[g][:0]
 	}
 	s.extent, s.resEnd = 0, 0
 }
@@ -816,10 +814,7 @@ func (m *Manager) drop(id blocktable.SeqID, s *seq) {
 // stays in its table. Blocks that are not cached, and IDs outside the pool, are ignored.
 func (m *Manager) EvictBlocks(ids []blocks.ID) {
 	for _, b := range ids {
-		if b > 0 && int(b) < len(m.st.blks) && m.st.blks[b].node != 0 {
-			m.st.uncache(int32(b))
-			m.st.dropped++
-		}
+		m.st.drop(b)
 	}
 }
 
@@ -876,8 +871,9 @@ func (m *Manager) PackTables(dst []blocks.ID, seqs []blocktable.SeqID, g, width 
 // Stats returns the counters.
 func (m *Manager) Stats() Stats {
 	st := m.counters
-	st.Capacity, st.Free, st.Running = len(m.st.blks)-1, m.st.qlen, len(m.seqs)
-	st.Cached, st.Nodes = append([]int(nil), m.st.cached...), m.st.live
-	st.Evictions, st.Duplicates, st.Dropped = m.st.evictions, m.st.duplicates, m.st.dropped
+	ts := m.st.t.Stats()
+	st.Capacity, st.Free, st.Running = m.st.q.NumBlocks()-1, m.st.free(), len(m.seqs)
+	st.Cached, st.Nodes = ts.Cached, ts.Nodes
+	st.Evictions, st.Duplicates, st.Dropped = m.st.evictions, ts.Duplicates, m.st.dropped
 	return st
 }

@@ -25,9 +25,9 @@ type preemptScratch struct {
 // planBegin starts an empty release plan.
 func (m *Manager) planBegin() {
 	p := &m.pre
-	if len(p.stamp) != len(m.st.blks) {
-		p.stamp = make([]uint32, len(m.st.blks))
-		p.drops = make([]int32, len(m.st.blks))
+	if nb := m.st.q.NumBlocks(); len(p.stamp) != nb {
+		p.stamp = make([]uint32, nb)
+		p.drops = make([]int32, nb)
 		p.gen = 0
 	}
 	p.gen++
@@ -52,7 +52,7 @@ func (m *Manager) planRelease(s *seq) int {
 				p.stamp[b], p.drops[b] = p.gen, 0
 			}
 			p.drops[b]++
-			if p.drops[b] == m.st.blks[b].ref {
+			if int(p.drops[b]) == m.st.ref(b) {
 				gain++
 			}
 		}
@@ -177,14 +177,14 @@ func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (
 	default:
 		return blocktable.Preempted{}, seqErr("preempt", id, errInvalid)
 	}
-	before := m.st.qlen
+	before := m.st.free()
 	v := blocktable.Preempted{Seq: id, Mode: mode, Tokens: len(s.tokens)}
 	m.releaseAll(s)
 	if len(m.copies) > 0 {
 		m.dropStaleCopies()
 	}
 	m.drop(id, s)
-	v.Freed = m.st.qlen - before
+	v.Freed = m.st.free() - before
 	m.counters.Preemptions++
 	if invariant.Enabled {
 		invariant.Check(m.CheckInvariants)

@@ -84,15 +84,13 @@ type BlockState struct {
 // Block returns the state of block b (the zero BlockState for the null block or an ID
 // outside the pool): what a test kit needs to tell a leak from a cached block.
 func (m *Manager) Block(b blocks.ID) BlockState {
-	if b <= blocks.NullID || int(b) >= len(m.st.blks) {
-		return BlockState{}
+	refs := m.st.ref(b)
+	e, cached := m.st.t.Entry(b)
+	if !cached {
+		return BlockState{Refs: refs}
 	}
-	x := &m.st.blks[b]
-	if x.node == 0 {
-		return BlockState{Refs: int(x.ref)}
-	}
-	return BlockState{Refs: int(x.ref), Cached: true, Group: int(x.group)}
+	return BlockState{Refs: refs, Cached: true, Group: e.Group}
 }
 
 // NumBlocks is the pool's size, the null block included.
-func (m *Manager) NumBlocks() int { return len(m.st.blks) }
+func (m *Manager) NumBlocks() int { return m.st.q.NumBlocks() }

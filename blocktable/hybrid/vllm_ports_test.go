@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,18 +83,19 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 		// Full blocks are cached once per group, the partial ones not at all.
 		for i, row := range [][]blocks.ID{ids(1, 5, 9), ids(2, 6, 10), ids(3, 7, 11)} {
 			for g, b := range row {
-				x := m.st.blks[b]
-				require.NotZero(t, x.node, "block %d", b)
-				require.Equal(t, g, int(x.group))
-				require.Equal(t, int32(1), x.ref)
+				e, ok := m.st.t.Entry(b)
+				require.True(t, ok, "block %d", b)
+				require.Equal(t, g, e.Group)
+				require.Equal(t, 1, m.st.ref(b))
 				if i > 0 {
-					require.Equal(t, m.st.blks[row[0]-1].node, m.st.nodes[x.node].parent, "block %d chains", b)
+					prev, _ := m.st.t.Entry(row[0] - 1)
+					require.Equal(t, prev.Node, m.st.t.Parent(e.Node), "block %d chains", b)
 				}
 			}
 		}
 		for _, b := range ids(4, 8, 12) {
-			require.Zero(t, m.st.blks[b].node)
-			require.Equal(t, int32(1), m.st.blks[b].ref)
+			require.False(t, m.st.t.IsCached(b))
+			require.Equal(t, 1, m.st.ref(b))
 		}
 		p1 := append(append([]int32(nil), common...), repeat(3, 5)...)
 		hit := m.Match(p1)
@@ -101,7 +103,7 @@ func TestVLLMPrefillHybridModel(t *testing.T) {
 		require.Equal(t, [][]blocks.ID{ids(1, 2, 3), ids(0, 6, 7), ids(0, 10, 11)}, m.HitBlocks(p1, hit))
 		require.Equal(t, [][]blocks.ID{ids(1, 2, 3, 13), ids(0, 6, 7, 14), ids(0, 10, 11, 15)}, admitAll(t, m, 1, p1))
 		for _, b := range ids(1, 2, 3, 6, 7, 10, 11) {
-			require.Equal(t, int32(2), m.st.blks[b].ref)
+			require.Equal(t, 2, m.st.ref(b))
 		}
 		require.NoError(t, m.Finish(0))
 		require.NoError(t, m.Finish(1))
@@ -131,7 +133,7 @@ func TestVLLMPrefillHybridModelEagle(t *testing.T) {
 			ids(1, 2, 3, 4, 5, 6, 7), ids(8, 9, 10, 11, 12, 13, 14), ids(15, 16, 17, 18, 19, 20, 21),
 		}, admitAll(t, m, 0, p0))
 		for _, b := range ids(7, 14, 21) {
-			require.Zero(t, m.st.blks[b].node)
+			require.False(t, m.st.t.IsCached(b))
 		}
 		p1 := append(append([]int32(nil), common...), repeat(6, 5)...)
 		hit := m.Match(p1)
@@ -141,7 +143,7 @@ func TestVLLMPrefillHybridModelEagle(t *testing.T) {
 			ids(1, 2, 3, 4, 22, 23, 24), ids(0, 9, 10, 11, 25, 26, 27), ids(0, 16, 17, 18, 28, 29, 30),
 		}, admitAll(t, m, 1, p1))
 		for _, b := range ids(1, 2, 3, 4, 9, 10, 11, 16, 17, 18) {
-			require.Equal(t, int32(2), m.st.blks[b].ref)
+			require.Equal(t, 2, m.st.ref(b))
 		}
 		require.NoError(t, m.Finish(0))
 		require.NoError(t, m.Finish(1))
@@ -260,7 +262,7 @@ func TestVLLMEagleWithSlidingWindow(t *testing.T) {
 	prompt := repeat(0, 2*bs+5)
 	require.Zero(t, m.Match(prompt))
 	admitAll(t, m, 0, prompt)
-	first := m.st.first(m.st.child(0, unitKey(0, prompt[:bs]), prompt[:bs]), 0)
+	first := m.st.first(m.st.next(0, prompt[:bs]), 0)
 	require.NotZero(t, first)
 	require.NoError(t, m.Finish(0))
 	// Two blocks match; EAGLE drops one.
@@ -326,15 +328,15 @@ func TestVLLMCacheBlocksMultiGroup(t *testing.T) {
 		toks[i] = int32(i)
 	}
 	// The request's three full blocks, as index nodes.
-	var path []int32
-	parent := int32(0)
+	var path []prefix.Node
+	parent := prefix.RootNode
 	for i := range 3 {
 		parent = st.ensure(parent, toks[i*bs:(i+1)*bs])
 		path = append(path, parent)
 	}
 	entries := func() int {
 		n := 0
-		for _, c := range st.cached {
+		for _, c := range st.t.Stats().Cached {
 			n += c
 		}
 		return n
@@ -357,22 +359,4 @@ func TestVLLMCacheBlocksMultiGroup(t *testing.T) {
 	require.True(t, both(0))
 	require.True(t, both(1))
 	require.False(t, both(2))
-}
-
-// TestUnitKeyUnrolled holds the unrolled 16-token key to the general loop's value.
-func TestUnitKeyUnrolled(t *testing.T) {
-	toks := []int32{5, 127999, 0, 3, 77, 1 << 20, 9, 9, 12, 13, 14, 15, 16, 17, 18, 19}
-	var sum uint64
-	for i := 0; i+1 < 16; i += 2 {
-		k := nhKeys[i/2]
-		sum += (uint64(uint32(toks[i])) + k[0]) * (uint64(uint32(toks[i+1])) + k[1])
-	}
-	parent := uint64(42)
-	h := sum ^ (parent * 0x9E3779B97F4A7C15) ^ 16
-	h ^= h >> 33
-	h *= 0xFF51AFD7ED558CCD
-	h ^= h >> 33
-	h *= 0xC4CEB9FE1A85EC53
-	require.Equal(t, h^h>>33, unitKey(42, toks))
-	require.NotEqual(t, unitKey(42, toks), unitKey(43, toks))
 }
