@@ -21,7 +21,7 @@ import (
 // ancestors that nothing keeps, when the last one goes: leaf-only by construction.
 // Namespaces (LoRA adapter, cache salt) are separate roots.
 //
-// Entries have a residency (Tier): Device only, for now; see Tier for the seam a host
+// Entries have a residency (Tier): Device only, for now; see groupTiers for the seam a host
 // or disk tier plugs into. Every call is O(units or entries touched) and allocates only
 // when the tree grows past its largest size so far. A GroupTree is not safe for
 // concurrent use.
