@@ -183,8 +183,8 @@ func (x *Index) Reset() error {
 	if x.pinned > 0 {
 		return &HeldError{Held: x.pinned}
 	}
-	if x.tiers != nil && len(x.tiers.plans) > 0 {
-		return fmt.Errorf("%w: %d transfers", ErrTransfersPending, len(x.tiers.plans))
+	if k := x.PendingTransfers(); k > 0 {
+		return fmt.Errorf("%w: %d transfers", ErrTransfersPending, k)
 	}
 	ids := make([]blocks.ID, 0, x.cached)
 	for n := int32(1); int(n) <= x.nb; n++ {

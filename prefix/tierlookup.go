@@ -23,8 +23,9 @@ func (x *Index) lowerWalk(p *Prompt, c Cursor, limit HitLimit, most int, visit f
 			r = x.nodes[r].parent
 		}
 		ri = *x.root(r)
-	} else if c.node == 0 && c.blocks == 0 {
-		// The namespace has no root on the device: its blocks may all be in lower tiers.
+	} else if c.blocks == 0 && c.node >= 0 {
+		// The namespace has no root on the device (or the root the cursor saw was freed
+		// since, with its last block): its blocks may all be in lower tiers.
 		key = fastRoot & x.cfg.keyMask
 		if r := x.rootOf(p.Namespace); r != 0 {
 			ri = *x.root(r)

@@ -199,7 +199,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 				ts.stats[op.from].BytesOut += bb
 				ts.stats[Device].BytesIn += bb
 			} else {
-				en.leaving[op.from-1] = true // a failed load evicts the key from its tier
+				x.failSlot(op.from, op.e)
 				ts.stats[op.from].LoadFailed++
 			}
 			x.unpinSlot(op.from, op.e)
@@ -212,12 +212,13 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 	return res, nil
 }
 
-// PendingTransfers is the number of transfers prepared and not yet completed.
+// PendingTransfers is the number of transfers prepared and not yet completed: handed out
+// or not, with each store not yet in a plan counted on its own.
 func (x *Index) PendingTransfers() int {
 	if x.tiers == nil {
 		return 0
 	}
-	return len(x.tiers.plans)
+	return len(x.tiers.plans) + len(x.tiers.queue)
 }
 
 // emitTierStored reports entry e newly resident in lower tier t, at slot s.

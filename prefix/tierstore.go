@@ -360,10 +360,36 @@ func (x *Index) slotResidentNow(t Tier, e int32) {
 	}
 }
 
-// bestTier is the fastest lower tier where entry e is resident and not leaving, or 0.
+// failSlot evicts entry e's key from lower tier t after a failed load from it: at once
+// for lookups and events, and the slot itself when the last copy reading it ends (until
+// then it counts as pending, busy with copies in flight).
+func (x *Index) failSlot(t Tier, e int32) {
+	ts := x.tiers
+	en := &ts.ents[e]
+	en.leaving[t-1] = true
+	if en.pins[t-1] <= 1 || en.st[t-1] != slotResident {
+		return // unpinSlot drops it now
+	}
+	l := &ts.lv[t-1]
+	s := en.slot[t-1] - 1
+	l.resident--
+	l.pending++
+	en.st[t-1] = slotPending
+	ts.stats[t].Evicted++
+	if !en.heldBelow(t) {
+		ts.stats[t].Lost++
+	}
+	if x.obs != nil {
+		x.emitTierRemoved(t, e, s)
+	}
+}
+
+// bestTier is the fastest lower tier where entry e is resident, or 0. A leaving slot
+// still holds the block until its last copy ends, so it still serves loads: a block
+// confirmed stored can be loaded until its tier reports it removed.
 func (en *tierEntry) bestTier() Tier {
 	for i := 0; i < lowerTiers; i++ {
-		if en.st[i] == slotResident && !en.leaving[i] {
+		if en.st[i] == slotResident {
 			return Tier(i + 1)
 		}
 	}

@@ -1,0 +1,435 @@
+package prefix
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"pgregory.net/rapid"
+)
+
+// tierMachine drives an index with a host tier and, drawn, a disk tier through random
+// admissions, releases, plans, completions (ok and failed), evictions and resets, and
+// holds it to a reference model of what each tier holds, built from nothing but the
+// events: per medium, the set of block hashes stored and not removed since.
+//
+// After every step it checks:
+//   - CheckInvariants (each tier's slots, policy, pins and references, and the tree);
+//   - no duplicate event: a block is stored into a medium only while that medium does not
+//     hold it, and removed only while it does (a block that moves is reported once per tier);
+//   - nothing lost: for every prompt drawn so far, the lookup past the device (PeekLower)
+//     finds, block by block, exactly the continuation the model's sets predict, each block
+//     in the fastest tier holding it: a block confirmed stored can be loaded until its tier
+//     reports it removed, and a block no tier holds is never found;
+//   - transfers: a store completed ok reports exactly its blocks stored in its
+//     destination, a failed one none; a failed load removes its keys from their tiers; plans' runs and bytes add up; each tier's
+//     Resident count is the model's;
+//   - nothing leaked: once every transfer completes and every request has gone, every
+//     device block is free or evictable, no copy holds a reference, and nothing is pending.
+type tierMachine struct {
+	pool    *blocks.Pool
+	x       *Index
+	bs      int
+	media   []string // per tier, Device first
+	held    []map[string]bool
+	prompts []Prompt
+	reqs    []*tierReq
+	plans   []Plan // handed out, not completed (one per ID)
+	// events seen during the current step, per medium
+	stored, removed map[string]int
+	cleared         bool
+	failed          error
+}
+
+type tierReq struct {
+	p       Prompt
+	cur     Cursor
+	ids     []blocks.ID
+	hit     int
+	load    TransferID
+	loadN   int
+	loadTi  []Tier // source tier of each loaded block
+	hashes  []string
+	pending bool
+}
+
+func (mc *tierMachine) fail(format string, a ...any) {
+	if mc.failed == nil {
+		mc.failed = fmt.Errorf(format, a...)
+	}
+}
+
+func (mc *tierMachine) tierOf(m string) int {
+	if m == "" {
+		return 0
+	}
+	for i, x := range mc.media {
+		if x == m {
+			return i
+		}
+	}
+	mc.fail("event with unknown medium %q", m)
+	return 0
+}
+
+func (mc *tierMachine) BlockStored(e *BlockStored) {
+	t := mc.tierOf(e.Medium)
+	for i := range e.Blocks {
+		h := string(e.Hash(i))
+		if mc.held[t][h] {
+			mc.fail("block %x stored into %s twice", h, mc.media[t])
+		}
+		mc.held[t][h] = true
+	}
+	mc.stored[mc.media[t]] += len(e.Blocks)
+}
+
+func (mc *tierMachine) BlockRemoved(e *BlockRemoved) {
+	t := mc.tierOf(e.Medium)
+	for i := range e.Blocks {
+		h := string(e.Hash(i))
+		if !mc.held[t][h] {
+			mc.fail("block %x removed from %s, which does not hold it", h, mc.media[t])
+		}
+		delete(mc.held[t], h)
+	}
+	mc.removed[mc.media[t]] += len(e.Blocks)
+}
+
+func (mc *tierMachine) AllBlocksCleared() {
+	mc.cleared = true
+	for i := range mc.held {
+		clear(mc.held[i])
+	}
+}
+
+var tierNamespaces = []Namespace{{}, {Salt: "s"}}
+
+func newTierMachine(t *rapid.T) *tierMachine {
+	mc := &tierMachine{bs: testBS}
+	n := rapid.IntRange(6, 16).Draw(t, "poolBlocks")
+	var err error
+	if mc.pool, err = blocks.New(n, blocks.WithNullBlock()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := TierConfig{BlockBytes: 100, FreeTarget: rapid.IntRange(0, 4).Draw(t, "freeTarget")}
+	cfg.Tiers = append(cfg.Tiers, TierSpec{
+		Medium: MediumCPU, Capacity: rapid.IntRange(2, 10).Draw(t, "host"),
+		Write: WritePolicy(rapid.IntRange(0, 2).Draw(t, "hostWrite")), Hits: uint32(rapid.IntRange(1, 3).Draw(t, "hits")),
+	})
+	if rapid.Bool().Draw(t, "disk") {
+		cfg.Tiers = append(cfg.Tiers, TierSpec{
+			Medium: MediumDisk, Capacity: rapid.IntRange(2, 14).Draw(t, "diskBlocks"),
+			Write: WritePolicy(rapid.IntRange(0, 1).Draw(t, "diskWrite")),
+		})
+	}
+	mc.media = []string{MediumGPU}
+	for _, s := range cfg.Tiers {
+		mc.media = append(mc.media, s.Medium)
+	}
+	for range mc.media {
+		mc.held = append(mc.held, map[string]bool{})
+	}
+	if mc.x, err = New(mc.pool, testBS, WithTiers(cfg), WithObserver(mc), WithSeed(1)); err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// hashes is the event hash of each full block of p (Fast64, as events carry it).
+func (mc *tierMachine) hashes(p *Prompt) []string {
+	var out []string
+	prev := make([]byte, 8)
+	Fast64{}.Root(prev)
+	for b := 0; (b+1)*mc.bs <= len(p.Tokens); b++ {
+		e := Extra{LoRA: p.Namespace.LoRA}
+		if b == 0 {
+			e.Salt = p.Namespace.Salt
+		}
+		h := make([]byte, 8)
+		Fast64{}.Block(h, prev, p.Tokens[b*mc.bs:(b+1)*mc.bs], e)
+		out = append(out, string(h))
+		prev = h
+	}
+	return out
+}
+
+func (mc *tierMachine) drawPrompt(t *rapid.T) Prompt {
+	if len(mc.prompts) > 0 && rapid.IntRange(0, 2).Draw(t, "reuse") > 0 {
+		return mc.prompts[rapid.IntRange(0, len(mc.prompts)-1).Draw(t, "which")]
+	}
+	p := Prompt{Namespace: rapid.SampledFrom(tierNamespaces).Draw(t, "ns")}
+	n := rapid.IntRange(1, 4*mc.bs+1).Draw(t, "len")
+	p.Tokens = make([]int32, n)
+	for i := range p.Tokens {
+		p.Tokens[i] = rapid.Int32Range(0, 1).Draw(t, "tok")
+	}
+	mc.prompts = append(mc.prompts, p)
+	return p
+}
+
+func (mc *tierMachine) beginStep() {
+	mc.stored, mc.removed, mc.cleared = map[string]int{}, map[string]int{}, false
+}
+
+// predict is the continuation past d device blocks the model's sets give, per tier.
+func (mc *tierMachine) predict(p *Prompt, d int, limit HitLimit) [MaxTiers]int {
+	var out [MaxTiers]int
+	out[Device] = d
+	hs := mc.hashes(p)
+	n := len(p.Tokens)
+	if limit == LeaveOne {
+		n--
+	}
+	for b := d; b < n/mc.bs; b++ {
+		t := 0
+		for i := 1; i < len(mc.media); i++ {
+			if mc.held[i][hs[b]] {
+				t = i
+				break
+			}
+		}
+		if t == 0 {
+			break
+		}
+		out[t]++
+	}
+	return out
+}
+
+func (mc *tierMachine) Admit(t *rapid.T) {
+	mc.beginStep()
+	r := &tierReq{p: mc.drawPrompt(t)}
+	limit := HitLimit(rapid.Bool().Draw(t, "leaveOne"))
+	r.ids, r.cur = mc.x.Peek(nil, &r.p, limit)
+	r.hit = len(r.ids)
+	h := mc.x.PeekLower(&r.p, r.cur, limit, 0)
+	if want := mc.predict(&r.p, r.hit, limit); h.Blocks != want {
+		t.Fatalf("PeekLower %v: %v, model %v", r.p, h.Blocks, want)
+	}
+	full := len(r.p.Tokens) / mc.bs
+	need := (len(r.p.Tokens)+mc.bs-1)/mc.bs - r.hit
+	if mc.pool.Available()-mc.x.ReclaimableOf(r.ids) < need {
+		return
+	}
+	must(t, mc.x.Acquire(r.ids))
+	var err error
+	if r.ids, err = mc.pool.Allocate(r.ids, need); err != nil {
+		t.Fatalf("allocate %d: %v", need, err)
+	}
+	r.loadN = min(h.Lower, rapid.IntRange(0, h.Lower).Draw(t, "load"))
+	if r.loadN > 0 {
+		hs := mc.hashes(&r.p)
+		for b := r.hit; b < r.hit+r.loadN; b++ {
+			for i := 1; i < len(mc.media); i++ {
+				if mc.held[i][hs[b]] {
+					r.loadTi = append(r.loadTi, Tier(i))
+					r.hashes = append(r.hashes, hs[b])
+					break
+				}
+			}
+		}
+		r.load, err = mc.x.PrepareLoad(&r.p, r.cur, limit, r.ids[r.hit:r.hit+r.loadN])
+		must(t, err)
+		r.pending = true
+	} else {
+		_, err = mc.x.Commit(&r.cur, &r.p, r.ids[r.hit:full])
+		must(t, err)
+	}
+	mc.reqs = append(mc.reqs, r)
+	mc.check(t)
+}
+
+func must(t *rapid.T, err error) {
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (mc *tierMachine) Finish(t *rapid.T) {
+	if len(mc.reqs) == 0 {
+		t.Skip("no request")
+	}
+	mc.beginStep()
+	i := rapid.IntRange(0, len(mc.reqs)-1).Draw(t, "req")
+	r := mc.reqs[i]
+	must(t, mc.x.Release(r.ids))
+	mc.reqs = slices.Delete(mc.reqs, i, i+1)
+	mc.check(t)
+}
+
+func (mc *tierMachine) TakePlans(t *rapid.T) {
+	mc.beginStep()
+	got := mc.x.TakePlans(nil)
+	for _, p := range got {
+		n := 0
+		for _, rn := range p.Runs {
+			n += int(rn.Blocks)
+			if rn.Blocks <= 0 || rn.Src < 0 || rn.Dst < 0 {
+				t.Fatalf("plan %d: bad run %+v", p.ID, rn)
+			}
+		}
+		if n != p.Blocks || p.Bytes != int64(n)*100 || (p.Kind == Load) != (p.To == Device) || p.From == p.To {
+			t.Fatalf("plan %+v: %d blocks in runs", p, n)
+		}
+		if p.Kind == Store && mc.stored[mc.media[p.To]] > 0 {
+			t.Fatalf("a store reported its blocks before completing")
+		}
+		if k := len(mc.plans); k > 0 && mc.plans[k-1].ID == p.ID {
+			mc.plans[k-1].Blocks += p.Blocks // one load from two tiers
+			continue
+		}
+		mc.plans = append(mc.plans, p)
+	}
+	mc.check(t)
+}
+
+func (mc *tierMachine) Complete(t *rapid.T) {
+	if len(mc.plans) == 0 {
+		t.Skip("no plan")
+	}
+	mc.beginStep()
+	i := rapid.IntRange(0, len(mc.plans)-1).Draw(t, "plan")
+	p := mc.plans[i]
+	mc.plans = slices.Delete(mc.plans, i, i+1)
+	ok := rapid.IntRange(0, 3).Draw(t, "ok") > 0
+	res, err := mc.x.CompleteTransfer(p.ID, ok)
+	must(t, err)
+	if res.Kind != p.Kind || res.Blocks != p.Blocks || res.OK != ok {
+		t.Fatalf("completed %+v for plan %+v", res, p)
+	}
+	if p.Kind == Store {
+		want := 0
+		if ok {
+			want = p.Blocks
+		}
+		if got := mc.stored[mc.media[p.To]]; got != want {
+			t.Fatalf("store of %d blocks completed ok=%v reported %d stored into %s", p.Blocks, ok, got, mc.media[p.To])
+		}
+	} else {
+		for _, r := range mc.reqs {
+			if r.load != p.ID {
+				continue
+			}
+			r.pending = false
+			// A failed load evicts its keys from their tiers. (After one that succeeded a
+			// block may have left too: a write-back to the tier below, or another
+			// request's failed load, waited for this load's copy to end.)
+			for j, h := range r.hashes {
+				if !ok && mc.held[r.loadTi[j]][h] {
+					t.Fatalf("failed load: block %d still in %s", j, mc.media[r.loadTi[j]])
+				}
+			}
+			if ok {
+				full := len(r.p.Tokens) / mc.bs
+				_, err := mc.x.Commit(&r.cur, &r.p, r.ids[r.hit:full])
+				must(t, err)
+			} else {
+				// computed after all: committed as admission would have
+				_, err := mc.x.Commit(&r.cur, &r.p, r.ids[r.hit:len(r.p.Tokens)/mc.bs])
+				must(t, err)
+			}
+		}
+	}
+	mc.check(t)
+}
+
+func (mc *tierMachine) Evict(t *rapid.T) {
+	mc.beginStep()
+	mc.x.Evict(rapid.IntRange(1, 4).Draw(t, "n"))
+	mc.check(t)
+}
+
+func (mc *tierMachine) Reset(t *rapid.T) {
+	mc.beginStep()
+	before := mc.x.TierStatsOf(1)
+	if err := mc.x.Reset(); err != nil {
+		if mc.cleared || mc.x.TierStatsOf(1) != before {
+			t.Fatalf("a refused Reset changed something")
+		}
+		return
+	}
+	if !mc.cleared {
+		t.Fatalf("Reset reported no AllBlocksCleared")
+	}
+	for ti := 1; ti < len(mc.media); ti++ {
+		if s := mc.x.TierStatsOf(Tier(ti)); s.Resident != 0 || s.Pending != 0 {
+			t.Fatalf("Reset left tier %d %+v", ti, s)
+		}
+	}
+	mc.check(t)
+}
+
+func (mc *tierMachine) check(t *rapid.T) {
+	if mc.failed != nil {
+		t.Fatal(mc.failed)
+	}
+	if err := mc.x.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.pool.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	for ti := 1; ti < len(mc.media); ti++ {
+		if got := mc.x.TierStatsOf(Tier(ti)).Resident; got != len(mc.held[ti]) {
+			t.Fatalf("tier %d holds %d blocks, its events say %d", ti, got, len(mc.held[ti]))
+		}
+	}
+	if got := mc.x.TierStatsOf(Device).Resident; got != len(mc.held[0]) {
+		t.Fatalf("device caches %d blocks, its events say %d", got, len(mc.held[0]))
+	}
+	for i := range mc.prompts {
+		p := &mc.prompts[i]
+		for _, limit := range []HitLimit{WholePrompt, LeaveOne} {
+			ids, cur := mc.x.Peek(nil, p, limit)
+			if h := mc.x.PeekLower(p, cur, limit, 0); h.Blocks != mc.predict(p, len(ids), limit) {
+				t.Fatalf("PeekLower %v: %v, model %v", p, h.Blocks, mc.predict(p, len(ids), limit))
+			}
+		}
+	}
+}
+
+// drain completes every transfer and releases every request, then checks for leaks.
+func (mc *tierMachine) drain(t *rapid.T) {
+	for len(mc.plans) > 0 || len(mc.reqs) > 0 || mc.x.PendingTransfers() > 0 {
+		for len(mc.plans) > 0 {
+			mc.Complete(t)
+		}
+		for len(mc.reqs) > 0 {
+			mc.Finish(t)
+		}
+		mc.TakePlans(t)
+	}
+	if got := mc.pool.NumFree() + mc.x.Reclaimable(); got != mc.pool.Capacity() {
+		t.Fatalf("after draining, %d free + %d evictable of %d", mc.pool.NumFree(), mc.x.Reclaimable(), mc.pool.Capacity())
+	}
+	for id := range mc.pool.NumBlocks() {
+		if mc.x.TransferRefs(blocks.ID(id)) != 0 {
+			t.Fatalf("block %d keeps a transfer reference", id)
+		}
+	}
+	for ti := 1; ti < len(mc.media); ti++ {
+		if s := mc.x.TierStatsOf(Tier(ti)); s.Pending != 0 {
+			t.Fatalf("tier %d keeps %d pending slots", ti, s.Pending)
+		}
+	}
+}
+
+func runTierMachine(t *rapid.T) {
+	mc := newTierMachine(t)
+	t.Repeat(map[string]func(*rapid.T){
+		"admit":    mc.Admit,
+		"finish":   mc.Finish,
+		"plans":    mc.TakePlans,
+		"complete": mc.Complete,
+		"evict":    mc.Evict,
+		"reset":    mc.Reset,
+		"":         mc.check,
+	})
+	mc.drain(t)
+}
+
+func TestTierStateMachine(t *testing.T) {
+	rapid.Check(t, runTierMachine)
+}
