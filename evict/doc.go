@@ -23,7 +23,9 @@
 //	s3fifo    one-hit wonders in a small FIFO drained first               NewS3FIFO
 //
 // and NewScored, built from a caller's scoring function. Each constructor's doc states its
-// order exactly. A block counts as reused from Hits >= ReusedHits.
+// order exactly. A block counts as reused from Hits >= ReusedHits. A constructor refuses a
+// capacity below 0 or above MaxCapacity, a percentage outside 0 (the default) to 100, and
+// a nil clock or scoring function, with an *ArgumentError matching ErrInvalidArgument.
 //
 // # Preemption
 //

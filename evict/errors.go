@@ -3,6 +3,7 @@ package evict
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -27,3 +28,49 @@ func (e *UnknownPolicyError) Error() string {
 
 // Unwrap returns ErrUnknownPolicy.
 func (e *UnknownPolicyError) Unwrap() error { return ErrUnknownPolicy }
+
+// ErrInvalidArgument is matched (errors.Is) by every error a policy constructor returns
+// for an argument out of range; the error itself is an *ArgumentError. A constructor that
+// fails builds nothing.
+var ErrInvalidArgument = errors.New("evict: invalid argument")
+
+// MaxCapacity is the largest capacity a policy accepts: keys are int32.
+const MaxCapacity = math.MaxInt32
+
+// ArgumentError reports a policy constructor's argument out of range.
+type ArgumentError struct {
+	// Policy is the policy's name ("lru", "slru", ...).
+	Policy string
+	// What names the argument ("capacity", "percent", "clock", "score").
+	What string
+	// N is the value passed (0 for a nil clock or function); Min and Max the range
+	// accepted (both 0 for an argument that must not be nil).
+	N, Min, Max int64
+}
+
+// Error names the policy, the argument and the range accepted.
+func (e *ArgumentError) Error() string {
+	if e.Min == 0 && e.Max == 0 {
+		return fmt.Sprintf("evict: %s policy: %s must not be nil", e.Policy, e.What)
+	}
+	return fmt.Sprintf("evict: %s policy: %s %d out of range [%d, %d]", e.Policy, e.What, e.N, e.Min, e.Max)
+}
+
+// Unwrap returns ErrInvalidArgument.
+func (e *ArgumentError) Unwrap() error { return ErrInvalidArgument }
+
+// checkCapacity refuses a capacity no policy can hold.
+func checkCapacity(policy string, capacity int) error {
+	if capacity < 0 || capacity > MaxCapacity {
+		return &ArgumentError{Policy: policy, What: "capacity", N: int64(capacity), Max: MaxCapacity}
+	}
+	return nil
+}
+
+// checkPercent refuses a share outside 0 (the default) to 100.
+func checkPercent(policy string, percent int) error {
+	if percent < 0 || percent > 100 {
+		return &ArgumentError{Policy: policy, What: "percent", N: int64(percent), Max: 100}
+	}
+	return nil
+}

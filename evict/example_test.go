@@ -12,7 +12,10 @@ import (
 // keep the default priority.
 func Example() {
 	var clock evict.Counter
-	p := evict.NewPriority(16, &clock)                                         // keys 0..15
+	p, err := evict.NewPriority(16, &clock) // keys 0..15
+	if err != nil {
+		panic(err)
+	}
 	p.Add(evict.Entry{Key: 7, LastAccess: 1, Priority: 90, PriorityUntil: 20}) // system prompt
 	p.Add(evict.Entry{Key: 3, LastAccess: 5})                                  // chat turn
 	p.Add(evict.Entry{Key: 4, LastAccess: 6})                                  // chat turn
@@ -27,12 +30,15 @@ func Example() {
 	k, _ = p.Victim()
 	fmt.Println("at 21 evict", k)
 
-	_, err := evict.ByName("lrfu")
+	_, err = evict.ByName("lrfu")
 	fmt.Println(errors.Is(err, evict.ErrUnknownPolicy), err)
+	_, err = evict.NewLRU(-1)
+	fmt.Println(errors.Is(err, evict.ErrInvalidArgument), err)
 	// Output:
 	// at 10 evict 3
 	// at 21 evict 7
 	// true evict: unknown eviction policy "lrfu" (valid: lru, fifo, mru, lfu, priority, slru, s3fifo)
+	// true evict: lru policy: capacity -1 out of range [0, 2147483647]
 }
 
 // Preemption policies pick running sequences to pause until enough blocks come back.
@@ -56,7 +62,10 @@ func ExamplePreemption() {
 // A researcher's policy: evict the block with the fewest hits first (the score is taken
 // when the block becomes evictable), ties by smallest key.
 func ExampleNewScored() {
-	p := evict.NewScored(8, "hits-first", func(e evict.Entry) float64 { return float64(e.Hits) })
+	p, err := evict.NewScored(8, "hits-first", func(e evict.Entry) float64 { return float64(e.Hits) })
+	if err != nil {
+		panic(err)
+	}
 	p.Add(evict.Entry{Key: 1, Hits: 5})
 	p.Add(evict.Entry{Key: 2, Hits: 1})
 	p.Add(evict.Entry{Key: 3, Hits: 1})

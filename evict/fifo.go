@@ -23,7 +23,12 @@ type fifo struct {
 // In a prefix cache this differs from LRU in one case: a radix-tree parent that becomes an
 // evictable leaf long after its last use is last in FIFO and first in LRU. FIFO is a heap
 // keyed by the Add number: Add, Remove and Victim are O(log n).
-func NewFIFO(capacity int) Policy { return &fifo{h: newRankHeap(capacity)} }
+func NewFIFO(capacity int) (Policy, error) {
+	if err := checkCapacity("fifo", capacity); err != nil {
+		return nil, err
+	}
+	return &fifo{h: newRankHeap(capacity)}, nil
+}
 
 // Name returns "fifo".
 func (p *fifo) Name() string { return "fifo" }

@@ -44,11 +44,14 @@ const DefaultHalfLife = 4096
 // integer counts makes candidates tie and swap places at every period boundary, so the
 // whole set would need re-sorting each period (O(n)); the continuous form keeps one fixed
 // order, and Add, Remove and Victim stay O(log n).
-func NewLFU(capacity int, halfLife uint64) Policy {
+func NewLFU(capacity int, halfLife uint64) (Policy, error) {
+	if err := checkCapacity("lfu", capacity); err != nil {
+		return nil, err
+	}
 	if halfLife == 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &lfu{h: newRankHeap(capacity), halfLife: halfLife}
+	return &lfu{h: newRankHeap(capacity), halfLife: halfLife}, nil
 }
 
 // Name returns "lfu".

@@ -13,10 +13,14 @@ import (
 // Candidates can arrive out of time order (a parent becomes a leaf with an old LastAccess),
 // so LRU keeps a binary heap ordered by (LastAccess, Key) rather than a list ordered by
 // arrival: Add, Remove and Victim are O(log n). It costs 12 bytes per key of capacity.
-func NewLRU(capacity int) Policy {
+// A capacity below 0 or above MaxCapacity is refused with an *ArgumentError.
+func NewLRU(capacity int) (Policy, error) {
+	if err := checkCapacity("lru", capacity); err != nil {
+		return nil, err
+	}
 	kb := uint(bits.Len64(uint64(max(capacity, 1) - 1)))
 	return &lru{heap: make([]uint64, 0, capacity), pos: make([]int32, capacity),
-		kb: kb, mask: 1<<kb - 1, maxRel: 1<<(64-kb) - 1}
+		kb: kb, mask: 1<<kb - 1, maxRel: 1<<(64-kb) - 1}, nil
 }
 
 // lru is the default policy and the prefix index's hot path, so it is specialised rather

@@ -37,37 +37,37 @@ func policyCases() []policyCase {
 		return policyCase{kind, func(n int, c *Counter) (Policy, *refPolicy) { return mk(n), newRef(kind, c) }}
 	}
 	return []policyCase{
-		plain("lru", func(n int) Policy { return NewLRU(n) }),
-		plain("fifo", func(n int) Policy { return NewFIFO(n) }),
-		plain("mru", func(n int) Policy { return NewMRU(n) }),
-		plain("lfu", func(n int) Policy { return NewLFU(n, 0) }),
+		plain("lru", func(n int) Policy { return must(NewLRU(n)) }),
+		plain("fifo", func(n int) Policy { return must(NewFIFO(n)) }),
+		plain("mru", func(n int) Policy { return must(NewMRU(n)) }),
+		plain("lfu", func(n int) Policy { return must(NewLFU(n, 0)) }),
 		{"lfu/halflife=4", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("lfu", c)
 			r.halfLife = 4
-			return NewLFU(n, 4), r
+			return must(NewLFU(n, 4)), r
 		}},
-		{"priority", func(n int, c *Counter) (Policy, *refPolicy) { return NewPriority(n, c), newRef("priority", c) }},
-		plain("slru", func(n int) Policy { return NewSLRU(n, 0) }),
+		{"priority", func(n int, c *Counter) (Policy, *refPolicy) { return must(NewPriority(n, c)), newRef("priority", c) }},
+		plain("slru", func(n int) Policy { return must(NewSLRU(n, 0)) }),
 		{"slru/50", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("slru", c)
 			r.percent = 50
-			return NewSLRU(n, 50), r
+			return must(NewSLRU(n, 50)), r
 		}},
 		{"slru/100", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("slru", c)
 			r.percent = 100
-			return NewSLRU(n, 100), r
+			return must(NewSLRU(n, 100)), r
 		}},
-		plain("s3fifo", func(n int) Policy { return NewS3FIFO(n, 0) }),
+		plain("s3fifo", func(n int) Policy { return must(NewS3FIFO(n, 0)) }),
 		{"s3fifo/40", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("s3fifo", c)
 			r.percent = 40
-			return NewS3FIFO(n, 40), r
+			return must(NewS3FIFO(n, 40)), r
 		}},
 		{"scored", func(n int, c *Counter) (Policy, *refPolicy) {
 			r := newRef("scored", c)
 			r.score = testScore
-			return NewScored(n, "test", testScore), r
+			return must(NewScored(n, "test", testScore)), r
 		}},
 	}
 }

@@ -15,7 +15,12 @@ type mru struct {
 // It suits looping scans, where the block just used is the one needed last. It is a binary
 // heap ordered by (LastAccess descending, Key ascending): Add, Remove and Victim are
 // O(log n).
-func NewMRU(capacity int) Policy { return &mru{h: newRankHeap(capacity)} }
+func NewMRU(capacity int) (Policy, error) {
+	if err := checkCapacity("mru", capacity); err != nil {
+		return nil, err
+	}
+	return &mru{h: newRankHeap(capacity)}, nil
+}
 
 // Name returns "mru".
 func (p *mru) Name() string { return "mru" }

@@ -54,5 +54,5 @@ type Policy interface {
 // Factory builds an empty policy for keys in [0, capacity) that reads the current time,
 // if it needs to, from clock. The cache that owns the keys calls it, so that capacity and
 // clock are the cache's own: prefix.WithPolicy takes a Factory, and ByName returns the
-// built-in ones.
-type Factory func(capacity int, clock Clock) Policy
+// built-in ones. It returns the constructor's error for a capacity it cannot serve.
+type Factory func(capacity int, clock Clock) (Policy, error)

@@ -42,20 +42,20 @@ func TestPolicyScenarios(t *testing.T) {
 		add  []e
 		want []int32
 	}{
-		{"lru: oldest first, ties by key", NewLRU(testCap),
+		{"lru: oldest first, ties by key", must(NewLRU(testCap)),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 10}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{2, 3, 5, 1}},
-		{"mru: newest first, ties by key", NewMRU(testCap),
+		{"mru: newest first, ties by key", must(NewMRU(testCap)),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 10}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{1, 3, 5, 2}},
-		{"fifo: order of Add, whatever the time", NewFIFO(testCap),
+		{"fifo: order of Add, whatever the time", must(NewFIFO(testCap)),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 1}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{5, 3, 1, 2}},
-		{"fifo: adding a candidate again moves it to the back", NewFIFO(testCap),
+		{"fifo: adding a candidate again moves it to the back", must(NewFIFO(testCap)),
 			[]e{{Key: 5}, {Key: 3}, {Key: 5}},
 			[]int32{3, 5}},
 		// H = 100: score = LastAccess + 100·log2(Hits+1).
-		{"lfu: hits buy time, old hot blocks leave", NewLFU(testCap, 100),
+		{"lfu: hits buy time, old hot blocks leave", must(NewLFU(testCap, 100)),
 			[]e{
 				{Key: 1, LastAccess: 100, Hits: 0}, // 100
 				{Key: 2, LastAccess: 0, Hits: 3},   // 0 + 200 = 200
@@ -64,10 +64,10 @@ func TestPolicyScenarios(t *testing.T) {
 				{Key: 5, LastAccess: 301},          // 301: newer than key 4 is worth
 			},
 			[]int32{1, 3, 2, 4, 5}},
-		{"lfu: without hits it is lru", NewLFU(testCap, 0),
+		{"lfu: without hits it is lru", must(NewLFU(testCap, 0)),
 			[]e{{Key: 5, LastAccess: 10}, {Key: 3, LastAccess: 10}, {Key: 1, LastAccess: 20}, {Key: 2, LastAccess: 5}},
 			[]int32{2, 3, 5, 1}},
-		{"priority: lower class first, lru within a class", NewPriority(testCap, clock),
+		{"priority: lower class first, lru within a class", must(NewPriority(testCap, clock)),
 			[]e{
 				{Key: 1, LastAccess: 1, Priority: 90},
 				{Key: 2, LastAccess: 5},                                    // default 35
@@ -80,7 +80,7 @@ func TestPolicyScenarios(t *testing.T) {
 			},
 			[]int32{8, 3, 6, 5, 2, 4, 1, 7}},
 		// Protected share 50%: of n candidates at most n/2 (rounded down) are protected.
-		{"slru: reused blocks outlive newer one-hit wonders, up to their share", NewSLRU(testCap, 50),
+		{"slru: reused blocks outlive newer one-hit wonders, up to their share", must(NewSLRU(testCap, 50)),
 			[]e{
 				{Key: 3, LastAccess: 10, Hits: 1},
 				{Key: 4, LastAccess: 11, Hits: 0},
@@ -91,7 +91,7 @@ func TestPolicyScenarios(t *testing.T) {
 			// Probation 3, 4, 5 goes first, oldest first; after 4 leaves, 3 candidates
 			// allow 1 protected, so 1 (the older) is demoted and, being oldest, goes next.
 			[]int32{3, 4, 1, 5, 2}},
-		{"s3fifo: one-hit wonders first while they hold 10%", NewS3FIFO(testCap, 10),
+		{"s3fifo: one-hit wonders first while they hold 10%", must(NewS3FIFO(testCap, 10)),
 			[]e{
 				{Key: 1, Hits: 4},
 				{Key: 2, Hits: 1},
@@ -99,16 +99,16 @@ func TestPolicyScenarios(t *testing.T) {
 				{Key: 4, Hits: 0},
 			},
 			[]int32{2, 4, 1, 3}},
-		{"s3fifo: main queue goes first when the small one is under its share", NewS3FIFO(testCap, 50),
+		{"s3fifo: main queue goes first when the small one is under its share", must(NewS3FIFO(testCap, 50)),
 			[]e{{Key: 1, Hits: 4}, {Key: 2, Hits: 1}, {Key: 3, Hits: 2}, {Key: 4, Hits: 5}, {Key: 5, Hits: 3}},
 			// small {2} is 1 of 5 < 50%: main 1, 3, 4 go; then 1 of 2 >= 50%: 2; then 5.
 			[]int32{1, 3, 4, 2, 5}},
-		{"scored: smallest score first, NaN first, ties by key", NewScored(testCap, "hits", func(x e) float64 {
+		{"scored: smallest score first, NaN first, ties by key", must(NewScored(testCap, "hits", func(x e) float64 {
 			if x.Hits == 99 {
 				return math.NaN()
 			}
 			return -float64(x.Hits)
-		}),
+		})),
 			[]e{{Key: 4, Hits: 1}, {Key: 2, Hits: 3}, {Key: 9, Hits: 99}, {Key: 1, Hits: 1}},
 			[]int32{9, 2, 1, 4}},
 	}
@@ -125,7 +125,7 @@ func TestPolicyScenarios(t *testing.T) {
 // the shared clock passes its PriorityUntil, and not before.
 func TestPriorityRetentionExpires(t *testing.T) {
 	clock := &Counter{}
-	p := NewPriority(testCap, clock)
+	p := must(NewPriority(testCap, clock))
 	p.Add(e{Key: 1, LastAccess: 0, Priority: 90, PriorityUntil: 5}) // system prompt, retained until 5
 	p.Add(e{Key: 2, LastAccess: 3})                                 // a chat turn at the default
 	clock.Set(5)
@@ -165,8 +165,10 @@ func TestByName(t *testing.T) {
 	for _, name := range Names() {
 		f, err := ByName(name)
 		require.NoError(t, err, name)
-		p := f(testCap, clock)
+		p := must(f(testCap, clock))
 		assert.Equal(t, name, p.Name())
+		_, err = f(-1, clock)
+		assert.ErrorIs(t, err, ErrInvalidArgument, "%s: a negative capacity", name)
 		p.Add(e{Key: testCap - 1})
 		k, ok := p.Victim()
 		assert.True(t, ok)
@@ -186,14 +188,14 @@ func TestByName(t *testing.T) {
 	assert.Contains(t, err.Error(), "lru, fifo, mru, lfu, priority, slru, s3fifo")
 
 	lru, _ := ByName("lru")
-	assert.Panics(t, func() { lru(4, nil).Add(e{Key: 4}) }, "a key beyond the capacity is the caller's bug")
+	assert.Panics(t, func() { must(lru(4, nil)).Add(e{Key: 4}) }, "a key beyond the capacity is the caller's bug")
 }
 
 // TestLRURebase drives LRU past the times its packed heap elements hold: candidates keep
 // their order, and only those older than half the range below the newest time tie at the
 // oldest time and go by key, as NewLRU's internals document.
 func TestLRURebase(t *testing.T) {
-	p := NewLRU(64) // 6 key bits: times up to 2^58 - 1 fit
+	p := must(NewLRU(64)) // 6 key bits: times up to 2^58 - 1 fit
 	const big = uint64(1) << 60
 	p.Add(e{Key: 9, LastAccess: 5})
 	p.Add(e{Key: 3, LastAccess: 7})
@@ -210,15 +212,53 @@ func TestLRURebase(t *testing.T) {
 }
 
 func TestConstructorDefaults(t *testing.T) {
-	assert.Equal(t, uint64(DefaultHalfLife), NewLFU(testCap, 0).(*lfu).halfLife)
-	assert.Equal(t, uint64(7), NewLFU(testCap, 7).(*lfu).halfLife)
-	assert.Equal(t, DefaultProtectedPercent, NewSLRU(testCap, 0).(*slru).percent)
-	assert.Equal(t, DefaultProtectedPercent, NewSLRU(testCap, 101).(*slru).percent)
-	assert.Equal(t, 30, NewSLRU(testCap, 30).(*slru).percent)
-	assert.Equal(t, DefaultSmallPercent, NewS3FIFO(testCap, -1).(*s3fifo).percent)
-	assert.Equal(t, 25, NewS3FIFO(testCap, 25).(*s3fifo).percent)
-	assert.Equal(t, "scored", NewScored(testCap, "", func(Entry) float64 { return 0 }).Name())
-	assert.Panics(t, func() { NewPriority(testCap, nil) })
+	assert.Equal(t, uint64(DefaultHalfLife), must(NewLFU(testCap, 0)).(*lfu).halfLife)
+	assert.Equal(t, uint64(7), must(NewLFU(testCap, 7)).(*lfu).halfLife)
+	assert.Equal(t, DefaultProtectedPercent, must(NewSLRU(testCap, 0)).(*slru).percent)
+	assert.Equal(t, 100, must(NewSLRU(testCap, 100)).(*slru).percent)
+	assert.Equal(t, 30, must(NewSLRU(testCap, 30)).(*slru).percent)
+	assert.Equal(t, DefaultSmallPercent, must(NewS3FIFO(testCap, 0)).(*s3fifo).percent)
+	assert.Equal(t, 25, must(NewS3FIFO(testCap, 25)).(*s3fifo).percent)
+	assert.Equal(t, "scored", must(NewScored(testCap, "", func(Entry) float64 { return 0 })).Name())
+	assert.Equal(t, 0, must(NewLRU(0)).Len(), "an empty capacity is allowed")
+}
+
+// Every constructor refuses arguments out of range with an *ArgumentError naming the
+// policy and the argument, and builds nothing.
+func TestConstructorsRefuseBadArguments(t *testing.T) {
+	clock := &Counter{}
+	score := func(Entry) float64 { return 0 }
+	for _, tc := range []struct {
+		name         string
+		build        func() (Policy, error)
+		policy, what string
+	}{
+		{"lru, negative", func() (Policy, error) { return NewLRU(-1) }, "lru", "capacity"},
+		{"lru, beyond int32 keys", func() (Policy, error) { return NewLRU(MaxCapacity + 1) }, "lru", "capacity"},
+		{"fifo", func() (Policy, error) { return NewFIFO(-5) }, "fifo", "capacity"},
+		{"mru", func() (Policy, error) { return NewMRU(math.MinInt) }, "mru", "capacity"},
+		{"lfu", func() (Policy, error) { return NewLFU(-1, 0) }, "lfu", "capacity"},
+		{"priority, capacity", func() (Policy, error) { return NewPriority(-1, clock) }, "priority", "capacity"},
+		{"priority, no clock", func() (Policy, error) { return NewPriority(testCap, nil) }, "priority", "clock"},
+		{"slru, capacity", func() (Policy, error) { return NewSLRU(-1, 0) }, "slru", "capacity"},
+		{"slru, percent above 100", func() (Policy, error) { return NewSLRU(testCap, 101) }, "slru", "percent"},
+		{"slru, negative percent", func() (Policy, error) { return NewSLRU(testCap, -1) }, "slru", "percent"},
+		{"s3fifo, capacity", func() (Policy, error) { return NewS3FIFO(MaxCapacity+1, 10) }, "s3fifo", "capacity"},
+		{"s3fifo, percent", func() (Policy, error) { return NewS3FIFO(testCap, -1) }, "s3fifo", "percent"},
+		{"scored, capacity", func() (Policy, error) { return NewScored(-1, "mine", score) }, "mine", "capacity"},
+		{"scored, no function", func() (Policy, error) { return NewScored(testCap, "", nil) }, "scored", "score"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.build()
+			require.ErrorIs(t, err, ErrInvalidArgument)
+			assert.Nil(t, p)
+			var ae *ArgumentError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, tc.policy, ae.Policy)
+			assert.Equal(t, tc.what, ae.What)
+			assert.Contains(t, err.Error(), tc.what)
+		})
+	}
 }
 
 func TestEffectivePriority(t *testing.T) {

@@ -61,16 +61,19 @@ const MaxPriority = 100
 // Key). Candidates whose priority will expire are also in a heap by PriorityUntil; before
 // each Victim, the ones whose time has passed move to DefaultPriority. Each candidate moves
 // at most once per Add, so Add, Remove and Victim are O(log n) amortised.
-func NewPriority(capacity int, clock Clock) Policy {
+func NewPriority(capacity int, clock Clock) (Policy, error) {
+	if err := checkCapacity("priority", capacity); err != nil {
+		return nil, err
+	}
 	if clock == nil {
-		panic("evict: NewPriority needs a clock")
+		return nil, &ArgumentError{Policy: "priority", What: "clock"}
 	}
 	return &priorityPolicy{
 		clock:   clock,
 		set:     btree.NewWithFreeListG(prioDegree, prioLess, btree.NewFreeListG[prioItem](prioFreeNodes)),
 		entries: make([]prioItem, capacity),
 		expiry:  newRankHeap(capacity),
-	}
+	}, nil
 }
 
 // Name returns "priority".

@@ -188,3 +188,11 @@ func refCompareScores(a, b float64) int {
 	}
 	return cmp.Compare(a, b) // cmp.Compare(-0.0, 0.0) == 0
 }
+
+// must is a constructor's Policy, for tests whose arguments are valid.
+func must(p Policy, err error) Policy {
+	if err != nil {
+		panic(err)
+	}
+	return p
+}

@@ -11,24 +11,24 @@ func Names() []string { return slices.Clone(evictionNames) }
 
 // ByName returns the Factory of the built-in eviction policy called name, with its default
 // parameters. An unknown name fails with an *UnknownPolicyError listing the valid names.
-// "priority" reads the cache's clock: its Factory panics if given a nil one. Scored is not
+// "priority" reads the cache's clock: its Factory fails if given a nil one. Scored is not
 // here: it needs a function, not a name.
 func ByName(name string) (Factory, error) {
 	switch name {
 	case "lru":
-		return func(n int, _ Clock) Policy { return NewLRU(n) }, nil
+		return func(n int, _ Clock) (Policy, error) { return NewLRU(n) }, nil
 	case "fifo":
-		return func(n int, _ Clock) Policy { return NewFIFO(n) }, nil
+		return func(n int, _ Clock) (Policy, error) { return NewFIFO(n) }, nil
 	case "mru":
-		return func(n int, _ Clock) Policy { return NewMRU(n) }, nil
+		return func(n int, _ Clock) (Policy, error) { return NewMRU(n) }, nil
 	case "lfu":
-		return func(n int, _ Clock) Policy { return NewLFU(n, DefaultHalfLife) }, nil
+		return func(n int, _ Clock) (Policy, error) { return NewLFU(n, DefaultHalfLife) }, nil
 	case "priority":
 		return NewPriority, nil
 	case "slru":
-		return func(n int, _ Clock) Policy { return NewSLRU(n, DefaultProtectedPercent) }, nil
+		return func(n int, _ Clock) (Policy, error) { return NewSLRU(n, DefaultProtectedPercent) }, nil
 	case "s3fifo":
-		return func(n int, _ Clock) Policy { return NewS3FIFO(n, DefaultSmallPercent) }, nil
+		return func(n int, _ Clock) (Policy, error) { return NewS3FIFO(n, DefaultSmallPercent) }, nil
 	}
 	return nil, &UnknownPolicyError{Kind: "eviction", Name: name, Valid: Names()}
 }

@@ -14,7 +14,8 @@ type s3fifo struct {
 }
 
 // NewS3FIFO returns an empty S3FIFO policy whose small queue is drained first while it holds
-// at least percent of the candidates; percent outside 1..100 means DefaultSmallPercent.
+// at least percent of the candidates; percent 0 means DefaultSmallPercent, and one below 0
+// or above 100 is refused with an *ArgumentError.
 //
 // DefaultSmallPercent is S3FIFO's default small-queue share of the candidates.
 const DefaultSmallPercent = 10
@@ -36,11 +37,17 @@ const DefaultSmallPercent = 10
 // are block IDs, reused for other content after eviction, so a ghost hit would be a lie;
 // the cache's Hits count is the frequency history instead. Add, Remove and Victim are
 // O(log n).
-func NewS3FIFO(capacity int, percent int) Policy {
-	if percent < 1 || percent > 100 {
+func NewS3FIFO(capacity int, percent int) (Policy, error) {
+	if err := checkCapacity("s3fifo", capacity); err != nil {
+		return nil, err
+	}
+	if err := checkPercent("s3fifo", percent); err != nil {
+		return nil, err
+	}
+	if percent == 0 {
 		percent = DefaultSmallPercent
 	}
-	return &s3fifo{small: newRankHeap(capacity), main: newRankHeap(capacity), percent: percent}
+	return &s3fifo{small: newRankHeap(capacity), main: newRankHeap(capacity), percent: percent}, nil
 }
 
 // Name returns "s3fifo".

@@ -28,11 +28,17 @@ type scored struct {
 // below every other score, so a candidate scored NaN is evicted first. Add, Remove and
 // Victim are O(log n) plus one call of the function per Add; Scored allocates nothing the
 // function does not.
-func NewScored(capacity int, name string, score func(Entry) float64) Policy {
+func NewScored(capacity int, name string, score func(Entry) float64) (Policy, error) {
 	if name == "" {
 		name = "scored"
 	}
-	return &scored{name: name, score: score, h: newRankHeap(capacity)}
+	if err := checkCapacity(name, capacity); err != nil {
+		return nil, err
+	}
+	if score == nil {
+		return nil, &ArgumentError{Policy: name, What: "score"}
+	}
+	return &scored{name: name, score: score, h: newRankHeap(capacity)}, nil
 }
 
 // Name returns the name given to NewScored.

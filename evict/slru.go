@@ -14,7 +14,8 @@ type slru struct {
 }
 
 // NewSLRU returns an empty SLRU policy whose protected segment holds at most percent of
-// the candidates; percent outside 1..100 means DefaultProtectedPercent.
+// the candidates; percent 0 means DefaultProtectedPercent, and one below 0 or above 100 is
+// refused with an *ArgumentError.
 //
 // ReusedHits is the Entry.Hits from which a block counts as reused: its content was stored
 // (one use) and hit at least once since. SLRU protects such blocks and S3FIFO keeps them in
@@ -39,11 +40,17 @@ const DefaultProtectedPercent = 80
 // Segment sizes are shares of the candidates (the evictable blocks), not of the whole
 // cache, because that is all a policy sees. Each operation changes n by one, so at most one
 // demotion follows it: Add, Remove and Victim are O(log n).
-func NewSLRU(capacity int, percent int) Policy {
-	if percent < 1 || percent > 100 {
+func NewSLRU(capacity int, percent int) (Policy, error) {
+	if err := checkCapacity("slru", capacity); err != nil {
+		return nil, err
+	}
+	if err := checkPercent("slru", percent); err != nil {
+		return nil, err
+	}
+	if percent == 0 {
 		percent = DefaultProtectedPercent
 	}
-	return &slru{probation: newRankHeap(capacity), protected: newRankHeap(capacity), percent: percent}
+	return &slru{probation: newRankHeap(capacity), protected: newRankHeap(capacity), percent: percent}, nil
 }
 
 // Name returns "slru".

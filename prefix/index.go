@@ -216,9 +216,16 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		x.clock = &evict.Counter{}
 	}
 	x.ctr, _ = x.clock.(*evict.Counter)
+	var err error
 	if cfg.policy == nil {
-		x.policy = evict.NewLRU(nb)
-	} else if x.policy = cfg.policy(nb, x.clock); x.policy == nil {
+		x.policy, err = evict.NewLRU(nb)
+	} else {
+		x.policy, err = cfg.policy(nb, x.clock)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: eviction policy: %w", ErrInvalidArgument, err)
+	}
+	if x.policy == nil {
 		return nil, fmt.Errorf("%w: the eviction policy factory returned nil", ErrInvalidArgument)
 	}
 	if x.hasher == nil {

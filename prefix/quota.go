@@ -26,18 +26,28 @@ func (x *Index) SetQuota(ns Namespace, max int) error {
 		return fmt.Errorf("%w: quotas need an index built WithQuotas", ErrInvalidArgument)
 	}
 	slot, ok := q.slots[ns]
-	if !ok {
-		if max < 0 {
-			return nil
+	if !ok && max < 0 {
+		return nil
+	}
+	var sub evict.Policy // built before anything changes: a failing factory leaves all as it was
+	if max >= 0 && (!ok || q.ns[slot].sub == nil) {
+		var err error
+		if sub, err = q.factory(x.nb, x.clock); err != nil {
+			return fmt.Errorf("%w: eviction policy: %w", ErrInvalidArgument, err)
 		}
+		if sub == nil {
+			return fmt.Errorf("%w: the eviction policy factory returned nil", ErrInvalidArgument)
+		}
+	}
+	if !ok {
 		slot = int32(len(q.ns))
 		q.ns = append(q.ns, nsQuota{ns: ns})
 		q.slots[ns] = slot
 	}
 	qs := &q.ns[slot]
 	qs.max = max
-	if qs.sub == nil && max >= 0 {
-		qs.sub = q.factory(x.nb, x.clock)
+	if sub != nil {
+		qs.sub = sub
 		// Blocks of ns cached before it had a cap: count them and order its candidates.
 		for n := int32(1); int(n) <= x.nb; n++ {
 			if x.nodes[n].flags&flagCached != 0 && q.blockSlot[n] == 0 && x.nsOfBlock(n) == ns {
@@ -82,7 +92,7 @@ type nsQuota struct {
 // apart too.
 func (x *Index) initQuotas(f evict.Factory) {
 	if f == nil {
-		f = func(n int, _ evict.Clock) evict.Policy { return evict.NewLRU(n) }
+		f = func(n int, _ evict.Clock) (evict.Policy, error) { return evict.NewLRU(n) }
 	}
 	q := &quotas{factory: f, ns: []nsQuota{{max: -1}}, slots: map[Namespace]int32{},
 		blockSlot: make([]int32, x.nb+1), inner: x.policy}

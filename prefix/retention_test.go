@@ -21,9 +21,10 @@ func (l *entryLog) Add(e evict.Entry) { l.last[e.Key] = e; l.Policy.Add(e) }
 // later commit that asks for one, and left alone by a commit that asks for none.
 func TestRetentionReachesThePolicy(t *testing.T) {
 	var log *entryLog
-	pool, x := newTestIndex(t, 16, WithPolicy(func(n int, _ evict.Clock) evict.Policy {
-		log = &entryLog{Policy: evict.NewLRU(n), last: map[int32]evict.Entry{}}
-		return log
+	pool, x := newTestIndex(t, 16, WithPolicy(func(n int, _ evict.Clock) (evict.Policy, error) {
+		lru, err := evict.NewLRU(n)
+		log = &entryLog{Policy: lru, last: map[int32]evict.Entry{}}
+		return log, err
 	}))
 	sys := Prompt{Tokens: toks(1, 2*testBS), Retention: Retention{Priority: 90, Until: 1000}}
 	r := admit(t, x, pool, sys)

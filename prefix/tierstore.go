@@ -1,6 +1,8 @@
 package prefix
 
 import (
+	"fmt"
+
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
 )
@@ -101,9 +103,16 @@ func (x *Index) initTiers(c *TierConfig) error {
 		for i := range l.free {
 			l.free[i] = int32(s.Capacity - 1 - i)
 		}
+		var err error
 		if s.Policy == nil {
-			l.policy = evict.NewLRU(s.Capacity)
-		} else if l.policy = s.Policy(s.Capacity, x.clock); l.policy == nil {
+			l.policy, err = evict.NewLRU(s.Capacity)
+		} else {
+			l.policy, err = s.Policy(s.Capacity, x.clock)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: tier policy: %w", ErrInvalidArgument, err)
+		}
+		if l.policy == nil {
 			return ErrInvalidArgument
 		}
 		ts.lv = append(ts.lv, l)

@@ -118,6 +118,9 @@ func newEnv(tb TB, cfg Config) (*Env, error) {
 }
 
 func build(tb TB, cfg Config) (*Env, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Blocks == 0 {
 		cfg.Blocks = 17
 	}
@@ -158,9 +161,13 @@ func build(tb TB, cfg Config) (*Env, error) {
 			}
 		}
 		if policy != nil {
-			iopts = append(iopts, prefix.WithPolicy(func(n int, c evict.Clock) evict.Policy {
-				e.Evictions = RecordEvictions(policy(n, c), e.Log)
-				return e.Evictions
+			iopts = append(iopts, prefix.WithPolicy(func(n int, c evict.Clock) (evict.Policy, error) {
+				p, err := policy(n, c)
+				if err != nil {
+					return nil, err
+				}
+				e.Evictions = RecordEvictions(p, e.Log)
+				return e.Evictions, nil
 			}))
 		}
 		if e.Index, err = prefix.New(e.Pool, cfg.BlockSize, iopts...); err != nil {
