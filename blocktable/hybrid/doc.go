@@ -10,14 +10,25 @@
 // every group can serve, found as vLLM's HybridKVCacheCoordinator finds it, then every
 // group's blocks for the prompt, or its first chunk with Request.Prefill), Extend for the
 // next prefill chunk, Append as tokens are computed (each group first releases what it no
-// longer needs to the null block), Finish. Table, Slot and PackTables give the kernel its
-// per-group block tables and slots; Match, MatchRequest and HitBlocks look up without
-// touching anything; EvictBlocks drops given blocks from the cache (vLLM's evict_blocks).
+// longer needs to the null block), Finish. Table, Slot, FillSlots and PackTables give the
+// kernel its per-group block tables and slot mappings, Reserve a speculative step's
+// lookahead slots; Match, MatchRequest and HitBlocks look up without touching anything;
+// EvictBlocks drops given blocks from the cache (vLLM's evict_blocks). Fork shares a
+// sequence's blocks in every group (parallel sampling): the first write into a shared,
+// partly filled block copies it, and TakeCopies hands the step's copies, per group, to the
+// kernel. Preempt asks a preemption policy of package evict (Config.Preemption) for
+// victims and releases them as Finish does (recompute mode); the scheduler admits them
+// again with their tokens (Request.Resumed) and they re-hit what stayed cached. Freeable
+// says what preempting one sequence frees. blocktable/kvtest's NewHybrid is the test kit.
 // A Request carries a Namespace (LoRA adapter, cache salt: separate prefix trees), a
 // HitLimit (fix a shorter hit) and SkipCacheRead (vLLM's skip_reading_prefix_cache);
 // Config has Eagle (drop the last matched block, as vLLM for EAGLE/MTP), MatchUnit (vLLM's
-// hash_block_size: groups with different block sizes over one match unit) and
-// FreeUncachedFirst (vLLM's newer free order).
+// hash_block_size: groups with different block sizes over one match unit),
+// FreeUncachedFirst (vLLM's newer free order) and SparseRetention with RetentionInterval
+// (vLLM's prefix_cache_retention_interval: window and Mamba groups cache only the blocks a
+// hit at a retained boundary needs). Mamba groups run vLLM's cache modes, align included
+// (one running state block per sequence; AlignedChunk splits a prefill on block
+// boundaries so that their states are cached).
 //
 // # Semantics
 //
@@ -33,21 +44,30 @@
 // are a blocks.FreeQueue, the index a prefix.GroupTree; the Manager composes the two. On vLLM's W4 workload the
 // Manager reproduces vLLM's hit tokens and evictions exactly (bench/).
 //
+// A Preempt's count is exact: every unreferenced block joins the free queue, cached or
+// not, so a victim frees the blocks no other sequence holds, and the shortest prefix of
+// the policy's order that frees the need is taken; a successful Preempt frees at least
+// that. Only recompute mode exists: Swap is refused with blocktable.ErrNoHostPool
+// (swapping becomes a use of the host tier, issue 16).
+//
 // # Errors, concurrency
 //
 // Errors wrap blocktable's sentinels (ErrInvalidArgument, ErrUnknownSeq,
-// ErrDuplicateSeq, ErrOutOfBlocks); a failed call changes nothing. A Manager is not safe
+// ErrDuplicateSeq, ErrShortBuffer, ErrNoHostPool) and blocks.ErrOutOfBlocks; a failed call
+// changes nothing. A Manager is not safe
 // for concurrent use: one scheduler goroutine owns it. CheckInvariants verifies every
 // group's accounting; under the kvinvariants build tag mutations re-check it, sampled.
 //
 // # Not yet here
 //
-// Mamba's align mode allocates as the generic path does (vLLM reuses a running block and
-// the last state block step to step); vLLM's rule that a Mamba block cached in this step
-// cannot serve another request before the next step is not modelled; there are no KV
-// events, multimodal extra keys, lookahead slots, forks or CopyOps, host tiers, or sparse
-// retention of window and state blocks (prefix_cache_retention_interval). The single-group
-// blocktable.Manager and prefix.Index are separate and unchanged.
+// vLLM's rule that a Mamba block cached in this step cannot serve another request before
+// the next step is not modelled, nor its speculative Mamba blocks (num_speculative_blocks)
+// or the shared-prefix junction that its sparse retention also keeps (Marconi). There is no
+// swap-mode preemption, no Truncate of rejected draft tokens (Reserve's lookahead is
+// reused by the next step instead), no StatsCell, no KV events or multimodal extra keys,
+// no host tiers. The prefix store is this package's own (moving into package prefix).
+// blocktable.Manager refuses a sliding window with a prefix index; this package is where
+// a pure sliding-window model (one SlidingWindow group) gets its prefix hits.
 //
 // # Extending
 //
