@@ -9,6 +9,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/trusted"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -200,7 +201,9 @@ func (m *Manager) caching() bool { return m.index != nil } // New refuses an ind
 
 func (m *Manager) releaseBlocks(ids []blocks.ID) error {
 	if m.index != nil {
-		return m.index.Release(ids)
+		// The table holds each of ids once: the index need not check it (internal/trusted).
+		trusted.ReleaseHeld(m.index, ids)
+		return nil
 	}
 	return m.pool.Release(ids...)
 }
@@ -388,9 +391,8 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: req.MM, Retention: req.Retention}
 
 	if len(p.hits) > 0 {
-		if err := m.index.Acquire(p.hits); err != nil {
-			panic(fmt.Sprintf("kvpage: broken invariant: acquiring matched blocks failed: %v", err))
-		}
+		// Peek matched them just now and plan checked their refcounts (internal/trusted).
+		trusted.AcquireMatched(m.index, p.hits)
 		s.t.ids = append(s.t.ids, p.hits...)
 		s.t.tokens = len(p.hits) * m.bs
 	}

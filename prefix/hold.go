@@ -1,6 +1,15 @@
 package prefix
 
-import "github.com/kvpage/kvpage/blocks"
+import (
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/trusted"
+)
+
+func init() {
+	trusted.ReleaseHeld = func(x any, ids []blocks.ID) { x.(*Index).releaseHeld(ids) }
+	trusted.AcquireMatched = func(x any, ids []blocks.ID) { x.(*Index).acquireMatched(ids) }
+}
 
 // Acquire takes one reference on each of ids (cached blocks a request matched), takes them
 // off the evictable set and touches them. All or nothing: a block that is not cached fails
@@ -15,9 +24,33 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 	if err := x.pool.Retain(ids...); err != nil {
 		return err // cannot happen for cached blocks; the pool changed nothing
 	}
-	if len(ids) == 0 {
-		return nil
+	x.acquireRetained(ids)
+	return nil
+}
+
+// acquireMatched is Acquire for a path Peek has just matched, whose refcounts the caller
+// checked (internal/trusted): no pass to check that each block is cached.
+func (x *Index) acquireMatched(ids []blocks.ID) {
+	if invariant.Enabled {
+		for _, id := range ids {
+			if !x.IsCached(id) {
+				panic("kvpage: broken invariant: a trusted acquire of an uncached block")
+			}
+		}
 	}
+	if err := x.pool.Retain(ids...); err != nil {
+		panic("kvpage: broken invariant: a trusted acquire failed: " + err.Error())
+	}
+	x.acquireRetained(ids)
+}
+
+// acquireRetained finishes an acquire once the pool holds the new references: it pins
+// the blocks, takes them off the eviction set and touches them.
+func (x *Index) acquireRetained(ids []blocks.ID) {
+	if len(ids) == 0 {
+		return
+	}
+	nodes := x.nodes
 	t := x.tick()
 	// Last to first: along a path, pinning the tail pins every block above it in one walk,
 	// and the blocks above then find themselves pinned already. The outcome (which blocks
@@ -43,7 +76,6 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 		x.tierAcquired(ids)
 	}
 	x.mutated()
-	return nil
 }
 
 // Release drops the caller's reference on each of ids. Cached blocks left with only the
@@ -62,6 +94,29 @@ func (x *Index) Release(ids []blocks.ID) error {
 		x.clearMarks(ids)
 		return err // an uncached block the caller does not hold; nothing changed
 	}
+	x.released(ids)
+	return nil
+}
+
+// releaseHeld is Release for blocks the caller holds, each once (internal/trusted): a
+// Manager's table. It skips checkRelease, which under that invariant cannot fail; the
+// pool still checks its own refcounts.
+func (x *Index) releaseHeld(ids []blocks.ID) {
+	if invariant.Enabled {
+		if err := x.checkRelease(ids); err != nil {
+			panic("kvpage: broken invariant: a trusted release: " + err.Error())
+		}
+		x.clearMarks(ids)
+	}
+	if err := x.pool.Release(ids...); err != nil {
+		panic("kvpage: broken invariant: a trusted release failed: " + err.Error())
+	}
+	x.released(ids)
+}
+
+// released finishes a release once the pool has dropped the references: it touches the
+// cached blocks, clears checkRelease's marks and unpins what nothing holds any more.
+func (x *Index) released(ids []blocks.ID) {
 	// One pass from the last block to the first: stamp, clear checkRelease's mark, unpin.
 	// The pool has already dropped every reference, so a block left with no holder and no
 	// pinned child loses its pin (a leaf becomes evictable: one heap push) and its parent
@@ -109,7 +164,6 @@ func (x *Index) Release(ids []blocks.ID) error {
 		}
 	}
 	x.mutated()
-	return nil
 }
 
 // checkRelease verifies that the caller holds every cached block of ids as many times as it
