@@ -98,10 +98,7 @@ type applier struct {
 	mm                         [][]string
 }
 
-func (a *applier) flush() error {
-	_, err := a.pipe.Exec(a.ctx)
-	return execErr(err)
-}
+func (a *applier) flush() error { return a.x.exec(a.ctx, a.pipe) }
 
 func (a *applier) entry(e *kvevents.Event) Entry {
 	tier := DefaultTier

@@ -19,7 +19,8 @@
 //     form, as events carry it) to the request keys it covers, scored by position: what
 //     BlockRemoved events and chained BlockStored events are resolved through.
 //   - Two Lua scripts prune atomically: a block's hash once it has no field left, and an
-//     engine set once every hash it maps to is empty.
+//     engine set once every hash it maps to is empty. New loads them; writes send EVALSHA,
+//     and EVAL only when Redis has lost them (NOSCRIPT).
 //
 // Lookups (Lookup, Match) send one pipelined HKEYS per block: one round trip per request
 // whatever the prompt's length. Writes (Apply, Add, Evict) are pipelined too.

@@ -100,6 +100,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Index, er
 		return nil, err
 	}
 	x.runID = id
+	if err := loadScripts(ctx, rdb); err != nil {
+		return nil, err
+	}
 	return x, nil
 }
 
@@ -244,8 +247,7 @@ func (x *Index) Evict(ctx context.Context, engineKeys []uint64, entries []Entry)
 	if err := x.queueEvict(ctx, pipe, engineKeys, fieldNames(entries)); err != nil {
 		return err
 	}
-	_, err := pipe.Exec(ctx)
-	return execErr(err)
+	return x.exec(ctx, pipe)
 }
 
 func fieldNames(entries []Entry) []string {
@@ -263,8 +265,8 @@ func (x *Index) queueEvict(ctx context.Context, pipe redis.Pipeliner, engineKeys
 	for i, ek := range engineKeys {
 		ranges[i] = pipe.ZRange(ctx, EngineKeyString(ek), 0, -1)
 	}
-	if _, err := pipe.Exec(ctx); execErr(err) != nil {
-		return execErr(err)
+	if err := x.exec(ctx, pipe); err != nil {
+		return err
 	}
 	for i, ek := range engineKeys {
 		rks := ranges[i].Val()
@@ -278,10 +280,10 @@ func (x *Index) queueEvict(ctx context.Context, pipe redis.Pipeliner, engineKeys
 				continue // not a request key (llm-d would fail the eviction): leave it
 			}
 			pipe.HDel(ctx, rk, names...)
-			pipe.Eval(ctx, pruneRequestKey, []string{rk})
+			queuePrune(ctx, pipe, pruneRequestScript, []string{rk})
 			keys = append(keys, rk)
 		}
-		pipe.Eval(ctx, pruneEngineKey, keys)
+		queuePrune(ctx, pipe, pruneEngineScript, keys)
 	}
 	return nil
 }
@@ -344,11 +346,11 @@ func (x *Index) clearPage(ctx context.Context, server string, cursor *uint64) er
 			}
 			if len(stale) > 0 {
 				pipe.HDel(ctx, names[i], stale...)
-				pipe.Eval(ctx, pruneRequestKey, []string{names[i]})
+				queuePrune(ctx, pipe, pruneRequestScript, []string{names[i]})
 			}
 		}
-		if _, err := pipe.Exec(ctx); execErr(err) != nil {
-			return execErr(err)
+		if err := x.exec(ctx, pipe); err != nil {
+			return err
 		}
 	}
 	*cursor = next
