@@ -65,14 +65,7 @@ func TestSHA256CBORRootMatchesVLLM(t *testing.T) {
 
 func TestSHA256CBORBlocksMatchVLLM(t *testing.T) {
 	seq16 := "00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f" // 0..15 fit in the initial byte
-	for _, tc := range []struct {
-		name   string
-		parent string
-		tokens []int32
-		extra  prefix.Extra
-		cbor   string
-		digest string
-	}{
+	for _, tc := range []blockVector{
 		{
 			name: "first block, no extras", parent: root42, tokens: seqTokens(0, 16),
 			cbor: "83" + // array of 3
@@ -111,17 +104,32 @@ func TestSHA256CBORBlocksMatchVLLM(t *testing.T) {
 			digest: extra1,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			enc := unhex(t, tc.cbor)
-			sum := sha256.Sum256(enc)
-			require.Equal(t, tc.digest, hex.EncodeToString(sum[:]), "hand-assembled CBOR vs cbor2")
-			require.Equal(t, enc, fxBlock(t, unhex(t, tc.parent), tc.tokens, tc.extra), "fxamacker core deterministic")
-
-			got := make([]byte, vllmhash.HashSize)
-			vllmhash.NewSHA256CBOR("42").Block(got, unhex(t, tc.parent), tc.tokens, tc.extra)
-			require.Equal(t, tc.digest, hex.EncodeToString(got))
-		})
+		t.Run(tc.name, tc.check)
 	}
+}
+
+// blockVector is one block of a test vector: its parent hash, tokens and extra keys, the
+// CBOR vLLM hashes for it (assembled by hand) and the digest cbor2 and hashlib gave.
+type blockVector struct {
+	name   string
+	parent string
+	tokens []int32
+	extra  prefix.Extra
+	cbor   string
+	digest string
+}
+
+// check asserts that the three derivations agree with the hasher: the hand-assembled
+// CBOR hashes to the digest, fxamacker's encoder writes the same CBOR, and SHA256CBOR
+// (PYTHONHASHSEED=42) gives the digest.
+func (v blockVector) check(t *testing.T) {
+	enc := unhex(t, v.cbor)
+	sum := sha256.Sum256(enc)
+	require.Equal(t, v.digest, hex.EncodeToString(sum[:]), "hand-assembled CBOR vs cbor2")
+	require.Equal(t, enc, fxBlock(t, unhex(t, v.parent), v.tokens, v.extra), "fxamacker core deterministic")
+	got := make([]byte, vllmhash.HashSize)
+	vllmhash.NewSHA256CBOR("42").Block(got, unhex(t, v.parent), v.tokens, v.extra)
+	require.Equal(t, v.digest, hex.EncodeToString(got))
 }
 
 func TestSHA256CBOREmptyParentIsRoot(t *testing.T) {

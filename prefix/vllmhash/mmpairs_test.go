@@ -1,7 +1,6 @@
 package vllmhash_test
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"testing"
 
@@ -44,14 +43,7 @@ func TestSHA256CBORPairsMatchVLLM(t *testing.T) {
 		}
 		return s
 	}
-	for _, tc := range []struct {
-		name   string
-		parent string
-		tokens []int32
-		extra  prefix.Extra
-		cbor   string
-		digest string
-	}{
+	for _, tc := range []blockVector{
 		{
 			name: "vLLM test_request_block_hasher block 0", parent: root42, tokens: seqTokens(0, 3),
 			extra: prefix.Extra{MM: []string{"hash1"}, MMOffsets: []int{0}},
@@ -93,39 +85,57 @@ func TestSHA256CBORPairsMatchVLLM(t *testing.T) {
 			digest: pair2,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			enc := unhex(t, tc.cbor)
-			sum := sha256.Sum256(enc)
-			require.Equal(t, tc.digest, hex.EncodeToString(sum[:]), "hand-assembled CBOR vs cbor2")
-			require.Equal(t, enc, fxBlock(t, unhex(t, tc.parent), tc.tokens, tc.extra), "fxamacker core deterministic")
-			got := make([]byte, vllmhash.HashSize)
-			vllmhash.NewSHA256CBOR("42").Block(got, unhex(t, tc.parent), tc.tokens, tc.extra)
-			require.Equal(t, tc.digest, hex.EncodeToString(got))
-		})
+		t.Run(tc.name, tc.check)
 	}
 }
 
-// vLLM's test_request_block_hasher, through PromptHashesForm, in both forms: the older
-// form's hashes are what they always were.
-func TestPromptHashesFormRequestBlockHasher(t *testing.T) {
+// vLLM's test_request_block_hasher, through PromptHashesForm and through an index hashing
+// with SHA256CBOR, in both forms: the older form's hashes are what they always were.
+func TestRequestBlockHasherAsVLLM(t *testing.T) {
 	p := &prefix.Prompt{
 		Tokens: seqTokens(0, 6),
 		MM:     []prefix.MMInput{{Hash: "hash1", Offset: 0, Length: 3}, {Hash: "hash2", Offset: 3, Length: 3}},
 	}
-	for _, tc := range []struct {
-		form prefix.MMKeyForm
-		want []string
-	}{
-		{prefix.MMKeyIdentifierOffset, []string{reqHasher0, reqHasher1}},
-		{prefix.MMKeyIdentifier, []string{reqHasherOld0, reqHasherOld1}},
-	} {
-		t.Run(tc.form.String(), func(t *testing.T) {
-			hs := vllmhash.PromptHashesForm(vllmhash.NewSHA256CBOR("42"), p, 3, tc.form)
-			require.Len(t, hs, 2)
-			for i := range hs {
-				require.Equal(t, tc.want[i], hex.EncodeToString(hs[i]), "block %d", i)
-			}
-		})
+	index := func(t *testing.T, form prefix.MMKeyForm) [][]byte {
+		pool, err := blocks.New(4)
+		require.NoError(t, err)
+		x, err := prefix.New(pool, 3, prefix.WithHasher(vllmhash.NewSHA256CBOR("42")), prefix.WithMMKeyForm(form))
+		require.NoError(t, err)
+		ids, err := pool.Allocate(nil, 2)
+		require.NoError(t, err)
+		var c prefix.Cursor
+		_, err = x.Commit(&c, p, ids)
+		require.NoError(t, err)
+		var hs [][]byte
+		for _, id := range ids {
+			h, ok := x.Hash(nil, id)
+			require.True(t, ok)
+			hs = append(hs, h)
+		}
+		return hs
+	}
+	promptHashes := func(_ *testing.T, form prefix.MMKeyForm) [][]byte {
+		return vllmhash.PromptHashesForm(vllmhash.NewSHA256CBOR("42"), p, 3, form)
+	}
+	for _, via := range []struct {
+		name   string
+		hashes func(*testing.T, prefix.MMKeyForm) [][]byte
+	}{{"PromptHashesForm", promptHashes}, {"Index", index}} {
+		for _, tc := range []struct {
+			form prefix.MMKeyForm
+			want []string
+		}{
+			{prefix.MMKeyIdentifierOffset, []string{reqHasher0, reqHasher1}},
+			{prefix.MMKeyIdentifier, []string{reqHasherOld0, reqHasherOld1}},
+		} {
+			t.Run(via.name+"/"+tc.form.String(), func(t *testing.T) {
+				hs := via.hashes(t, tc.form)
+				require.Len(t, hs, 2)
+				for i := range hs {
+					require.Equal(t, tc.want[i], hex.EncodeToString(hs[i]), "block %d", i)
+				}
+			})
+		}
 	}
 	old := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR("42"), p, 3)
 	require.Equal(t, reqHasherOld0, hex.EncodeToString(old[0]), "PromptHashes keeps the identifier form")
@@ -196,37 +206,4 @@ func TestSHA256CBORPanicsOnMismatchedOffsets(t *testing.T) {
 	require.Panics(t, func() {
 		h.Block(dst, nil, seqTokens(0, 4), prefix.Extra{MM: []string{"a", "b"}, MMOffsets: []int{0}})
 	})
-}
-
-// An index hashing with SHA256CBOR in the pair form names vLLM's test_request_block_hasher
-// blocks with vLLM's hashes, in the older form with the older ones.
-func TestIndexHashesMMPairsAsVLLM(t *testing.T) {
-	p := &prefix.Prompt{
-		Tokens: seqTokens(0, 6),
-		MM:     []prefix.MMInput{{Hash: "hash1", Offset: 0, Length: 3}, {Hash: "hash2", Offset: 3, Length: 3}},
-	}
-	for _, tc := range []struct {
-		form prefix.MMKeyForm
-		want []string
-	}{
-		{prefix.MMKeyIdentifierOffset, []string{reqHasher0, reqHasher1}},
-		{prefix.MMKeyIdentifier, []string{reqHasherOld0, reqHasherOld1}},
-	} {
-		t.Run(tc.form.String(), func(t *testing.T) {
-			pool, err := blocks.New(4)
-			require.NoError(t, err)
-			x, err := prefix.New(pool, 3, prefix.WithHasher(vllmhash.NewSHA256CBOR("42")), prefix.WithMMKeyForm(tc.form))
-			require.NoError(t, err)
-			ids, err := pool.Allocate(nil, 2)
-			require.NoError(t, err)
-			var c prefix.Cursor
-			_, err = x.Commit(&c, p, ids)
-			require.NoError(t, err)
-			for i, id := range ids {
-				got, ok := x.Hash(nil, id)
-				require.True(t, ok)
-				require.Equal(t, tc.want[i], hex.EncodeToString(got), "block %d", i)
-			}
-		})
-	}
 }
