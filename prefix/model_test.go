@@ -18,6 +18,7 @@ type model struct {
 	holders map[blocks.ID]int // request references on cached blocks
 	clock   uint64
 	bs      int
+	pairs   bool // multimodal keys are (identifier, offset) pairs
 }
 
 type mentry struct {
@@ -46,6 +47,9 @@ func (m *model) key(p *Prompt, n int) string {
 			if in.Length > 0 && in.Offset < (blk+1)*bs && in.Offset+in.Length > blk*bs {
 				b = append(b, in.Hash...)
 				b = append(b, 0)
+				if m.pairs { // (identifier, offset): where the input starts, from this block
+					b = binary.LittleEndian.AppendUint64(b, uint64(in.Offset-blk*bs))
+				}
 			}
 		}
 		b = append(b, 0xff)

@@ -59,6 +59,10 @@ func newMachine(t *rapid.T) *machine {
 	if rapid.Bool().Draw(t, "collide") {
 		opts = append(opts, withKeyMask(0x3)) // four keys for every block: constant collisions
 	}
+	if rapid.Bool().Draw(t, "mmPairs") {
+		mc.m.pairs = true
+		opts = append(opts, WithMMKeyForm(MMKeyIdentifierOffset))
+	}
 	mc.x, err = New(mc.pool, bs, opts...)
 	if err != nil {
 		t.Fatal(err)
