@@ -19,7 +19,8 @@
 // kernel. Preempt asks a preemption policy of package evict (Config.Preemption) for
 // victims and releases them as Finish does (recompute mode); the scheduler admits them
 // again with their tokens (Request.Resumed) and they re-hit what stayed cached. Freeable
-// says what preempting one sequence frees. blocktable/kvtest's NewHybrid is the test kit.
+// says what preempting one sequence frees. StatsCell publishes Stats to other goroutines
+// without a lock; blocktable/kvtest's NewHybrid is the test kit.
 // A Request carries a Namespace (LoRA adapter, cache salt: separate prefix trees), a
 // HitLimit (fix a shorter hit) and SkipCacheRead (vLLM's skip_reading_prefix_cache);
 // Config has Eagle (drop the last matched block, as vLLM for EAGLE/MTP), MatchUnit (vLLM's
@@ -64,7 +65,7 @@
 // the next step is not modelled, nor its speculative Mamba blocks (num_speculative_blocks)
 // or the shared-prefix junction that its sparse retention also keeps (Marconi). There is no
 // swap-mode preemption, no Truncate of rejected draft tokens (Reserve's lookahead is
-// reused by the next step instead), no StatsCell, no KV events or multimodal extra keys,
+// reused by the next step instead), no KV events or multimodal extra keys,
 // no host tiers. The prefix store is this package's own (moving into package prefix).
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.

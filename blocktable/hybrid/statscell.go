@@ -1,0 +1,94 @@
+package hybrid
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// StatsCell hands a Manager's Stats from the scheduler goroutine, which owns the Manager,
+// to readers on other goroutines (a metrics endpoint) without a lock, as
+// blocktable.StatsCell does for the single-group Manager: the scheduler calls Publish, say
+// once a step; readers call Load or LoadInto. It is a sequence lock over atomic words:
+// Publish never waits and allocates nothing after its first call, and a reader gets a
+// snapshot one Publish wrote whole. Only one goroutine may Publish, and always the same
+// Manager's stats. The zero StatsCell is ready to use.
+type StatsCell struct {
+	seq   atomic.Uint64 // odd while a Publish writes
+	words atomic.Pointer[[]atomic.Uint64]
+}
+
+// statsFixed is the number of words before the per-group cached counts.
+const statsFixed = 15
+
+// Publish copies m's statistics into the cell. Call it only from the goroutine that drives
+// m. It costs O(groups).
+func (c *StatsCell) Publish(m *Manager) {
+	p := c.words.Load()
+	if p == nil {
+		w := make([]atomic.Uint64, statsFixed+m.ng)
+		p = &w
+		c.words.Store(p)
+	}
+	w := *p
+	k := &m.counters
+	ts := m.st.t
+	vals := [statsFixed]uint64{
+		uint64(m.st.q.NumBlocks() - 1), uint64(m.st.free()), uint64(len(m.seqs)), uint64(ts.LiveNodes()),
+		m.st.evictions, ts.DuplicateCount(), m.st.dropped,
+		k.HitTokens, k.PromptTokens, k.ResumedHitTokens, k.ResumedPromptTokens,
+		k.Forks, k.CopyOnWrites, k.Preemptions, uint64(m.ng),
+	}
+	c.seq.Add(1) // odd: readers retry
+	for i, v := range vals {
+		w[i].Store(v)
+	}
+	for g := range m.ng {
+		w[statsFixed+g].Store(uint64(ts.CachedIn(g)))
+	}
+	c.seq.Add(1)
+}
+
+// Load returns the last published Stats (the zero Stats before the first Publish).
+func (c *StatsCell) Load() Stats {
+	var s Stats
+	c.LoadInto(&s)
+	return s
+}
+
+// LoadInto writes the last published Stats into dst, reusing dst.Cached's capacity, so
+// that a reader polling the cell allocates nothing in steady state. It retries while a
+// Publish is under way and never blocks the publisher.
+func (c *StatsCell) LoadInto(dst *Stats) {
+	p := c.words.Load()
+	if p == nil {
+		*dst = Stats{Cached: dst.Cached[:0]}
+		return
+	}
+	w := *p
+	var vals [statsFixed]uint64
+	cached := dst.Cached[:0]
+	for spin := 0; ; spin++ {
+		before := c.seq.Load()
+		if before&1 == 0 {
+			for i := range vals {
+				vals[i] = w[i].Load()
+			}
+			cached = cached[:0]
+			for g := range int(vals[14]) {
+				cached = append(cached, int(w[statsFixed+g].Load()))
+			}
+			if c.seq.Load() == before {
+				break
+			}
+		}
+		if spin%64 == 63 {
+			runtime.Gosched()
+		}
+	}
+	*dst = Stats{
+		Capacity: int(vals[0]), Free: int(vals[1]), Running: int(vals[2]), Nodes: int(vals[3]),
+		Evictions: vals[4], Duplicates: vals[5], Dropped: vals[6],
+		HitTokens: vals[7], PromptTokens: vals[8], ResumedHitTokens: vals[9], ResumedPromptTokens: vals[10],
+		Forks: vals[11], CopyOnWrites: vals[12], Preemptions: vals[13], Cached: cached,
+	}
+}

@@ -1,0 +1,80 @@
+package hybrid_test
+
+import (
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/stretchr/testify/require"
+)
+
+// The cell carries every field of Stats: a field added to Stats and forgotten in
+// Publish fails here, since the published copy would lack it.
+func TestStatsCellCarriesEveryField(t *testing.T) {
+	var c hybrid.StatsCell
+	require.Equal(t, hybrid.Stats{}, c.Load(), "nothing published yet")
+	m := twoGroups(t, 16)
+	_, err := m.Admit(1, &hybrid.Request{Prompt: seqTokens(8, 0), MaxTokens: 12})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(1))
+	// Resumed, it hits 4 tokens and caches its second block again beside 1's: a duplicate.
+	_, err = m.Admit(2, &hybrid.Request{Prompt: seqTokens(8, 0), MaxTokens: 12, Resumed: true})
+	require.NoError(t, err)
+	_, err = m.Admit(6, &hybrid.Request{Prompt: seqTokens(8, 0), MaxTokens: 12})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(6))
+	_, err = m.Admit(3, &hybrid.Request{Prompt: seqTokens(6, 100), MaxTokens: 12})
+	require.NoError(t, err)
+	require.NoError(t, m.Fork(3, 4))
+	require.NoError(t, m.Append(4, []int32{7})) // a copy
+	_, err = m.PreemptSeq(2, blocktable.Recompute)
+	require.NoError(t, err)
+	m.EvictBlocks([]blocks.ID{1})
+	_, err = m.Admit(5, &hybrid.Request{Prompt: seqTokens(16, 500), MaxTokens: 16}) // evicts
+	require.NoError(t, err)
+	c.Publish(m)
+	want := m.Stats()
+	got := c.Load()
+	require.Equal(t, want, got)
+	v := reflect.ValueOf(got)
+	for i := range v.NumField() {
+		require.False(t, v.Field(i).IsZero(), "field %s is zero in this scenario: make it non-zero", v.Type().Field(i).Name)
+	}
+}
+
+// A reader on another goroutine sees whole snapshots while the scheduler publishes, and
+// polling with LoadInto allocates nothing. Run it with -race.
+func TestStatsCellConcurrent(t *testing.T) {
+	m := twoGroups(t, 40)
+	var c hybrid.StatsCell
+	c.Publish(m)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var s hybrid.Stats
+		for range 2000 {
+			c.LoadInto(&s)
+			if s.Capacity != 39 || len(s.Cached) != 2 || s.Free+s.Running > 1000 {
+				t.Errorf("torn snapshot %+v", s)
+				return
+			}
+		}
+	}()
+	for i := range 200 {
+		id := blocktable.SeqID(i)
+		_, err := m.Admit(id, &hybrid.Request{Prompt: seqTokens(9, int32(i)), MaxTokens: 12})
+		require.NoError(t, err)
+		c.Publish(m)
+		require.NoError(t, m.Finish(id))
+		c.Publish(m)
+	}
+	wg.Wait()
+	var s hybrid.Stats
+	c.LoadInto(&s)
+	require.Zero(t, testing.AllocsPerRun(100, func() { c.LoadInto(&s) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { c.Publish(m) }))
+}
