@@ -67,10 +67,17 @@ func checkCapacity(policy string, capacity int) error {
 	return nil
 }
 
-// checkPercent refuses a share outside 0 (the default) to 100.
-func checkPercent(policy string, percent int) error {
-	if percent < 0 || percent > 100 {
-		return &ArgumentError{Policy: policy, What: "percent", N: int64(percent), Max: 100}
+// checkShare checks the capacity and the segment share of a two-queue policy (SLRU,
+// S3FIFO), refusing a share outside 0 to 100, and returns the share, def for 0.
+func checkShare(policy string, capacity, percent, def int) (int, error) {
+	if err := checkCapacity(policy, capacity); err != nil {
+		return 0, err
 	}
-	return nil
+	if percent < 0 || percent > 100 {
+		return 0, &ArgumentError{Policy: policy, What: "percent", N: int64(percent), Max: 100}
+	}
+	if percent == 0 {
+		return def, nil
+	}
+	return percent, nil
 }

@@ -38,14 +38,9 @@ const DefaultSmallPercent = 10
 // the cache's Hits count is the frequency history instead. Add, Remove and Victim are
 // O(log n).
 func NewS3FIFO(capacity int, percent int) (Policy, error) {
-	if err := checkCapacity("s3fifo", capacity); err != nil {
+	percent, err := checkShare("s3fifo", capacity, percent, DefaultSmallPercent)
+	if err != nil {
 		return nil, err
-	}
-	if err := checkPercent("s3fifo", percent); err != nil {
-		return nil, err
-	}
-	if percent == 0 {
-		percent = DefaultSmallPercent
 	}
 	return &s3fifo{small: newRankHeap(capacity), main: newRankHeap(capacity), percent: percent}, nil
 }

@@ -41,14 +41,9 @@ const DefaultProtectedPercent = 80
 // cache, because that is all a policy sees. Each operation changes n by one, so at most one
 // demotion follows it: Add, Remove and Victim are O(log n).
 func NewSLRU(capacity int, percent int) (Policy, error) {
-	if err := checkCapacity("slru", capacity); err != nil {
+	percent, err := checkShare("slru", capacity, percent, DefaultProtectedPercent)
+	if err != nil {
 		return nil, err
-	}
-	if err := checkPercent("slru", percent); err != nil {
-		return nil, err
-	}
-	if percent == 0 {
-		percent = DefaultProtectedPercent
 	}
 	return &slru{probation: newRankHeap(capacity), protected: newRankHeap(capacity), percent: percent}, nil
 }
