@@ -58,6 +58,7 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 		}
 	}
 	c.computed, c.extent = p.computed, p.computed
+	p.forked, c.forked = true, true
 	c.hit, c.promptLen = p.hit, p.promptLen
 	m.clock++
 	c.arrival = m.clock
@@ -74,6 +75,9 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 // sharedWrite reports whether the next write of s into group g lands in a partly filled
 // block another sequence holds too (after a Fork), and which entry it is.
 func (m *Manager) sharedWrite(s *seq, g int) (int, bool) {
+	if !s.forked {
+		return 0, false
+	}
 	i := m.div(g, s.computed)
 	t := s.tables[g]
 	if i*m.bs[g] == s.computed || i >= len(t) || t[i] == blocks.NullID || m.st.ref(t[i]) < 2 {

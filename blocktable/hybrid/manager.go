@@ -160,7 +160,10 @@ type seq struct {
 	// resEnd ends the slots Reserve made private to the sequence, which FillSlots may
 	// hand out past computed (0 after a Fork shares the block they start in). An absolute
 	// position, so that the decode path need not count it down.
-	resEnd    int
+	resEnd int
+	// forked is set on both sides of a Fork: only then can the block the next write lands
+	// in be shared (a hit shares full blocks only), so sharedWrite asks nothing otherwise.
+	forked    bool
 	priority  int
 	arrival   uint64
 	hit       int
@@ -354,6 +357,7 @@ func (m *Manager) newSeq(req *Request) *seq {
 	s.tokens = append(s.tokens[:0], req.Prompt...)
 	s.path, s.pinned, s.computed, s.maxTokens = s.path[:0], 0, 0, req.MaxTokens
 	s.extent, s.resEnd, s.priority, s.hit, s.promptLen = 0, 0, req.Priority, 0, len(req.Prompt)
+	s.forked = false
 	s.ns, s.root = req.Namespace, m.st.root(req.Namespace, false)
 	for g := range s.tables {
 		if c := (req.MaxTokens + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
@@ -686,7 +690,7 @@ func (m *Manager) releases(s *seq) bool {
 		if n := min(m.div(g, spec.Skipped(s.computed)), len(t)); n > 0 && t[n-1] != blocks.NullID {
 			return true
 		}
-		if m.align[g] && m.staleState(s, g) >= 0 {
+		if m.anyAlign && m.align[g] && m.staleState(s, g) >= 0 {
 			return true
 		}
 	}
