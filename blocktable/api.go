@@ -32,6 +32,9 @@ const (
 	Recompute PreemptMode = iota
 	// Swap copies every block of the victim to the host pool (Config.HostPool), releases
 	// its device blocks and keeps the sequence, swapped out, until SwapIn brings it back.
+	// Without a host pool, over an index with lower tiers (prefix.WithTiers), it demotes
+	// the victim's blocks through the tiers' transfer plans instead, and Resume brings it
+	// back (tiers.go).
 	Swap
 )
 

@@ -110,6 +110,8 @@ type sequence struct {
 	loading    prefix.TransferID
 	loadBlocks int
 	resumed    bool
+	// inTiers marks a sequence swapped out into the index's lower tiers (tiers.go).
+	inTiers bool
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -573,7 +575,7 @@ func (m *Manager) Abort(seq SeqID) error {
 
 // drop releases everything s holds and forgets it.
 func (m *Manager) drop(s *sequence) {
-	if s.state == Swapped {
+	if s.state == Swapped && !s.inTiers {
 		if err := m.cfg.HostPool.Release(s.host...); err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant: releasing host blocks of seq %d: %v", s.id, err))
 		}

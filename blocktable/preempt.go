@@ -59,7 +59,7 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	if req.Need < 0 || req.Mode > Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
 	}
-	if req.Mode == Swap && m.cfg.HostPool == nil {
+	if req.Mode == Swap && m.cfg.HostPool == nil && !m.tiered {
 		return dst, &SeqError{Op: "preempt", Err: ErrNoHostPool}
 	}
 	if req.Need == 0 {
@@ -112,7 +112,7 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 		return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: gain}}
 	}
 	m.victims = m.victims[:k]
-	if req.Mode == Swap {
+	if req.Mode == Swap && m.cfg.HostPool != nil {
 		host := 0
 		for _, i := range m.victims {
 			host += m.infos[i].Held
@@ -158,7 +158,7 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 		host += len(s.t.ids) - s.t.nulls
 		m.walked = append(m.walked, s)
 	}
-	if req.Mode == Swap {
+	if req.Mode == Swap && m.cfg.HostPool != nil {
 		if free := m.cfg.HostPool.NumFree(); host > free {
 			return dst, &SeqError{Op: "swap out", Err: &blocks.OutOfBlocksError{Requested: host, Available: free}}
 		}
@@ -219,7 +219,7 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 	if mode > Swap {
 		return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrInvalidArgument}
 	}
-	if mode == Swap && m.cfg.HostPool == nil {
+	if mode == Swap && m.cfg.HostPool == nil && !m.tiered {
 		return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrNoHostPool}
 	}
 	before := m.pool.Available()
@@ -228,6 +228,10 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 	case Recompute:
 		m.drop(s)
 	case Swap:
+		if m.cfg.HostPool == nil {
+			m.swapToTiers(s) // tiers.go
+			break
+		}
 		live := s.t.ids[s.t.nulls:]
 		host, err := m.cfg.HostPool.Allocate(s.host[:0], len(live))
 		if err != nil {
@@ -265,8 +269,8 @@ func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
 	if err != nil {
 		return dst, err
 	}
-	if s.state != Swapped {
-		return dst, &SeqError{Op: "swap in", Seq: seq, Err: ErrNotRunning}
+	if s.state != Swapped || s.inTiers {
+		return dst, &SeqError{Op: "swap in", Seq: seq, Err: ErrNotRunning} // in the tiers: Resume
 	}
 	live := s.t.ids[s.t.nulls:]
 	// The committed prefix as the index has it now: a sequence that caches has no null

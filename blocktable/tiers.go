@@ -108,3 +108,66 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 	m.check()
 	return done, nil
 }
+
+// Swap mode over the tiers. With lower tiers and no Config.HostPool, Swap preemption is
+// the tiers' own mechanism rather than a second one: the victim's full blocks are
+// committed, the ones only it holds are demoted (prefix.Index.Demote: copies into tier 1
+// that TakePlans hands out, each device block leaving once its copy is confirmed), and
+// its device blocks are released; the sequence keeps its tokens, swapped out. Resume
+// brings it back as a resumed admission: its prefix is found on the device, then in the
+// tiers, loaded, and the rest (at least the partial last block, which no tier holds) is
+// computed again. Preempted.Freed counts what is available at once; demoted blocks become
+// available as their copies complete.
+
+// swapToTiers is PreemptSeq's Swap mode over the tiers.
+func (m *Manager) swapToTiers(s *sequence) {
+	m.commitFull(s)
+	if k := s.committed(); k > 0 && !s.stale {
+		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:k*m.bs], MM: s.prompt.MM}
+		m.hits, _ = m.index.Peek(m.hits[:0], &p, prefix.WholePrompt)
+		m.index.Demote(m.hits)
+	}
+	if err := s.t.Release(); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d for swap: %v", s.id, err))
+	}
+	s.cur = prefix.Cursor{}
+	s.state, s.inTiers = Swapped, true
+	m.orderRemove(s)
+}
+
+// Resume brings back a sequence Swap preemption put into the lower tiers: it is admitted
+// again (as Request.Resumed, with its namespace, multimodal inputs, priority and every
+// token it had), matching its prefix on the device and loading what the tiers hold
+// (AdmitResult.Load); the caller computes the rest. It keeps its ID and prompt length;
+// its arrival is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks) it
+// stays swapped out. A sequence swapped to a host pool comes back with SwapIn instead.
+func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
+	s, err := m.lookup("resume", seq)
+	if err != nil {
+		return AdmitResult{}, err
+	}
+	if s.state != Swapped || !s.inTiers {
+		return AdmitResult{}, &SeqError{Op: "resume", Seq: seq, Err: ErrNotRunning}
+	}
+	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: s.prompt.MM, Priority: s.priority,
+		Retention: s.prompt.Retention, MaxTokens: cap(s.tokens), Resumed: true}
+	delete(m.seqs, seq) // Admit files the sequence again under its ID
+	if m.last == s {
+		m.last = nil
+	}
+	if slot := uint64(seq) & uint64(len(m.near)-1); m.near[slot] == s {
+		m.near[slot] = nil
+	}
+	res, err := m.Admit(seq, &req)
+	if err != nil {
+		m.file(s)
+		return AdmitResult{}, err
+	}
+	back := m.seqs[seq]
+	back.promptLen = s.promptLen
+	m.orderFix(back)
+	m.recycle(s)
+	m.st.SwapIns++
+	m.check()
+	return res, nil
+}

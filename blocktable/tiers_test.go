@@ -120,3 +120,49 @@ func TestManagerFailedLoadFallsBack(t *testing.T) {
 	requireNoLeak(t, s.pool)
 	_ = blocks.ID(0)
 }
+
+// TestSwapIntoTiers: without a host pool, Swap preemption demotes the victim's blocks
+// through the tiers' plans and Resume loads them back; nothing leaks.
+func TestSwapIntoTiers(t *testing.T) {
+	s := newTieredStack(t, 12, 4, 8, 0)
+	_, err := s.m.Admit(1, &Request{Prompt: prompt(10, 13)})
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := s.m.Append(1, []int32{int32(500 + i)}, 0)
+		require.NoError(t, err)
+	}
+	before, _ := s.m.Seq(1)
+	got, err := s.m.Preempt(PreemptRequest{Need: 1, Mode: Swap}, nil)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Nil(t, got[0].SwapOut, "the copies are the tiers' plans")
+	info, _ := s.m.Seq(1)
+	require.Equal(t, Swapped, info.State)
+	_, err = s.m.SwapIn(1, nil)
+	require.ErrorIs(t, err, ErrNotRunning, "a sequence in the tiers comes back with Resume")
+	plans := s.m.TakePlans(nil)
+	require.Len(t, plans, 1)
+	require.Equal(t, prefix.Store, plans[0].Kind)
+	require.Equal(t, 4, plans[0].Blocks, "its 4 full blocks (18 tokens)")
+	_, err = s.m.CompleteTransfer(plans[0].ID, true)
+	require.NoError(t, err)
+	require.Equal(t, 0, s.m.Stats().Cached, "demoted blocks left the device")
+	require.Equal(t, 12, s.pool.NumFree())
+
+	res, err := s.m.Resume(1)
+	require.NoError(t, err)
+	require.Equal(t, 16, res.LoadTokens)
+	require.Equal(t, 18, res.Tokens)
+	s.completeAll(t, true)
+	info, _ = s.m.Seq(1)
+	require.Equal(t, Running, info.State)
+	require.Equal(t, before.Tokens, info.Tokens)
+	require.Equal(t, 4, info.Committed)
+	_, err = s.m.Resume(1)
+	require.ErrorIs(t, err, ErrNotRunning)
+	_, err = s.m.Resume(99)
+	require.ErrorIs(t, err, ErrUnknownSeq)
+	_, err = s.m.CompleteTransfer(12345, true)
+	require.ErrorIs(t, err, prefix.ErrUnknownTransfer)
+	s.done(t)
+}

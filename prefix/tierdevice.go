@@ -235,3 +235,31 @@ func (x *Index) evictPopped(n int32) {
 		}
 	}
 }
+
+// Demote prepares the copy into tier 1 of each block of ids that is cached, held by one
+// caller besides the index, not being copied and not in a lower tier yet, and marks it
+// demoted: once its copy is confirmed and nothing holds it, it leaves the device. It is
+// how a sequence swapped out into the tiers keeps its KV (blocktable.Manager's Swap mode
+// without a host pool), whatever the tier's write policy. It returns how many copies it
+// prepared (TakePlans hands them out); a block the tier has no room for stays cached on
+// the device as any other.
+func (x *Index) Demote(ids []blocks.ID) int {
+	if x.tiers == nil {
+		return 0
+	}
+	k := 0
+	for _, id := range ids {
+		if uint(id) >= uint(x.nb) || !x.IsCached(id) || x.pool.RefCount(id) != 2 || x.tiers.devRefs[id] != 0 {
+			continue
+		}
+		n := nodeOf(id)
+		if x.nodes[n].flags&flagDemote != 0 || x.hasLowerCopy(n) || !x.tierable(n) {
+			continue
+		}
+		if x.startDeviceStore(n, true) {
+			k++
+		}
+	}
+	x.mutated()
+	return k
+}

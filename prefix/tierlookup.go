@@ -113,16 +113,20 @@ func (x *Index) PrepareLoad(p *Prompt, c Cursor, limit HitLimit, dst []blocks.ID
 	if len(dst) == 0 {
 		return 0, fmt.Errorf("%w: nothing to load", ErrInvalidArgument)
 	}
-	if got := x.lowerWalk(p, c, limit, len(dst), nil); got < len(dst) {
-		return 0, fmt.Errorf("%w: %d of %d blocks in the lower tiers", ErrNotCached, got, len(dst))
+	// One walk, collecting the blocks in scratch; nothing changes until all are found.
+	ops := ts.walkBuf[:0]
+	x.lowerWalk(p, c, limit, len(dst), func(e int32, t Tier) {
+		ops = append(ops, tierOp{from: t, to: Device, e: e, src: ts.ents[e].slot[t-1] - 1, dst: int32(dst[len(ops)])})
+	})
+	ts.walkBuf = ops
+	if len(ops) < len(dst) {
+		return 0, fmt.Errorf("%w: %d of %d blocks in the lower tiers", ErrNotCached, len(ops), len(dst))
 	}
 	r := ts.newPlan(Load)
-	i := 0
-	x.lowerWalk(p, c, limit, len(dst), func(e int32, t Tier) {
-		x.pinSlot(t, e)
-		r.ops = append(r.ops, tierOp{from: t, to: Device, e: e, src: ts.ents[e].slot[t-1] - 1, dst: int32(dst[i])})
-		i++
-	})
+	for _, op := range ops {
+		x.pinSlot(op.from, op.e)
+	}
+	r.ops = append(r.ops, ops...)
 	// One plan per source tier, in tier order, then block order within it.
 	sortOpsByTier(r.ops)
 	if err := x.pool.Retain(dst...); err != nil {

@@ -87,6 +87,7 @@ type tierStore struct {
 	nextID   TransferID
 	evIDs    []blocks.ID // scratch of lower-tier events
 	slotBuf  []int32     // scratch of matchSlots
+	walkBuf  []tierOp    // scratch of PrepareLoad
 	demoting int         // device blocks being demoted (flagDemote)
 	stats    [MaxTiers]TierStats
 }

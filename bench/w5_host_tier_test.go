@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocks/sizing"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/stretchr/testify/require"
+)
+
+// W5 (bench/README.md, "W5: W3 with a host tier"): W3's trace and steps on a device pool
+// too small for W3's 32 system prompts (4,096 blocks), with a host tier that holds them.
+const (
+	// W5DeviceBlocks is W5's device pool, the null block included (2,047 usable).
+	W5DeviceBlocks = 2048
+	// W5HostBlocks is W5's host tier in blocks: the 32 system prompts' 4,096 blocks.
+	W5HostBlocks = 4096
+	// W5StoreHits is the host tier's write policy: a block is copied to the host once it
+	// has been hit twice on the device (vLLM's store threshold), so that the requests'
+	// unique tails, never hit again, are never copied.
+	W5StoreHits = 2
+)
+
+// w5BlockBytes is one block's KV for llama-3-8b in bf16 (16 tokens x 128 KiB): 2 MiB.
+func w5BlockBytes(tb testing.TB) int64 {
+	m, err := sizing.ModelPreset("llama-3-8b")
+	require.NoError(tb, err)
+	bits, err := m.KVBitsPerToken(sizing.BF16)
+	require.NoError(tb, err)
+	return bits.CeilBytes() * BlockSize
+}
+
+// w5Manager builds W5's stack: a device pool of 2,048 blocks with the null block, the
+// prefix index with LRU, and, when tiered, a host tier of 4,096 blocks (LRU, written
+// after 2 hits); the Manager over them.
+func w5Manager(tb testing.TB, tiered bool) *blocktable.Manager {
+	pool, err := blocks.New(W5DeviceBlocks, blocks.WithNullBlock())
+	require.NoError(tb, err)
+	var opts []prefix.Option
+	if tiered {
+		opts = append(opts, prefix.WithTiers(prefix.TierConfig{
+			Tiers:      []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: W5HostBlocks, Write: prefix.WriteAfterHits, Hits: W5StoreHits}},
+			BlockBytes: w5BlockBytes(tb),
+		}))
+	}
+	x, err := prefix.New(pool, BlockSize, opts...)
+	require.NoError(tb, err)
+	m, err := blocktable.New(blocktable.Config{Pool: pool, Index: x, BlockSize: BlockSize})
+	require.NoError(tb, err)
+	return m
+}
+
+// w5Result is what one W5 run reports.
+type w5Result struct {
+	HitTokens, LoadedTokens, PromptTokens uint64
+	Evictions                             uint64
+	Stored, Loaded                        uint64 // blocks copied to and from the host
+	Plans                                 uint64
+	BytesMoved                            uint64
+}
+
+func (r w5Result) DeviceHitRate() float64 { return float64(r.HitTokens) / float64(r.PromptTokens) }
+func (r w5Result) TieredHitRate() float64 {
+	return float64(r.HitTokens+r.LoadedTokens) / float64(r.PromptTokens)
+}
+
+// runW5 is runW3 with a server that executes every plan at once and confirms it ok: after
+// each admission (the request's load, and the stores its hits started) it takes the
+// plans and completes them before the request's first step. Without tiers it is runW3.
+func runW5(m *blocktable.Manager, tr *W3Trace, plans []prefix.Plan) (w5Result, error) {
+	req := blocktable.Request{MaxTokens: W3SystemTokens + W3UniqueTokens + W3OutputTokens}
+	for i := range tr.Requests {
+		rq := &tr.Requests[i]
+		seq := blocktable.SeqID(i)
+		req.Prompt = rq.Prompt
+		if _, err := m.Admit(seq, &req); err != nil {
+			return w5Result{}, err
+		}
+		plans = m.TakePlans(plans[:0])
+		for j, p := range plans {
+			if j > 0 && plans[j-1].ID == p.ID {
+				continue
+			}
+			if _, err := m.CompleteTransfer(p.ID, true); err != nil {
+				return w5Result{}, err
+			}
+		}
+		for j := range rq.Output {
+			if _, err := m.Append(seq, rq.Output[j:j+1], 0); err != nil {
+				return w5Result{}, err
+			}
+		}
+		if err := m.Finish(seq); err != nil {
+			return w5Result{}, err
+		}
+	}
+	st := m.Stats()
+	x := m.Config().Index
+	host := x.TierStatsOf(1)
+	return w5Result{
+		HitTokens: st.HitTokens, LoadedTokens: st.LoadedTokens, PromptTokens: st.PromptTokens, Evictions: st.Evictions,
+		Stored: host.Stored, Loaded: host.Loaded, Plans: host.Plans + x.TierStatsOf(prefix.Device).Plans,
+		BytesMoved: host.BytesIn + host.BytesOut,
+	}, nil
+}
+
+// TestW5HostTier pins W5's figures (deterministic: logical clocks, ties by ID): the
+// device-only hit rate, the tiered run's device and host hits, blocks moved and bytes.
+func TestW5HostTier(t *testing.T) {
+	if invariant.Enabled {
+		t.Skip("two whole traces under invariant checks take minutes; the plain build runs them")
+	}
+	tr := NewW3Trace()
+	dev, err := runW5(w5Manager(t, false), tr, nil)
+	require.NoError(t, err)
+	m := w5Manager(t, true)
+	tiered, err := runW5(m, tr, nil)
+	require.NoError(t, err)
+	t.Logf("device-only %+v hit %.5f", dev, dev.DeviceHitRate())
+	t.Logf("tiered %+v device hit %.5f tiered hit %.5f", tiered, tiered.DeviceHitRate(), tiered.TieredHitRate())
+	require.Equal(t, uint64(W3Requests*(W3SystemTokens+W3UniqueTokens)), dev.PromptTokens)
+	require.Zero(t, dev.LoadedTokens)
+	require.Greater(t, tiered.TieredHitRate(), dev.DeviceHitRate())
+	require.Equal(t, tiered.LoadedTokens, tiered.Loaded*BlockSize, "every loaded block was a hit")
+	require.Equal(t, (tiered.Stored+tiered.Loaded)*uint64(w5BlockBytes(t)), tiered.BytesMoved)
+	require.Zero(t, m.Config().Index.PendingTransfers())
+	st := m.Stats()
+	require.Equal(t, st.Capacity, st.Free+st.Evictable, "every device block is free or cached and evictable")
+	require.NoError(t, m.CheckInvariants())
+	require.NoError(t, m.Config().Index.CheckInvariants())
+	require.Equal(t, w5Figures{
+		DeviceOnlyHitTokens: 27244208, DeviceOnlyEvictions: 1655190,
+		HitTokens: 27244208, LoadedTokens: 13379200, Evictions: 1655190,
+		Stored: 4096, Loaded: 836200, Plans: 6738,
+	}, w5Figures{
+		DeviceOnlyHitTokens: dev.HitTokens, DeviceOnlyEvictions: dev.Evictions,
+		HitTokens: tiered.HitTokens, LoadedTokens: tiered.LoadedTokens, Evictions: tiered.Evictions,
+		Stored: tiered.Stored, Loaded: tiered.Loaded, Plans: tiered.Plans,
+	})
+}
+
+// w5Figures are W5's check values (bench/README.md).
+type w5Figures struct {
+	DeviceOnlyHitTokens, DeviceOnlyEvictions uint64
+	HitTokens, LoadedTokens, Evictions       uint64
+	Stored, Loaded, Plans                    uint64
+}
+
+// BenchmarkW5HostTier is W5 (bench/README.md): W3's trace on a 2,048-block device, once
+// device-only and once with the 4,096-block host tier, the server confirming every plan at
+// once. It reports both hit rates, the recompute tokens the host tier saves, the blocks
+// moved, and req/s of each run: their ratio is the cost of tiering on the scheduler thread.
+func BenchmarkW5HostTier(b *testing.B) {
+	tr := NewW3Trace()
+	for _, c := range []struct {
+		name   string
+		tiered bool
+	}{{"device-only", false}, {"host-tier", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var res w5Result
+			plans := make([]prefix.Plan, 0, 16)
+			for b.Loop() {
+				b.StopTimer()
+				m := w5Manager(b, c.tiered)
+				b.StartTimer()
+				var err error
+				if res, err = runW5(m, tr, plans); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(W3Requests)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+			b.ReportMetric(res.DeviceHitRate(), "device-hit-rate")
+			b.ReportMetric(res.TieredHitRate(), "hit-rate")
+			b.ReportMetric(float64(res.LoadedTokens), "recompute-tokens-saved")
+			b.ReportMetric(float64(res.Stored+res.Loaded), "blocks-moved")
+			b.ReportMetric(float64(res.Evictions), "evictions")
+		})
+	}
+}
