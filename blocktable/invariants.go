@@ -29,6 +29,13 @@ func (m *Manager) CheckInvariants() error {
 		if s.id != id {
 			return fmt.Errorf("seq %d is filed under %d", s.id, id)
 		}
+		if s.inTiers {
+			// Swapped out into the tiers (tiers.go): its tokens only, no table, no cursor.
+			if s.state != Swapped || len(s.t.ids) != 0 || s.t.tokens != 0 || s.committed() != 0 || len(s.host) != 0 {
+				return fmt.Errorf("seq %d, swapped into the tiers, holds a table or host blocks", id)
+			}
+			continue
+		}
 		if len(s.tokens) != s.t.tokens {
 			return fmt.Errorf("seq %d has %d tokens but its table %d", id, len(s.tokens), s.t.tokens)
 		}
