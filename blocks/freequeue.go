@@ -63,8 +63,8 @@ func (q *FreeQueue) Len() int { return q.n }
 // RefCount returns the holders of id (0 for a queued block, the null block or an unknown
 // ID).
 func (q *FreeQueue) RefCount(id ID) int {
-	if id <= NullID || int(id) >= len(q.b) {
-		return 0
+	if uint(id) >= uint(len(q.b)) {
+		return 0 // the null block's count stays 0
 	}
 	return int(q.b[id].ref)
 }
@@ -143,6 +143,31 @@ func (q *FreeQueue) Retain(id ID) error {
 		q.unlink(int32(id))
 	}
 	x.ref++
+	return nil
+}
+
+// RetainTable adds a holder to every non-null block of ids (a request's hit, taken as
+// one), each taken out of the queue if it had none, in order. It is all or nothing: an
+// unknown ID, or a block within len(ids) holders of MaxRefCount, fails the call with a
+// *BlockError before anything changes.
+func (q *FreeQueue) RetainTable(ids []ID) error {
+	b := q.b
+	limit := int32(MaxRefCount - min(len(ids), MaxRefCount))
+	for _, id := range ids {
+		if id != NullID && (uint(id) >= uint(len(b)) || b[id].ref > limit) {
+			return q.blockError("retain", id, ErrRefCountOverflow)
+		}
+	}
+	for _, id := range ids {
+		if id == NullID {
+			continue
+		}
+		x := &b[id]
+		if x.ref == 0 {
+			q.unlink(int32(id))
+		}
+		x.ref++
+	}
 	return nil
 }
 

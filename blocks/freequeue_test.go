@@ -179,3 +179,33 @@ func TestFreeQueueStateMachine(t *testing.T) {
 		})
 	})
 }
+
+// The batch forms are the single ones in order, and all or nothing.
+func TestFreeQueueBatches(t *testing.T) {
+	q, err := NewFreeQueue(8)
+	require.NoError(t, err)
+	got, err := q.Allocate(nil, 4)
+	require.NoError(t, err)
+	require.Equal(t, []ID{1, 2, 3, 4}, got)
+	_, err = q.Allocate(got, 4)
+	require.ErrorIs(t, err, ErrOutOfBlocks)
+	_, err = q.Allocate(nil, -1)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.Equal(t, []ID{5, 6, 7}, queued(q))
+
+	// A table with a null entry (outside a window) is released last first.
+	require.NoError(t, q.ReleaseTable([]ID{NullID, 2, 3, 4}))
+	require.Equal(t, []ID{5, 6, 7, 4, 3, 2}, queued(q))
+	// A hit takes the cached blocks back from the middle, in order.
+	require.NoError(t, q.RetainTable([]ID{NullID, 3, 4, 1}))
+	require.Equal(t, []ID{5, 6, 7, 2}, queued(q))
+	require.Equal(t, 2, q.RefCount(1))
+
+	before := queued(q)
+	require.ErrorIs(t, q.ReleaseTable([]ID{1, 3, 3}), ErrDoubleFree, "3 is held once")
+	require.Equal(t, before, queued(q))
+	require.Equal(t, []int{2, 1, 1}, []int{q.RefCount(1), q.RefCount(3), q.RefCount(4)})
+	require.ErrorIs(t, q.RetainTable([]ID{3, 9}), ErrUnknownBlock)
+	require.Equal(t, 1, q.RefCount(3))
+	require.NoError(t, q.CheckInvariants())
+}
