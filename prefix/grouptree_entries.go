@@ -111,9 +111,77 @@ func (t *GroupTree) Cache(b blocks.ID, n Node, g int) error {
 	return nil
 }
 
+// CacheChain caches a run of one group's blocks along a path: ids[i] for group g at
+// path[(i+1)*k-1], where k is the group's block size in match units (a block is cached
+// at the node of its last unit); null entries are skipped. It is Cache for each block,
+// in order, in one call, and all or nothing: it fails, changing nothing, if any block
+// would fail Cache, appears twice, or path is too short.
+func (t *GroupTree) CacheChain(g int, ids []blocks.ID, path []Node, k int) error {
+	r := &t.res[Device]
+	if uint(g) >= uint(t.ng) || k <= 0 || len(path)/k < len(ids) {
+		return &BlockError{Op: "cache", Err: ErrInvalidArgument}
+	}
+	for i, b := range ids {
+		if b == blocks.NullID {
+			continue
+		}
+		n := path[(i+1)*k-1]
+		if uint(b)-1 >= uint(len(r.ent))-1 || uint(n)-1 >= uint(len(t.nodes))-1 {
+			t.undoChain(g, ids[:i], path, k)
+			return &BlockError{Op: "cache", ID: b, Err: ErrInvalidArgument}
+		}
+		x := &r.ent[b]
+		nd := &t.nodes[n]
+		if nd.parent == NoNode || nd.root || x.node != 0 {
+			t.undoChain(g, ids[:i], path, k)
+			return t.cacheError(b, n)
+		}
+		x.node, x.group, x.next = n, uint8(g), 0
+		j := int(n)*t.ng + g
+		if last := r.tail[j]; last != 0 {
+			r.ent[last].next = int32(b)
+			t.duplicates++
+		} else {
+			r.head[j] = int32(b)
+		}
+		r.tail[j] = int32(b)
+		nd.entries++
+		r.cached[g]++
+	}
+	return nil
+}
+
+// undoChain takes back the entries CacheChain made for done, last first: each is the
+// tail of its list, and its node was live before (so nothing is freed).
+func (t *GroupTree) undoChain(g int, done []blocks.ID, path []Node, k int) {
+	r := &t.res[Device]
+	for i := len(done) - 1; i >= 0; i-- {
+		b := done[i]
+		if b == blocks.NullID {
+			continue
+		}
+		n := path[(i+1)*k-1]
+		j := int(n)*t.ng + g
+		prev := int32(0)
+		for c := r.head[j]; c != int32(b); c = r.ent[c].next {
+			prev = c
+		}
+		if prev == 0 {
+			r.head[j] = 0
+		} else {
+			r.ent[prev].next = 0
+			t.duplicates--
+		}
+		r.tail[j] = prev
+		r.ent[b] = gentry{}
+		t.nodes[n].entries--
+		r.cached[g]--
+	}
+}
+
 // cacheError explains why b cannot be cached at n (a live node, in range).
 func (t *GroupTree) cacheError(b blocks.ID, n Node) error {
-	if !t.isPrefixNode(n) {
+	if uint(b)-1 >= uint(len(t.res[Device].ent))-1 || !t.isPrefixNode(n) {
 		return &BlockError{Op: "cache", ID: b, Err: ErrInvalidArgument}
 	}
 	return &BlockError{Op: "cache", ID: b, Err: ErrAlreadyCached}

@@ -386,3 +386,36 @@ func compareStrings(a, b string) int {
 	}
 	return 0
 }
+
+// CacheChain is Cache block by block along a path, k units a block, and all or nothing.
+func TestGroupTreeCacheChain(t *testing.T) {
+	g := newTestTree(t, 12, 2, 2)
+	path := pathOf(g, RootNode, []int32{1, 2, 3, 4, 5, 6, 7, 8})
+	require.NoError(t, g.CacheChain(1, []blocks.ID{3, blocks.NullID}, path, 2))
+	require.Equal(t, blocks.ID(3), g.First(path[1], 1), "a two-unit block at its last unit")
+	require.Equal(t, blocks.NullID, g.First(path[3], 1))
+	require.NoError(t, g.CacheChain(0, []blocks.ID{5, 6}, path[2:], 1))
+	require.Equal(t, []blocks.ID{5, 6}, []blocks.ID{g.First(path[2], 0), g.First(path[3], 0)})
+
+	before := g.Stats()
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"a block twice", func() error { return g.CacheChain(0, []blocks.ID{7, 7}, path, 1) }, ErrAlreadyCached},
+		{"a cached block", func() error { return g.CacheChain(0, []blocks.ID{8, 9, 3}, path, 1) }, ErrAlreadyCached},
+		{"the path short", func() error { return g.CacheChain(0, []blocks.ID{7, 8, 9}, path, 2) }, ErrInvalidArgument},
+		{"a bad group", func() error { return g.CacheChain(2, []blocks.ID{7}, path, 1) }, ErrInvalidArgument},
+		{"an unknown block", func() error { return g.CacheChain(0, []blocks.ID{7, 12}, path, 1) }, ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorIs(t, tc.call(), tc.want)
+			require.Equal(t, before, g.Stats())
+			for _, b := range []blocks.ID{7, 8, 9} {
+				require.False(t, g.IsCached(b))
+			}
+			require.NoError(t, g.CheckInvariants())
+		})
+	}
+}
