@@ -76,8 +76,13 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 // block another sequence holds too (after a Fork), and which entry it is.
 func (m *Manager) sharedWrite(s *seq, g int) (int, bool) {
 	if !s.forked {
-		return 0, false
+		return 0, false // the usual decode step, kept inlined: it runs every step
 	}
+	return m.forkedWrite(s, g)
+}
+
+// forkedWrite is sharedWrite for a sequence that took part in a fork.
+func (m *Manager) forkedWrite(s *seq, g int) (int, bool) {
 	i := m.div(g, s.computed)
 	t := s.tables[g]
 	if i*m.bs[g] == s.computed || i >= len(t) || t[i] == blocks.NullID || m.st.ref(t[i]) < 2 {

@@ -124,6 +124,15 @@ func (s *store) releaseUnhashedFirst(b blocks.ID) {
 // cache records b as cached for group g at node n.
 func (s *store) cache(b blocks.ID, n prefix.Node, g int) { must(s.t.Cache(b, n, g)) }
 
+// cacheChain caches ids (a run of group g's table) along path, block i at path[(i+1)k-1].
+func (s *store) cacheChain(g int, ids []blocks.ID, path []prefix.Node, k int) {
+	must(s.t.CacheChain(g, ids, path, k))
+}
+
+// takeTable adds a reference to each hit block of ids, taking it out of the queue if it
+// was there.
+func (s *store) takeTable(ids []blocks.ID) { must(s.q.RetainTable(ids)) }
+
 // first returns the first block cached for group g at node n, or the null block.
 func (s *store) first(n prefix.Node, g int) blocks.ID { return s.t.First(n, g) }
 

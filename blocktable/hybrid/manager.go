@@ -528,12 +528,11 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		for i := range hb {
 			if i < skip {
 				t = append(t, blocks.NullID)
-				continue
+			} else {
+				t = append(t, m.blockAt(s, g, i))
 			}
-			b := m.blockAt(s, g, i)
-			m.st.take(b)
-			t = append(t, b)
 		}
+		m.st.takeTable(t[skip:hb])
 		s.tables[g], s.numCached[g] = t, hb
 	}
 	m.grow(s, slots, slots)
@@ -597,9 +596,13 @@ func (m *Manager) commit(s *seq, tokens int) {
 		units = max(units, full*m.k[g])
 		m.extend(s, full*m.k[g])
 		t := s.tables[g]
-		for i := s.numCached[g]; i < full; i++ {
-			if t[i] != blocks.NullID && (!m.sparse || m.retained(s, g, i)) {
-				m.st.cache(t[i], s.path[(i+1)*m.k[g]-1], g)
+		if nc := s.numCached[g]; !m.sparse {
+			m.st.cacheChain(g, t[nc:full], s.path[nc*m.k[g]:], m.k[g])
+		} else {
+			for i := nc; i < full; i++ {
+				if t[i] != blocks.NullID && m.retained(s, g, i) {
+					m.st.cache(t[i], s.path[(i+1)*m.k[g]-1], g)
+				}
 			}
 		}
 		s.numCached[g] = full
