@@ -108,6 +108,10 @@ type BlockStored struct {
 	// tier's TierSpec.Medium, in which case Blocks are that tier's slots. A block that
 	// moves is reported once per tier it enters, never again for a tier it stays in.
 	Medium string
+	// Group is the KV-cache group the blocks belong to (vLLM's group_idx), when HasGroup:
+	// a GroupTree's events always say it, an Index's never (it is one group).
+	Group    int
+	HasGroup bool
 }
 
 // Hash returns the hash of the i-th stored block.
@@ -120,6 +124,9 @@ type BlockRemoved struct {
 	Blocks   []blocks.ID
 	// Medium is the tier the blocks left, as in BlockStored.
 	Medium string
+	// Group and HasGroup are as in BlockStored.
+	Group    int
+	HasGroup bool
 }
 
 // Hash returns the hash of the i-th removed block.

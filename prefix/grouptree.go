@@ -46,6 +46,9 @@ type GroupTree struct {
 	res [groupTiers]residency
 
 	duplicates uint64
+
+	ev     *groupEvents // nil: no observer, and nothing computed for events
+	evPath []Node
 }
 
 // Node names one logical prefix of a GroupTree. RootNode is the zero namespace's root;
@@ -90,6 +93,9 @@ type GroupTreeStats struct {
 	Nodes int
 	// Cached is the number of device entries per group.
 	Cached []int
+	// Prefixes is the number of (node, group) pairs with a device entry, per group:
+	// Cached less the duplicates, and what the events report as held.
+	Prefixes []int
 	// Duplicates counts blocks cached under a (node, group) that already had one.
 	Duplicates uint64
 }
@@ -127,7 +133,9 @@ func (t *GroupTree) Groups() int { return t.ng }
 
 // Stats returns the counters; Cached is a fresh slice.
 func (t *GroupTree) Stats() GroupTreeStats {
-	return GroupTreeStats{Nodes: t.live, Cached: append([]int(nil), t.res[Device].cached...), Duplicates: t.duplicates}
+	r := &t.res[Device]
+	return GroupTreeStats{Nodes: t.live, Cached: append([]int(nil), r.cached...),
+		Prefixes: append([]int(nil), r.prefixes...), Duplicates: t.duplicates}
 }
 
 // Parent returns n's parent (RootNode for a namespace root and for the zero namespace's
@@ -209,6 +217,9 @@ func (t *GroupTree) newNode() Node {
 	t.ntok = append(t.ntok, make([]int32, t.unit)...)
 	for i := range t.res {
 		t.res[i].addNode(t.ng)
+	}
+	if t.ev != nil {
+		t.ev.addNode()
 	}
 	return n
 }

@@ -21,6 +21,7 @@ type residency struct {
 	head, tail []int32  // per (node, group): the first and last entry's ID, 0 = none
 	ent        []gentry // per ID of the tier
 	cached     []int    // entries per group
+	prefixes   []int    // (node, group) lists that are not empty, per group
 }
 
 // gentry is what an ID of a tier caches: its node (0 = not cached), its group, and the
@@ -36,6 +37,7 @@ func (r *residency) init(ids, groups, nodes int) {
 	r.head = make([]int32, groups, nodes*groups)
 	r.tail = make([]int32, groups, nodes*groups)
 	r.cached = make([]int, groups)
+	r.prefixes = make([]int, groups)
 }
 
 func (r *residency) addNode(groups int) {
@@ -104,10 +106,14 @@ func (t *GroupTree) Cache(b blocks.ID, n Node, g int) error {
 		t.duplicates++
 	} else {
 		r.head[i] = int32(b)
+		r.prefixes[g]++
 	}
 	r.tail[i] = int32(b)
 	t.nodes[n].entries++
 	r.cached[g]++
+	if t.ev != nil && r.head[i] == int32(b) {
+		t.emitOne(b, n, g)
+	}
 	return nil
 }
 
@@ -118,7 +124,7 @@ func (t *GroupTree) Cache(b blocks.ID, n Node, g int) error {
 // would fail Cache, appears twice, or path is too short.
 func (t *GroupTree) CacheChain(g int, ids []blocks.ID, path []Node, k int) error {
 	r := &t.res[Device]
-	if uint(g) >= uint(t.ng) || k <= 0 || len(path)/k < len(ids) {
+	if uint(g) >= uint(t.ng) || k <= 0 || len(path)/k < len(ids) || t.ev != nil && t.ev.k[g] != k {
 		return &BlockError{Op: "cache", Err: ErrInvalidArgument}
 	}
 	for i, b := range ids {
@@ -143,12 +149,38 @@ func (t *GroupTree) CacheChain(g int, ids []blocks.ID, path []Node, k int) error
 			t.duplicates++
 		} else {
 			r.head[j] = int32(b)
+			r.prefixes[g]++
 		}
 		r.tail[j] = int32(b)
 		nd.entries++
 		r.cached[g]++
 	}
+	if t.ev != nil {
+		t.emitChains(g, ids, path, k)
+	}
 	return nil
+}
+
+// emitChains reports the blocks CacheChain made the first of their (node, group), one
+// event per run of consecutive ones.
+func (t *GroupTree) emitChains(g int, ids []blocks.ID, path []Node, k int) {
+	r := &t.res[Device]
+	from := -1
+	for i, b := range ids {
+		if b != blocks.NullID && r.head[int(path[(i+1)*k-1])*t.ng+g] == int32(b) {
+			if from < 0 {
+				from = i
+			}
+			continue
+		}
+		if from >= 0 {
+			t.emitChain(g, ids, path, k, from, i)
+			from = -1
+		}
+	}
+	if from >= 0 {
+		t.emitChain(g, ids, path, k, from, len(ids))
+	}
 }
 
 // undoChain takes back the entries CacheChain made for done, last first: each is the
@@ -168,6 +200,7 @@ func (t *GroupTree) undoChain(g int, done []blocks.ID, path []Node, k int) {
 		}
 		if prev == 0 {
 			r.head[j] = 0
+			r.prefixes[g]--
 		} else {
 			r.ent[prev].next = 0
 			t.duplicates--
@@ -209,6 +242,12 @@ func (t *GroupTree) Uncache(b blocks.ID) error {
 	}
 	if r.tail[i] == int32(b) {
 		r.tail[i] = prev
+	}
+	if r.head[i] == 0 {
+		r.prefixes[g]--
+		if t.ev != nil {
+			t.emitRemoved(b, n, g)
+		}
 	}
 	x.node, x.next = 0, 0
 	t.nodes[n].entries--

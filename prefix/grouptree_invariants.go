@@ -20,6 +20,7 @@ func (t *GroupTree) CheckInvariants() error {
 		nids := len(r.ent)
 		onList := make([]bool, nids)
 		perGroup := make([]int, t.ng)
+		lists := make([]int, t.ng)
 		if len(r.head) != len(t.nodes)*t.ng || len(r.tail) != len(r.head) {
 			return fmt.Errorf("tier %v: %d list heads for %d nodes", Tier(ti), len(r.head), len(t.nodes))
 		}
@@ -35,6 +36,9 @@ func (t *GroupTree) CheckInvariants() error {
 					perNode[n]++
 					last = b
 				}
+				if last != 0 {
+					lists[g]++
+				}
 				if r.tail[n*t.ng+g] != last {
 					return fmt.Errorf("tier %v node %d group %d: tail %d, last %d", Tier(ti), n, g, r.tail[n*t.ng+g], last)
 				}
@@ -46,8 +50,8 @@ func (t *GroupTree) CheckInvariants() error {
 			}
 		}
 		for g := range t.ng {
-			if perGroup[g] != r.cached[g] {
-				return fmt.Errorf("tier %v group %d: %d cached, counted %d", Tier(ti), g, perGroup[g], r.cached[g])
+			if perGroup[g] != r.cached[g] || lists[g] != r.prefixes[g] {
+				return fmt.Errorf("tier %v group %d: %d cached in %d lists, counted %d in %d", Tier(ti), g, perGroup[g], lists[g], r.cached[g], r.prefixes[g])
 			}
 		}
 	}

@@ -85,6 +85,9 @@ func (t *GroupTree) Ensure(parent Node, toks []int32) Node {
 		t.grow()
 	}
 	t.insertSlot(n)
+	if t.ev != nil {
+		t.hashNode(n, parent)
+	}
 	return n
 }
 
