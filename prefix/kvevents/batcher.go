@@ -55,14 +55,16 @@ func (b *Batcher) Len() int { return b.n }
 
 // BlockStored encodes a BlockStored event: the chain's hashes, its parent's hash (None for
 // a chain that starts its namespace), every token, the block size, lora_id, medium,
-// lora_name, unless WithoutExtraKeys each block's extra keys in vLLM's order, and under
-// WithGroup the group's index.
+// lora_name, unless WithoutExtraKeys each block's extra keys in vLLM's order, and the
+// KV-cache group's index: the event's own (HasGroup, as a prefix.GroupTree reports), else
+// WithGroup's.
 func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 	nblocks := len(e.Blocks)
 	withExtra := !b.cfg.omitExtraKeys
+	group, hasGroup := b.group(e.Group, e.HasGroup)
 	fields := blockStoredFieldsNoExt
 	switch {
-	case b.cfg.hasGroup:
+	case hasGroup:
 		fields = blockStoredFieldsGroup
 	case withExtra:
 		fields = blockStoredFields
@@ -109,11 +111,11 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 			}
 			b.encodeExtraKeys(lora, mm, offs, salt)
 		}
-	} else if b.cfg.hasGroup {
+	} else if hasGroup {
 		b.events.b = append(b.events.b, msgpackNil) // extra_keys None, before group_idx
 	}
-	if b.cfg.hasGroup {
-		_ = enc.EncodeInt(int64(b.cfg.group))
+	if hasGroup {
+		_ = enc.EncodeInt(int64(group))
 	}
 	b.n++
 }
@@ -121,7 +123,8 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 // BlockRemoved encodes a BlockRemoved event listing every removed block's hash.
 func (b *Batcher) BlockRemoved(e *prefix.BlockRemoved) {
 	fields := blockRemovedFields
-	if b.cfg.hasGroup {
+	group, hasGroup := b.group(e.Group, e.HasGroup)
+	if hasGroup {
 		fields = blockRemovedFieldsGrp
 	}
 	_ = b.enc.EncodeArrayLen(fields)
@@ -131,10 +134,19 @@ func (b *Batcher) BlockRemoved(e *prefix.BlockRemoved) {
 		b.encodeHash(e.Hash(i))
 	}
 	b.encodeOptString(b.medium(e.Medium))
-	if b.cfg.hasGroup {
-		_ = b.enc.EncodeInt(int64(b.cfg.group))
+	if hasGroup {
+		_ = b.enc.EncodeInt(int64(group))
 	}
 	b.n++
+}
+
+// group is the group_idx to write, if any: the event's own (a prefix.GroupTree's events
+// name their group), else WithGroup's.
+func (b *Batcher) group(g int, has bool) (int, bool) {
+	if has {
+		return max(g, 0), true
+	}
+	return b.cfg.group, b.cfg.hasGroup
 }
 
 // AllBlocksCleared encodes an AllBlocksCleared event.

@@ -30,6 +30,8 @@ type recordedEvent struct {
 	mm        bool // the event has multimodal keys (mmLen holds one count per block)
 	mmOff     bool // and their offsets (mmOff holds one per key)
 	ns        prefix.Namespace
+	group     int32 // the event's KV-cache group, when hasGroup
+	hasGroup  bool
 }
 
 func (r *recording) reset() {
@@ -71,7 +73,7 @@ func (r *recording) blockStored(e *prefix.BlockStored) {
 	ev := recordedEvent{
 		kind: KindBlockStored, blocks: int32(len(e.Blocks)), hashSize: int32(e.HashSize),
 		blockSize: int32(e.BlockSize), parent: len(e.Parent) > 0, mm: e.MM != nil, mmOff: e.MMOffsets != nil,
-		ns: e.Namespace,
+		ns: e.Namespace, group: int32(e.Group), hasGroup: e.HasGroup,
 	}
 	r.events = append(r.events, ev)
 	r.hashes = append(r.hashes, e.Parent...)
@@ -89,7 +91,8 @@ func (r *recording) blockStored(e *prefix.BlockStored) {
 }
 
 func (r *recording) blockRemoved(e *prefix.BlockRemoved) {
-	r.events = append(r.events, recordedEvent{kind: KindBlockRemoved, blocks: int32(len(e.Blocks)), hashSize: int32(e.HashSize)})
+	r.events = append(r.events, recordedEvent{kind: KindBlockRemoved, blocks: int32(len(e.Blocks)), hashSize: int32(e.HashSize),
+		group: int32(e.Group), hasGroup: e.HasGroup})
 	r.hashes = append(r.hashes, e.Hashes[:len(e.Blocks)*e.HashSize]...)
 }
 
@@ -120,7 +123,8 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 		switch ev.kind {
 		case KindBlockStored:
 			e := &p.stored
-			*e = prefix.BlockStored{HashSize: hs, Blocks: p.ids[:n], BlockSize: int(ev.blockSize), Namespace: ev.ns}
+			*e = prefix.BlockStored{HashSize: hs, Blocks: p.ids[:n], BlockSize: int(ev.blockSize), Namespace: ev.ns,
+				Group: int(ev.group), HasGroup: ev.hasGroup}
 			if ev.parent {
 				e.Parent = r.hashes[h : h+hs]
 				h += hs
@@ -147,7 +151,8 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 			}
 			o.BlockStored(e)
 		case KindBlockRemoved:
-			p.removed = prefix.BlockRemoved{Hashes: r.hashes[h : h+n*hs], HashSize: hs, Blocks: p.ids[:n]}
+			p.removed = prefix.BlockRemoved{Hashes: r.hashes[h : h+n*hs], HashSize: hs, Blocks: p.ids[:n],
+				Group: int(ev.group), HasGroup: ev.hasGroup}
 			o.BlockRemoved(&p.removed)
 			h += n * hs
 		case KindAllBlocksCleared:
