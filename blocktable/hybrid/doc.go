@@ -29,7 +29,9 @@
 // (vLLM's prefix_cache_retention_interval: window and Mamba groups cache only the blocks a
 // hit at a retained boundary needs). Mamba groups run vLLM's cache modes, align included
 // (one running state block per sequence; AlignedChunk splits a prefill on block
-// boundaries so that their states are cached).
+// boundaries so that their states are cached). Config.Observer receives the prefix
+// index's events, each naming its KV-cache group (prefix/kvevents publishes them with
+// vLLM's group_idx); ResetPrefixCache empties the cache, as vLLM's reset_prefix_cache.
 //
 // # Semantics
 //
@@ -65,8 +67,8 @@
 // the next step is not modelled, nor its speculative Mamba blocks (num_speculative_blocks)
 // or the shared-prefix junction that its sparse retention also keeps (Marconi). There is no
 // swap-mode preemption, no Truncate of rejected draft tokens (Reserve's lookahead is
-// reused by the next step instead), no KV events or multimodal extra keys,
-// no host tiers. The prefix store is this package's own (moving into package prefix).
+// reused by the next step instead), no multimodal extra keys,
+// no host tiers.
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.
 //

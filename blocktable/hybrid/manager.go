@@ -27,6 +27,13 @@ type Config struct {
 	// queue, so it is reused before any cached block is evicted (vLLM's newer order). The
 	// default appends every released block, as vLLM at ff1b90a2 does.
 	FreeUncachedFirst bool
+	// Observer receives the prefix index's events, each naming its KV-cache group
+	// (prefix.GroupTree.SetObserver: BlockStored when a prefix gains a group's block,
+	// BlockRemoved when it loses it, AllBlocksCleared on ResetPrefixCache); a
+	// kvevents.Recorder publishes them with vLLM's group_idx. nil: no events, no cost.
+	Observer prefix.Observer
+	// Hasher hashes the blocks for events (nil: prefix.Fast64).
+	Hasher prefix.Hasher
 	// SparseRetention turns on vLLM's prefix_cache_retention_interval, with
 	// RetentionInterval its value: sliding-window and Mamba groups cache only the blocks a
 	// hit can use at the retained boundaries, and the rest of their full blocks are never
@@ -90,6 +97,9 @@ type Stats struct {
 	Forks                                 uint64 // successful Fork calls
 	CopyOnWrites                          uint64 // blocks copied on a first write into a block shared by a fork
 	Preemptions                           uint64 // sequences preempted
+	// CachedPrefixes counts, per group, the prefixes with a cached block (Cached less the
+	// duplicates): what the index's events say is held.
+	CachedPrefixes []int
 }
 
 // Manager keeps the block tables of sequences of a hybrid model: one table per KV-cache
@@ -250,6 +260,11 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
 	m.view.st = m.st
+	if cfg.Observer != nil {
+		if err := m.st.t.SetObserver(cfg.Observer, cfg.Hasher, m.k); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -880,7 +895,7 @@ func (m *Manager) Stats() Stats {
 	st := m.counters
 	ts := m.st.t.Stats()
 	st.Capacity, st.Free, st.Running = m.st.q.NumBlocks()-1, m.st.free(), len(m.seqs)
-	st.Cached, st.Nodes = ts.Cached, ts.Nodes
+	st.Cached, st.CachedPrefixes, st.Nodes = ts.Cached, ts.Prefixes, ts.Nodes
 	st.Evictions, st.Duplicates, st.Dropped = m.st.evictions, ts.Duplicates, m.st.dropped
 	return st
 }
