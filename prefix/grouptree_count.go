@@ -11,3 +11,7 @@ func (t *GroupTree) LiveNodes() int { return t.live }
 
 // DuplicateCount returns Stats().Duplicates.
 func (t *GroupTree) DuplicateCount() uint64 { return t.duplicates }
+
+// PrefixesIn returns the number of prefixes with a device entry of group g
+// (Stats().Prefixes[g]).
+func (t *GroupTree) PrefixesIn(g int) int { return t.res[Device].prefixes[g] }

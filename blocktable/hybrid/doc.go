@@ -44,8 +44,9 @@
 // allocation takes the queue's front and evicts it if it is cached, so a sliding-window
 // block released mid-sequence is evicted in queue order like any other, while its prefix
 // node stays behind as a tombstone for the blocks after it. The queue and the refcounts
-// are a blocks.FreeQueue, the index a prefix.GroupTree; the Manager composes the two. On vLLM's W4 workload the
-// Manager reproduces vLLM's hit tokens and evictions exactly (bench/).
+// are a blocks.FreeQueue, the index a prefix.GroupTree; the Manager composes the two.
+// On vLLM's W4 workload the Manager reproduces vLLM's hit tokens and evictions exactly
+// (bench/).
 //
 // A Preempt's count is exact: every unreferenced block joins the free queue, cached or
 // not, so a victim frees the blocks no other sequence holds, and the shortest prefix of

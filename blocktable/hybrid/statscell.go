@@ -25,7 +25,7 @@ const statsFixed = 15
 func (c *StatsCell) Publish(m *Manager) {
 	p := c.words.Load()
 	if p == nil {
-		w := make([]atomic.Uint64, statsFixed+m.ng)
+		w := make([]atomic.Uint64, statsFixed+2*m.ng) // then cached and prefixes per group
 		p = &w
 		c.words.Store(p)
 	}
@@ -44,6 +44,7 @@ func (c *StatsCell) Publish(m *Manager) {
 	}
 	for g := range m.ng {
 		w[statsFixed+g].Store(uint64(ts.CachedIn(g)))
+		w[statsFixed+m.ng+g].Store(uint64(ts.PrefixesIn(g)))
 	}
 	c.seq.Add(1)
 }
@@ -55,27 +56,30 @@ func (c *StatsCell) Load() Stats {
 	return s
 }
 
-// LoadInto writes the last published Stats into dst, reusing dst.Cached's capacity, so
+// LoadInto writes the last published Stats into dst, reusing the capacity of dst.Cached
+// and dst.CachedPrefixes, so
 // that a reader polling the cell allocates nothing in steady state. It retries while a
 // Publish is under way and never blocks the publisher.
 func (c *StatsCell) LoadInto(dst *Stats) {
 	p := c.words.Load()
 	if p == nil {
-		*dst = Stats{Cached: dst.Cached[:0]}
+		*dst = Stats{Cached: dst.Cached[:0], CachedPrefixes: dst.CachedPrefixes[:0]}
 		return
 	}
 	w := *p
 	var vals [statsFixed]uint64
-	cached := dst.Cached[:0]
+	cached, prefixes := dst.Cached[:0], dst.CachedPrefixes[:0]
 	for spin := 0; ; spin++ {
 		before := c.seq.Load()
 		if before&1 == 0 {
 			for i := range vals {
 				vals[i] = w[i].Load()
 			}
-			cached = cached[:0]
-			for g := range int(vals[14]) {
+			cached, prefixes = cached[:0], prefixes[:0]
+			ng := int(vals[14])
+			for g := range ng {
 				cached = append(cached, int(w[statsFixed+g].Load()))
+				prefixes = append(prefixes, int(w[statsFixed+ng+g].Load()))
 			}
 			if c.seq.Load() == before {
 				break
@@ -90,5 +94,6 @@ func (c *StatsCell) LoadInto(dst *Stats) {
 		Evictions: vals[4], Duplicates: vals[5], Dropped: vals[6],
 		HitTokens: vals[7], PromptTokens: vals[8], ResumedHitTokens: vals[9], ResumedPromptTokens: vals[10],
 		Forks: vals[11], CopyOnWrites: vals[12], Preemptions: vals[13], Cached: cached,
+		CachedPrefixes: prefixes,
 	}
 }
