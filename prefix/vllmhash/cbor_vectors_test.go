@@ -3,6 +3,7 @@ package vllmhash_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"strings"
 	"testing"
 
@@ -38,6 +39,15 @@ const (
 	plain1    = "78a71559304e96e785d46658e382ff9b8b5f10f918102e3ac1b4060a29bae320"
 	extra0    = "d35d8c02db2bde5866b7c72ad60de6332413b21b0e7f22e165e676d80ab39a9e"
 	extra1    = "ae8bb6a2a705b7324779b50da32df5ca50d402c261599039feaeb5cd19e91eed"
+
+	// PYTHONHASHSEED unset: the root is the hash of vLLM's DEFAULT_NONE_HASH_SEED,
+	// cbor2.dumps("vllm-none-hash", canonical=True), and the first two blocks of 0..31
+	// chain on it as above.
+	rootDefault   = "9bd96a485ad84efdafb72ee48a1d7a69bcead0f8f0433173941b276b9581eef0"
+	defaultPlain0 = "dc918a88b139e5afe60b88eda27508d4aee16c10fdc354791efea06206ac0749"
+	defaultPlain1 = "c300ec275d7bf08af8fc63e76cdc0086911bbc7091e03c5cf892553bef84ef0c"
+	// The seed of vLLM's test_none_hash, case 2.
+	rootPythonHashSeed = "fc5ef6ef5e203c1069cf0180253363371d11683169c06d71b04979169dda057b"
 )
 
 func TestSHA256CBORRootMatchesVLLM(t *testing.T) {
@@ -47,6 +57,9 @@ func TestSHA256CBORRootMatchesVLLM(t *testing.T) {
 		{"42", "62 3432", root42}, // text string (major 3) of length 2: 0x62, then "42"
 		{"", "60", rootEmpty},     // empty text string; PYTHONHASHSEED set but empty
 		{"0", "61 30", root0},     // text string of length 1
+		// vLLM's DEFAULT_NONE_HASH_SEED: a text string of length 14 (0x60|14).
+		{"vllm-none-hash", "6e 766c6c6d2d6e6f6e652d68617368", rootDefault},
+		{"python hash seed", "70 707974686f6e20686173682073656564", rootPythonHashSeed}, // 0x60|16
 	} {
 		t.Run(tc.seed, func(t *testing.T) {
 			enc := unhex(t, tc.cbor)
@@ -130,6 +143,55 @@ func (v blockVector) check(t *testing.T) {
 	got := make([]byte, vllmhash.HashSize)
 	vllmhash.NewSHA256CBOR("42").Block(got, unhex(t, v.parent), v.tokens, v.extra)
 	require.Equal(t, v.digest, hex.EncodeToString(got))
+}
+
+// vLLM's test_none_hash for sha256_cbor: without PYTHONHASHSEED the root is
+// hash_fn(DEFAULT_NONE_HASH_SEED), the same on every initialisation; with it, the hash of
+// the variable's value.
+func TestSHA256CBORDefaultRootIsVLLMs(t *testing.T) {
+	require.Equal(t, "vllm-none-hash", vllmhash.DefaultSeed)
+	root := func(h *vllmhash.SHA256CBOR) string {
+		b := make([]byte, vllmhash.HashSize)
+		h.Root(b)
+		return hex.EncodeToString(b)
+	}
+	require.Equal(t, rootDefault, root(vllmhash.NewSHA256CBORDefault()), "PYTHONHASHSEED unset")
+	require.Equal(t, rootDefault, root(vllmhash.NewSHA256CBORDefault()), "deterministic across initialisations")
+	require.Equal(t, rootPythonHashSeed, root(vllmhash.NewSHA256CBOR("python hash seed")), "PYTHONHASHSEED set")
+	require.NotEqual(t, rootEmpty, rootDefault, "an empty PYTHONHASHSEED is a seed, not an unset one")
+
+	// The chain under the default root, block for block as cbor2 and hashlib give it.
+	first := blockVector{
+		name: "first block under the default root", parent: rootDefault, tokens: seqTokens(0, 16),
+		cbor:   "83 5820 " + rootDefault + " 90 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f f6",
+		digest: defaultPlain0,
+	}
+	first.check(t)
+	got := vllmhash.PromptHashes(vllmhash.NewSHA256CBORDefault(), &prefix.Prompt{Tokens: seqTokens(0, 40)}, 16)
+	require.Len(t, got, 2)
+	require.Equal(t, defaultPlain0, hex.EncodeToString(got[0]))
+	require.Equal(t, defaultPlain1, hex.EncodeToString(got[1]))
+	require.Equal(t, uint64(2233398808101521225), vllmhash.Uint64(got[0]), "the 64-bit form vLLM publishes")
+}
+
+// ResolveSeed is vLLM's resolve_none_hash_seed for sha256_cbor over os.LookupEnv's answer.
+func TestResolveSeed(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		set   bool
+		want  string
+	}{
+		{"", false, vllmhash.DefaultSeed},
+		{"ignored", false, vllmhash.DefaultSeed}, // LookupEnv gives "" with false; only set counts
+		{"", true, ""},                           // os.getenv returns "", which is not None
+		{"42", true, "42"},
+		{"random", true, "random"}, // vLLM hashes the text; only CPython's hash() reads it as a mode
+		{vllmhash.DefaultSeed, true, vllmhash.DefaultSeed},
+	} {
+		require.Equal(t, tc.want, vllmhash.ResolveSeed(tc.value, tc.set), "%q set=%v", tc.value, tc.set)
+	}
+	t.Setenv("PYTHONHASHSEED", "0")
+	require.Equal(t, "0", vllmhash.ResolveSeed(os.LookupEnv("PYTHONHASHSEED")))
 }
 
 func TestSHA256CBOREmptyParentIsRoot(t *testing.T) {

@@ -6,7 +6,7 @@
 // SHA256CBOR is vLLM's sha256_cbor scheme bit for bit (vllm/v1/core/kv_cache_utils.py,
 // hash_block_tokens; vllm/utils/hashing.py, sha256_cbor): SHA-256 over the RFC 8949 core
 // deterministic CBOR of [parent hash, token ids, extra keys], the first parent being the
-// hash of the PYTHONHASHSEED string. Extra keys are, in order, the LoRA name, the
+// hash of the seed string (vLLM's NONE_HASH). Extra keys are, in order, the LoRA name, the
 // multimodal inputs overlapping the block, and the cache salt on the first block only;
 // none gives CBOR null. A multimodal input is keyed in either of vLLM's forms, as the
 // prefix.Extra given says: by its identifier (vLLM before March 2026), or by the pair
@@ -17,8 +17,12 @@
 // always runs on 32-byte hashes. Give an index the hasher with prefix.WithHasher; the
 // command `kvpage hash` prints these hashes for a token sequence.
 //
-// Without PYTHONHASHSEED a vLLM server draws its root at random, so nothing can reproduce
-// its hashes (NewSHA256CBORFromRoot takes such a root if it is known).
+// The seed is the server's PYTHONHASHSEED (NewSHA256CBOR) or, when that is unset, the
+// fixed DefaultSeed "vllm-none-hash" that vLLM hashes sha256_cbor roots from since it
+// gained DEFAULT_NONE_HASH_SEED (NewSHA256CBORDefault; ResolveSeed picks between the two
+// as vLLM does). Older vLLM releases drew an unset seed's root from os.urandom, as vLLM
+// still does for xxhash: nothing can reproduce such a root, but NewSHA256CBORFromRoot
+// takes one that is known.
 //
 // # Concurrency
 //

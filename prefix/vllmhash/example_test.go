@@ -35,3 +35,18 @@ func ExamplePromptHashes() {
 	// f0e6a24abfba1d35
 	// 78ebdea9800ef935
 }
+
+// A vLLM server started without PYTHONHASHSEED hashes from the fixed default seed, so a
+// router computes the same hashes without being told a seed.
+func ExampleNewSHA256CBORDefault() {
+	h := vllmhash.NewSHA256CBORDefault()
+	tokens := make([]int32, 16)
+	for i := range tokens {
+		tokens[i] = int32(i)
+	}
+	dst := make([]byte, h.Size())
+	h.Block(dst, nil, tokens, prefix.Extra{})
+	fmt.Println(hex.EncodeToString(dst))
+	// Output:
+	// dc918a88b139e5afe60b88eda27508d4aee16c10fdc354791efea06206ac0749
+}

@@ -20,11 +20,15 @@ const HashSize = sha256.Size
 // them the third element is null. A multimodal input is its identifier, or, when the Extra
 // carries MMOffsets (prefix.MMKeyIdentifierOffset, vLLM since March 2026), the pair
 // [identifier, offset of the input's start relative to the block's first token]. The first block's parent is the root: SHA-256
-// over the CBOR text string of the seed, which vLLM takes from PYTHONHASHSEED.
+// over the CBOR text string of the seed (vLLM's NONE_HASH, made by init_none_hash).
 //
-// When PYTHONHASHSEED is unset vLLM draws its root from os.urandom(32) at start-up, so no
-// other process can reproduce its hashes: every server and router of a fleet must share a
-// seed. NewSHA256CBORFromRoot accepts such a root if it is known.
+// vLLM resolves the seed as resolve_none_hash_seed does: PYTHONHASHSEED when it is set (an
+// empty value is a seed too), otherwise, for sha256_cbor, the fixed DefaultSeed, so that
+// independent servers agree without configuration (NewSHA256CBORDefault; ResolveSeed
+// applies the rule to an environment lookup). vLLM releases before that rule drew the
+// root from os.urandom(32) when PYTHONHASHSEED was unset, as vLLM still does for its
+// non-cryptographic xxhash schemes: no other process can reproduce such a root, but
+// NewSHA256CBORFromRoot takes one if it is known.
 //
 // A SHA256CBOR encodes into a buffer it keeps, so Block allocates nothing in steady state;
 // for the same reason one value must not be used by two goroutines at once.
@@ -35,6 +39,29 @@ type SHA256CBOR struct {
 
 var _ prefix.Hasher = (*SHA256CBOR)(nil)
 
+// DefaultSeed is the seed vLLM hashes into its root when PYTHONHASHSEED is unset and the
+// scheme is cryptographic, as sha256_cbor is (vllm/v1/core/kv_cache_utils.py,
+// DEFAULT_NONE_HASH_SEED).
+const DefaultSeed = "vllm-none-hash"
+
+// ResolveSeed returns the seed a vLLM server hashes its root from, given its
+// PYTHONHASHSEED as os.LookupEnv reports it: the value when it is set, even empty, and
+// DefaultSeed otherwise (vLLM's resolve_none_hash_seed for sha256_cbor). So
+//
+//	vllmhash.NewSHA256CBOR(vllmhash.ResolveSeed(os.LookupEnv("PYTHONHASHSEED")))
+//
+// hashes as a vLLM server started in the same environment does.
+func ResolveSeed(pythonHashSeed string, set bool) string {
+	if set {
+		return pythonHashSeed
+	}
+	return DefaultSeed
+}
+
+// NewSHA256CBORDefault returns the hasher of a vLLM server started without
+// PYTHONHASHSEED: NewSHA256CBOR(DefaultSeed).
+func NewSHA256CBORDefault() *SHA256CBOR { return NewSHA256CBOR(DefaultSeed) }
+
 // NewSHA256CBOR returns the hasher of a vLLM server started with PYTHONHASHSEED=seed.
 func NewSHA256CBOR(seed string) *SHA256CBOR {
 	h := &SHA256CBOR{buf: make([]byte, 0, 256)}
@@ -44,7 +71,8 @@ func NewSHA256CBOR(seed string) *SHA256CBOR {
 }
 
 // NewSHA256CBORFromRoot returns a hasher whose first blocks chain under root: vLLM's
-// NONE_HASH, for example the random one of a server started without PYTHONHASHSEED.
+// NONE_HASH, for example the random one of a server of a vLLM release that drew it from
+// os.urandom when PYTHONHASHSEED was unset.
 func NewSHA256CBORFromRoot(root [HashSize]byte) *SHA256CBOR {
 	return &SHA256CBOR{root: root, buf: make([]byte, 0, 256)}
 }

@@ -18,12 +18,16 @@ func init() {
 	register(command{name: "hash", summary: "vLLM's sha256_cbor block hashes of a token sequence", run: runHash})
 }
 
-const hashHelp = `usage: kvpage hash --seed S --block-size B [--salt X] [--lora NAME] [--int64] TOKEN...
+const hashHelp = `usage: kvpage hash --block-size B [--seed S] [--salt X] [--lora NAME] [--int64] TOKEN...
 
 Prints the block hash of each full block of the tokens, one per line, as vLLM computes it
-with --prefix-caching-hash-algo sha256_cbor and PYTHONHASHSEED=S: lowercase hex, or with
---int64 the 64-bit form (the last 8 bytes, unsigned decimal) that vLLM publishes when
-VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1. A partial last block has no hash. Compare the
+with --prefix-caching-hash-algo sha256_cbor: lowercase hex, or with --int64 the 64-bit
+form (the last 8 bytes, unsigned decimal) that vLLM publishes when
+VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1. Without --seed the hashes are those of a server
+started without PYTHONHASHSEED, rooted at vLLM's fixed default seed "vllm-none-hash"
+(DEFAULT_NONE_HASH_SEED); --seed S gives those of PYTHONHASHSEED=S (an empty S is a seed
+of its own). vLLM releases older than that default drew the root at random when
+PYTHONHASHSEED was unset: no tool can reproduce those. A partial last block has no hash. Compare the
 output with what a router or a server reports: a different seed or block size gives
 different hashes, and routing then fails silently.
 Tokens are non-negative integers, as arguments or comma-separated.
@@ -34,7 +38,7 @@ Exit status: 0 on success, 2 for a bad flag or token.
 func runHash(args []string, stdout, stderr io.Writer) error {
 	f := newFlagSet("hash", hashHelp)
 	fs := f.fs
-	seed := fs.String("seed", "", "PYTHONHASHSEED of the vLLM servers (required; may be empty only if given)")
+	seed := fs.String("seed", "", "PYTHONHASHSEED of the vLLM servers; unset: vLLM's default seed \"vllm-none-hash\"")
 	blockSize := fs.Int("block-size", 0, "tokens per block, as vLLM's --block-size (required)")
 	salt := fs.String("salt", "", "cache_salt of the request: an extra key of the first block")
 	lora := fs.String("lora", "", "LoRA adapter name of the request: an extra key of every block")
@@ -48,10 +52,7 @@ func runHash(args []string, stdout, stderr io.Writer) error {
 		return &usageError{msg: f.rewrite(err.Error())}
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	switch {
-	case !f.set["seed"]:
-		return badFlag("--seed is required: vLLM without PYTHONHASHSEED hashes from a random root that nothing else can reproduce")
-	case *blockSize <= 0 || *blockSize > maxBlockSize:
+	if *blockSize <= 0 || *blockSize > maxBlockSize {
 		return badFlag("--block-size must be between 1 and %d tokens, got %d", maxBlockSize, *blockSize)
 	}
 	tokens, err := parseTokens(fs.Args())
@@ -59,7 +60,8 @@ func runHash(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	p := &prefix.Prompt{Namespace: prefix.Namespace{LoRA: *lora, Salt: *salt}, Tokens: tokens}
-	hashes := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR(*seed), p, *blockSize)
+	// --seed stands for PYTHONHASHSEED: given, even empty, it is the seed; absent, vLLM's default.
+	hashes := vllmhash.PromptHashes(vllmhash.NewSHA256CBOR(vllmhash.ResolveSeed(*seed, f.set["seed"])), p, *blockSize)
 	for _, h := range hashes {
 		if *int64Form {
 			fmt.Fprintln(stdout, vllmhash.Uint64(h))

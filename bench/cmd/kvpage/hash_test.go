@@ -44,6 +44,19 @@ func TestHashPrintsVLLMHashes(t *testing.T) {
 			want: "2863503375995570957\n13957787785847563040\n",
 		},
 		{
+			// No --seed: a vLLM server without PYTHONHASHSEED, rooted at
+			// sha256(cbor2.dumps("vllm-none-hash", canonical=True)), vLLM's DEFAULT_NONE_HASH_SEED.
+			name: "default seed",
+			args: append([]string{"hash", "--block-size", "16"}, seq(0, 32)...),
+			want: "dc918a88b139e5afe60b88eda27508d4aee16c10fdc354791efea06206ac0749\n" +
+				"c300ec275d7bf08af8fc63e76cdc0086911bbc7091e03c5cf892553bef84ef0c\n",
+		},
+		{
+			name: "default seed spelled out",
+			args: append([]string{"hash", "--seed", "vllm-none-hash", "--block-size", "16", "--int64"}, seq(0, 16)...),
+			want: "2233398808101521225\n",
+		},
+		{
 			name: "LoRA and salt",
 			args: []string{"hash", "--seed", "42", "--block-size", "4", "--lora", "my-lora", "--salt", "tenant-a", "0", "23", "24", "255"},
 			// cbor2: extras ("my-lora", "tenant-a") on the first block.
@@ -69,7 +82,6 @@ func TestHashRejectsBadInput(t *testing.T) {
 		{"negative token", []string{"hash", "--seed", "1", "--block-size", "2", "-5"}, 2, "unknown flag -5"},
 		{"negative token after --", []string{"hash", "--seed", "1", "--block-size", "2", "--", "-5"}, 2, `bad token "-5"`},
 		{"token too large", []string{"hash", "--seed", "1", "--block-size", "2", "1,4294967296"}, 2, `bad token "4294967296"`},
-		{"no seed", []string{"hash", "--block-size", "2", "1", "2"}, 2, "--seed is required"},
 		{"no block size", []string{"hash", "--seed", "1", "1", "2"}, 2, "--block-size must be"},
 		{"unknown flag", []string{"hash", "--sede", "1"}, 2, "unknown flag --sede"},
 	} {
@@ -84,4 +96,13 @@ func TestHashRejectsBadInput(t *testing.T) {
 	require.Equal(t, 0, code, "an empty seed is a seed")
 	require.Empty(t, out)
 	require.Contains(t, errOut, "no full block")
+}
+
+// An empty --seed is PYTHONHASHSEED="" (os.getenv gives "", not None), not an unset one.
+// Both digests from cbor2 and hashlib, block (0, 1, 2, 3) under each root.
+func TestHashEmptySeedIsNotTheDefault(t *testing.T) {
+	_, empty, _ := runKVPage(append([]string{"hash", "--seed", "", "--block-size", "4"}, seq(0, 4)...)...)
+	_, unset, _ := runKVPage(append([]string{"hash", "--block-size", "4"}, seq(0, 4)...)...)
+	require.Equal(t, "524c59ca44d4a70c4d21b7569f2c2040b25f6dfde24caedc0835fbb7c92c20be\n", empty)
+	require.Equal(t, "c49ab11fb576db6f376aef58c24f728a0ba1807e8cac5f940f1a5c4c20741898\n", unset)
 }
