@@ -192,8 +192,9 @@ func WithMaxBlocksPerServer(n int) Option { return func(c *ClusterIndex) { c.max
 const applyChunk = 1024
 
 // NewClusterIndex returns an empty index that hashes prompts with h (the servers' scheme:
-// for vLLM servers, vllmhash.NewSHA256CBOR with their PYTHONHASHSEED) in blocks of
-// blockSize tokens. h is used by one lookup at a time. A nil h, a block size below 1, a
+// for vLLM servers, vllmhash.NewSHA256CBOR with their PYTHONHASHSEED, or
+// vllmhash.NewSHA256CBORDefault when they run without one) in blocks of blockSize tokens.
+// h is used by one lookup at a time. A nil h, a block size below 1, a
 // cap below 1 or an unknown multimodal key form is refused with an error wrapping
 // ErrInvalidArgument.
 func NewClusterIndex(h prefix.Hasher, blockSize int, opts ...Option) (*ClusterIndex, error) {

@@ -8,8 +8,9 @@
 // prompt); ClusterIndex is the in-memory one. Blocks are keyed, per server, by the 64-bit
 // form of their hash, as llm-d keys them, and held per KV-cache group (vLLM's group_idx)
 // so that a hybrid model's sliding-window removals do not hide its full-attention blocks; a lookup hashes the prompt's full blocks with the
-// servers' hasher (for vLLM servers, vllmhash.NewSHA256CBOR with their PYTHONHASHSEED) and
-// walks them from the first. Because a block hash commits to the whole prefix before it,
+// servers' hasher (for vLLM servers, vllmhash.NewSHA256CBOR with their PYTHONHASHSEED, or
+// vllmhash.NewSHA256CBORDefault when they run without one) and walks them from the first.
+// Because a block hash commits to the whole prefix before it,
 // a block's key alone says where in which prefix it sits; no tree is needed.
 //
 // # Routing

@@ -16,7 +16,9 @@ import (
 type Config struct {
 	// BlockSize is the tokens per request key (llm-d's blockSizeTokens; 16 when zero).
 	BlockSize int
-	// Seed is the request-key seed (llm-d's hashSeed, vLLM's PYTHONHASHSEED).
+	// Seed is the request-key seed, llm-d's hashSeed ("" by default). Request keys are
+	// the router's own and never meet the servers' block hashes, so it need not be
+	// vLLM's PYTHONHASHSEED; it must be what every router sharing the Redis uses.
 	Seed string
 	// Model is the base model's name: it seeds the request keys of blocks computed
 	// without a LoRA adapter (an adapter's blocks are keyed under its name).

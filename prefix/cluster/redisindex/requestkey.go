@@ -12,8 +12,10 @@ import (
 // extra is nil for a text block or the block's multimodal identifiers as [{"Hash": id}],
 // and the first parent is the key of [FNV-64a(seed), nil, model name]. The model name is
 // the LoRA adapter's name when the block was computed under one. A kvpage router and
-// llm-d's scheduler that share one Redis must agree on the block size, the seed (vLLM's
-// PYTHONHASHSEED) and the model name.
+// llm-d's scheduler that share one Redis must agree on the block size, the seed (llm-d's
+// hashSeed) and the model name. The seed is independent of the servers' PYTHONHASHSEED:
+// llm-d computes request keys from the tokens a BlockStored event carries and maps the
+// event's engine keys onto them ("dual-key design", llm-d-kv-cache docs/architecture.md).
 //
 // A KeyHasher reuses one buffer: it is not safe for concurrent use.
 type KeyHasher struct {
