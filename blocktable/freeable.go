@@ -22,12 +22,15 @@ import "github.com/kvpage/kvpage/blocks"
 // says (the copy stays pinned by them), and a release can unpin the copy too. A sequence
 // that committed a block under a node it may not hold is "tangled" (and so are its forks);
 // while any is, and under a sliding window (whose released entries are at the front of a
-// table), Freeable is planned per candidate as before. CheckInvariants checks the count
+// table), Freeable is planned per candidate as before. So it is while a copy to or from a
+// lower tier is in flight: the copy holds a pool reference on one block (and pins it)
+// without its ancestors. CheckInvariants checks the count
 // against the plan for every running sequence whenever the shortcut is in force.
 
 // soleFreeable reports whether Freeable may be counted by soleHeld now.
 func (m *Manager) soleFreeable() bool {
-	return m.tangled == 0 && m.cfg.SlidingWindow == 0 && !m.walkFreeable
+	return m.tangled == 0 && m.cfg.SlidingWindow == 0 && !m.walkFreeable &&
+		(m.index == nil || m.index.PendingTransfers() == 0)
 }
 
 // soleHeld is how many of s's live blocks nobody else holds: the suffix of its table

@@ -166,3 +166,33 @@ func TestSwapIntoTiers(t *testing.T) {
 	require.ErrorIs(t, err, prefix.ErrUnknownTransfer)
 	s.done(t)
 }
+
+// A copy to or from a lower tier holds a pool reference on one block without its
+// ancestors, so while one is in flight the cost policy's Freeable is planned, not
+// counted by binary search (freeable.go); once the copies complete the shortcut is back,
+// and CheckInvariants compares it with the plan for every running sequence.
+func TestManagerSoleFreeableWaitsForTransfers(t *testing.T) {
+	pool := newPool(t, 17)
+	clock := &evict.Counter{}
+	idx, err := prefix.New(pool, 4, prefix.WithClock(clock), prefix.WithTiers(prefix.TierConfig{
+		Tiers:      []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 16, Write: prefix.WriteThrough}},
+		BlockBytes: 64 << 10,
+	}))
+	require.NoError(t, err)
+	m, err := New(Config{Pool: pool, Index: idx, BlockSize: 4, Clock: clock, Preemption: evict.NewCostPreemption()})
+	require.NoError(t, err)
+	s := &stack{m: m, pool: pool, idx: idx}
+	_, err = m.Admit(1, &Request{Prompt: prompt(10, 17)})
+	require.NoError(t, err)
+	require.Positive(t, idx.PendingTransfers(), "write-through stores of the committed blocks")
+	require.False(t, m.soleFreeable())
+	require.NoError(t, m.CheckInvariants())
+	s.completeAll(t, true)
+	require.Zero(t, idx.PendingTransfers())
+	require.True(t, m.soleFreeable())
+	require.Equal(t, m.freeable(m.seqs[1]), m.soleHeld(m.seqs[1]))
+	out, err := m.Preempt(PreemptRequest{Need: 1}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	require.NoError(t, m.CheckInvariants())
+}
