@@ -44,6 +44,41 @@ func (m *Manager) staleState(s *seq, g int) int {
 	return i
 }
 
+// releasesState reports whether some align group of s releases its last state block
+// before the next step.
+func (m *Manager) releasesState(s *seq) bool {
+	for g := range m.specs {
+		if m.align[g] && m.staleState(s, g) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// alignSchedule is schedule's count for align group g: the running block it allocates for
+// main tokens, and the stale last state block the release frees (unless the window release
+// already counted it, which frees the entries from the block before the skipped tokens'
+// end down to the first null entry).
+func (m *Manager) alignSchedule(s *seq, g, main int) (want, freed int) {
+	t := s.tables[g]
+	if m.ceil(g, main) > len(t) {
+		want = 1
+	}
+	i := m.staleState(s, g)
+	if i < 0 || m.st.ref(t[i]) != 1 {
+		return want, 0
+	}
+	hi := min(m.div(g, m.specs[g].Skipped(s.computed)), len(t))
+	lo := hi
+	for lo > 0 && t[lo-1] != blocks.NullID {
+		lo--
+	}
+	if i >= lo && i < hi {
+		return want, 0
+	}
+	return want, 1
+}
+
 // releaseState releases align group g's stale last state block, as vLLM's
 // remove_skipped_blocks does after the window release.
 func (m *Manager) releaseState(s *seq, g int) {

@@ -577,14 +577,10 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 func (m *Manager) grow(s *seq, tokens, main int) {
 	for g := range m.specs {
 		t := s.tables[g]
-		if i, ok := m.sharedWrite(s, g); ok && tokens > s.computed {
-			src := t[i]
-			t[i] = m.st.alloc()
-			m.st.release(src) // still held by the fork: never unreferenced here
-			m.copies = append(m.copies, CopyOp{Group: g, Src: src, Dst: t[i]})
-			m.counters.CopyOnWrites++
+		if s.forked && tokens > s.computed {
+			m.copyShared(s, g, t)
 		}
-		if m.align[g] {
+		if m.anyAlign && m.align[g] {
 			s.tables[g] = m.growAligned(s, g, t, main)
 			continue
 		}
@@ -594,6 +590,18 @@ func (m *Manager) grow(s *seq, tokens, main int) {
 		s.tables[g] = t
 	}
 	s.extent = max(s.extent, tokens)
+}
+
+// copyShared gives s a private copy of the shared block its next write in group g lands
+// in, if there is one, and records the CopyOp.
+func (m *Manager) copyShared(s *seq, g int, t []blocks.ID) {
+	if i, ok := m.sharedWrite(s, g); ok {
+		src := t[i]
+		t[i] = m.st.alloc()
+		m.st.release(src) // still held by the fork: never unreferenced here
+		m.copies = append(m.copies, CopyOp{Group: g, Src: src, Dst: t[i]})
+		m.counters.CopyOnWrites++
+	}
 }
 
 // commit caches s's full blocks up to tokens, group by group, and moves its pin to the
@@ -708,11 +716,8 @@ func (m *Manager) releases(s *seq) bool {
 		if n := min(m.div(g, spec.Skipped(s.computed)), len(t)); n > 0 && t[n-1] != blocks.NullID {
 			return true
 		}
-		if m.anyAlign && m.align[g] && m.staleState(s, g) >= 0 {
-			return true
-		}
 	}
-	return false
+	return m.anyAlign && m.releasesState(s)
 }
 
 // setQuiet recomputes s.quiet from its tables and cached counts. A sequence whose next
@@ -724,11 +729,21 @@ func (m *Manager) setQuiet(s *seq) {
 		if m.caches[g] {
 			q = min(q, (s.numCached[g]+1)*m.bs[g]-1)
 		}
-		if _, shared := m.sharedWrite(s, g); shared {
-			q = 0
-		}
+	}
+	if s.forked && m.writesShared(s) {
+		q = 0
 	}
 	s.quiet = q
+}
+
+// writesShared reports whether some group's next write of s lands in a shared block.
+func (m *Manager) writesShared(s *seq) bool {
+	for g := range m.specs {
+		if _, shared := m.sharedWrite(s, g); shared {
+			return true
+		}
+	}
+	return false
 }
 
 // schedule releases what s no longer needs and allocates slots up to total tokens (main of
@@ -738,26 +753,22 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total, main int) error {
 	want, freed := 0, 0
 	for g, spec := range m.specs {
 		t := s.tables[g]
-		if _, ok := m.sharedWrite(s, g); ok {
-			want++ // the private copy
+		if s.forked {
+			if _, ok := m.sharedWrite(s, g); ok {
+				want++ // the private copy
+			}
 		}
-		lo, hi := 0, 0 // the entries the window release frees: [lo, hi)
 		if !m.skips[g] {
 		} else if sk := spec.Skipped(s.computed); sk > 0 {
-			hi = min(m.div(g, sk), len(t))
-			for lo = hi; lo > 0 && t[lo-1] != blocks.NullID; lo-- {
-				if m.st.ref(t[lo-1]) == 1 {
+			for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
+				if m.st.ref(t[i]) == 1 {
 					freed++
 				}
 			}
 		}
-		if m.align[g] {
-			if i := m.staleState(s, g); i >= 0 && (i < lo || i >= hi) && m.st.ref(t[i]) == 1 {
-				freed++
-			}
-			if m.ceil(g, main) > len(t) {
-				want++
-			}
+		if m.anyAlign && m.align[g] {
+			w, f := m.alignSchedule(s, g, main)
+			want, freed = want+w, freed+f
 			continue
 		}
 		want += max(m.ceil(g, total)-len(t), 0)
@@ -789,7 +800,7 @@ func (m *Manager) releaseSkipped(s *seq) {
 		}
 		m.st.releaseTable(t[i:end])
 		clear(t[i:end])
-		if m.align[g] {
+		if m.anyAlign && m.align[g] {
 			m.releaseState(s, g)
 		}
 	}
