@@ -61,10 +61,31 @@ func (x *Index) tierAcquired(ids []blocks.ID) {
 			nd.flags &^= flagDemote // taken again before its child's demotion evicted it
 			ts.demoting--
 		}
-		if spec.Write == WriteAfterHits && x.nodes[n].hits >= spec.Hits && ts.devEnt[n] == 0 && x.tierable(n) {
-			x.startDeviceStore(n, false)
+		if spec.Write == WriteAfterHits && x.nodes[n].hits == spec.Hits && ts.devEnt[n] == 0 {
+			// Started by the next TakePlans: reserving a slot now could evict a block an
+			// admission found in the tier and is about to load.
+			ts.hitQueue = append(ts.hitQueue, hitMark{n: n, gen: x.nodes[n].gen})
 		}
 	}
+}
+
+// hitMark is a device block that reached WriteAfterHits' threshold, with its
+// generation then (a block evicted and reused since is skipped).
+type hitMark struct {
+	n   int32
+	gen uint32
+}
+
+// startHitStores starts the copies of the blocks that reached the hit threshold.
+func (x *Index) startHitStores() {
+	ts := x.tiers
+	for _, h := range ts.hitQueue {
+		nd := &x.nodes[h.n]
+		if nd.gen == h.gen && nd.flags&flagCached != 0 && ts.devEnt[h.n] == 0 && x.tierable(h.n) && x.pool.RefCount(blockOf(h.n)) > 1 {
+			x.startDeviceStore(h.n, false)
+		}
+	}
+	ts.hitQueue = ts.hitQueue[:0]
 }
 
 // tierEvicted runs for a device block the tree is evicting (before unlink).
@@ -104,7 +125,6 @@ func (x *Index) startDeviceStore(n int32, demote bool) bool {
 	}
 	if ts.ents[e].slot[0] != 0 || !x.reserve(1, e) {
 		if made {
-			ts.ents[e].dev, ts.devEnt[n] = 0, 0
 			ts.freeEntryIfEmpty(e)
 		}
 		return false

@@ -87,7 +87,7 @@ func (x *Index) checkTiers() error {
 		if got, ok := ts.byKey[en.key]; !ok || got != int32(e) {
 			return fmt.Errorf("entry %d is not found under its key", e)
 		}
-		held := en.dev != 0
+		held := false
 		for i := range lowerTiers {
 			if en.slot[i] != 0 {
 				held = true
@@ -97,7 +97,7 @@ func (x *Index) checkTiers() error {
 			}
 		}
 		if !held {
-			return fmt.Errorf("entry %d is held by no tier", e)
+			return fmt.Errorf("entry %d is held by no lower tier", e)
 		}
 		if n := en.dev; n != 0 {
 			if !x.isBlock(n) || x.nodes[n].flags&flagCached == 0 || x.nodes[n].key != en.key || ts.devEnt[n] != int32(e)+1 {

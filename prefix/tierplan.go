@@ -56,6 +56,7 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 	if ts == nil {
 		return dst
 	}
+	x.startHitStores()
 	x.demoteAhead()
 	if len(ts.queue) > 0 {
 		slices.SortStableFunc(ts.queue, func(a, b tierOp) int {

@@ -28,8 +28,8 @@ import (
 // evict any candidate, not only leaves: a block whose parent left every tier cannot be
 // reached, and its tier's policy ages it out.
 //
-// An entry lives while the device or any lower tier holds or is receiving it. devEnt
-// links a device node to its entry; devRefs counts the pool references in-flight copies
+// An entry lives while a lower tier holds or is receiving it. devEnt links a device
+// node to its entry, if it has one; devRefs counts the pool references in-flight copies
 // hold on device blocks (the source of a store, the destination of a load), which the
 // pool and the Manager's invariants see as holders: a device block being copied is never
 // evicted or reused. Blocks with multimodal extra keys are not tiered (an entry stores no
@@ -88,6 +88,7 @@ type tierStore struct {
 	evIDs    []blocks.ID // scratch of lower-tier events
 	slotBuf  []int32     // scratch of matchSlots
 	walkBuf  []tierOp    // scratch of PrepareLoad
+	hitQueue []hitMark   // blocks that reached WriteAfterHits' threshold (tierdevice.go)
 	demoting int         // device blocks being demoted (flagDemote)
 	stats    [MaxTiers]TierStats
 }
@@ -119,6 +120,9 @@ func (x *Index) initTiers(c *TierConfig) error {
 		ts.lv = append(ts.lv, l)
 		total += s.Capacity
 	}
+	// Every live entry owns a lower-tier slot, and a new one waits for its slot only
+	// within startDeviceStore: one entry more than the slots.
+	total++
 	ts.ents = make([]tierEntry, total)
 	ts.toks = make([]int32, total*x.bs)
 	ts.freeE = make([]int32, total)
@@ -212,16 +216,18 @@ func (x *Index) newEntryFromNode(n int32) int32 {
 	return e
 }
 
-// freeEntryIfEmpty frees entry e once no tier holds or receives it.
+// freeEntryIfEmpty frees entry e once no lower tier holds or receives it: a block only
+// the device holds needs no entry (its device link goes too), so that live entries
+// never outnumber the lower tiers' slots.
 func (ts *tierStore) freeEntryIfEmpty(e int32) {
 	en := &ts.ents[e]
-	if en.dev != 0 {
-		return
-	}
 	for _, s := range en.slot {
 		if s != 0 {
 			return
 		}
+	}
+	if en.dev != 0 {
+		ts.devEnt[en.dev] = 0
 	}
 	delete(ts.byKey, en.key)
 	*en = tierEntry{}
@@ -426,4 +432,6 @@ func (x *Index) resetTiers() {
 	}
 	clear(ts.byKey)
 	clear(ts.devEnt)
+	ts.hitQueue = ts.hitQueue[:0]
+	ts.demoting = 0 // Reset dropped every device block, flagged ones too
 }

@@ -36,7 +36,8 @@ const (
 // WriteCharts writes the two charts into dir, each as PNG and SVG, and returns the paths:
 // shares.* (a stacked bar per scheme: tokens, reserved, internal, external, free, as
 // percentages of the KV budget) and blocksize.* (token utilisation against block size for
-// the paged runs, with the contiguous schemes as horizontal lines). title names the run
+// the paged runs, with the contiguous schemes as horizontal lines), and, when a scheme has
+// lower tiers, tiers.* (tiers_chart.go). title names the run
 // (workload, model, GPU, budget) and goes under each chart's own title. Each legend sits
 // beside the plot, never over the data. A chart with nothing to show (blocksize without
 // paged runs) is not written.
@@ -48,7 +49,7 @@ func WriteCharts(dir, title string, results []*Result) ([]string, error) {
 	charts := []struct {
 		name string
 		make func(string, []*Result) (*plot.Plot, error)
-	}{{"shares", sharesChart}, {"blocksize", blockSizeChart}}
+	}{{"shares", sharesChart}, {"blocksize", blockSizeChart}, {"tiers", tiersChart}}
 	for _, c := range charts {
 		p, err := c.make(title, results)
 		if err != nil {

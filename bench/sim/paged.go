@@ -35,6 +35,8 @@ type paged struct {
 	one      [1]int32
 	pre      []blocktable.Preempted
 	req      blocktable.Request
+	tiers    Tiers
+	plans    []prefix.Plan
 }
 
 // newPaged builds the scheme; opts go to the prefix index (the fleet simulator gives it a
@@ -55,6 +57,9 @@ func newPaged(cfg *Config, s Scheme, seqs []seq, opts ...prefix.Option) (*paged,
 		if err != nil {
 			return nil, err
 		}
+		if s.Tiers.enabled() {
+			opts = append(opts, prefix.WithTiers(s.Tiers.config(pool.Capacity())))
+		}
 		if mc.Index, err = prefix.New(pool, s.BlockSize, append([]prefix.Option{prefix.WithPolicy(policy), prefix.WithClock(clock)}, opts...)...); err != nil {
 			return nil, err
 		}
@@ -63,7 +68,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq, opts ...prefix.Option) (*paged,
 	if err != nil {
 		return nil, err
 	}
-	return &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity}, nil
+	return &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity, tiers: s.Tiers}, nil
 }
 
 // tail is the number of empty slots in the last block of a sequence of n tokens.
@@ -92,7 +97,7 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 		if err != nil {
 			return 0, 0, false, err
 		}
-		if n-res.HitTokens > budget {
+		if n-res.HitTokens-res.LoadTokens > budget {
 			return 0, 0, false, nil
 		}
 	}
@@ -107,7 +112,11 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	p.live++
 	p.tokens += int64(n)
 	p.internal += p.tail(n)
-	return n - res.HitTokens, res.HitTokens, true, nil
+	if err := p.transfer(); err != nil {
+		return 0, 0, false, err
+	}
+	hit = res.HitTokens + res.LoadTokens // loaded from a lower tier: not computed
+	return n - hit, hit, true, nil
 }
 
 func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
@@ -119,6 +128,9 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 			p.internal += p.tail(s.stored+1) - p.tail(s.stored)
 			p.tokens++
 			s.stored++
+			if s.stored%p.blockSize == 0 { // a block filled and was committed: write-through copies
+				return victims, p.transfer()
+			}
 			return victims, nil
 		}
 		if !errors.Is(err, blocks.ErrOutOfBlocks) {
@@ -163,7 +175,7 @@ func (p *paged) finish(s *seq) error {
 	p.tokens -= int64(s.stored)
 	p.internal -= p.tail(s.stored)
 	p.drop(s)
-	return nil
+	return p.transfer()
 }
 
 // drop takes s out of the running requests.

@@ -49,6 +49,8 @@ type Row struct {
 	Layout     string       `json:"layout,omitempty"`
 	StateBlock int          `json:"state_block,omitempty"`
 	Groups     []GroupShare `json:"groups,omitempty"`
+	// Tiers are the lower tiers' figures (Result.Tiers), the device first.
+	Tiers []TierResult `json:"tiers,omitempty"`
 
 	// ShortPhase marks a saturated phase too short to trust (Result.ShortPhase); Warning
 	// then says so in words.
@@ -79,7 +81,7 @@ func RowOf(r *Result) Row {
 		SaturatedSteps: r.SaturatedSteps, WaitingSteps: r.WaitingSteps, TotalSteps: r.TotalSteps,
 		Completed: r.Completed, TotalPreemptions: r.TotalPreemptions, Requests: r.Requests, CapacityTokens: r.Capacity,
 		ShortPhase: r.ShortPhase, Warning: ShortPhaseWarning(r),
-		Model: s.Model, Layout: s.Layout, StateBlock: s.StateBlock, Groups: r.Groups,
+		Model: s.Model, Layout: s.Layout, StateBlock: s.StateBlock, Groups: r.Groups, Tiers: r.Tiers,
 	}
 	if s.allocatesBlocks() {
 		row.Preemption = s.Preemption
@@ -200,6 +202,9 @@ func WriteTable(w io.Writer, results []*Result) error {
 		}
 	}
 	if err := writeGroups(w, results, width); err != nil {
+		return err
+	}
+	if err := writeTiers(w, results, width); err != nil {
 		return err
 	}
 	if short > 0 {

@@ -59,6 +59,9 @@ type Result struct {
 	// Groups is, for the hybrid scheme, each layer kind's share of the budget; nil for a
 	// scheme of one group.
 	Groups []GroupShare
+	// Tiers is, for a paged scheme with lower tiers, each tier's figures over the whole
+	// run, the device first; nil without tiers.
+	Tiers  []TierResult
 	Scheme Scheme
 	// Capacity is the KV budget in tokens.
 	Capacity int
@@ -422,4 +425,7 @@ func (sc *scheduler) finishResult(totalSteps int) {
 		}
 	}
 	r.CompletedPerKStep = 1000 * float64(sc.completed) / float64(sc.steps)
+	if ta, ok := sc.a.(tierAllocator); ok {
+		r.Tiers = ta.tierResults()
+	}
 }

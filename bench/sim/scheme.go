@@ -99,6 +99,9 @@ type Scheme struct {
 	// states under the per-class and carved layouts (0: the uniform layout's block).
 	Model, Layout string
 	StateBlock    int
+	// Tiers gives the paged scheme with prefix sharing lower tiers (tiers.go): host
+	// memory and disk below the device's KV budget; the zero value has none.
+	Tiers Tiers
 }
 
 // Label is a short unique description for tables and charts: "orca-max", "paged/16",
@@ -126,6 +129,7 @@ func (s Scheme) Label() string {
 	if s.Watermark > 0 {
 		l += fmt.Sprintf(" wm=%g", s.Watermark)
 	}
+	l += s.Tiers.label()
 	return l
 }
 
@@ -164,6 +168,12 @@ func (s Scheme) validate(c *Config) error {
 		}
 	} else if err := s.validateBlocks(c); err != nil {
 		return err
+	}
+	if err := s.Tiers.validate(); err != nil {
+		return err
+	}
+	if s.Tiers.enabled() && (s.Name != Paged || !s.PrefixSharing) {
+		return fmt.Errorf("%w: %s: lower tiers need the paged scheme with prefix sharing", ErrInvalidConfig, s.Label())
 	}
 	if d.validate != nil {
 		return d.validate(&s, c)

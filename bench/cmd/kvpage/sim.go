@@ -16,6 +16,7 @@ import (
 	"github.com/kvpage/kvpage/bench/sim"
 	"github.com/kvpage/kvpage/blocks/sizing"
 	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 func init() {
@@ -107,6 +108,8 @@ type simFlags struct {
 	hybridLayouts                string
 	stateBlock                   int
 	retention                    retentionFlags
+	hostRAM, diskSize            bytesValue
+	hostGBps, diskGBps           float64
 	jsonPath, csvPath, outDir    string
 	noCharts, noProgress         bool
 }
@@ -158,6 +161,10 @@ func (f *simFlags) register(set *flagSet) {
 		"(almost) the same hit rate. Multi-turn chat separates them, e.g. "+evictionExample)
 	fs.StringVar(&f.preemption, "preemption", "fcfs", "which running request to preempt when memory runs out: "+strings.Join(evict.PreemptionNames(), ", "))
 	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark), in [0, 1)")
+	fs.Var(&f.hostRAM, "host-ram", "host memory for a KV tier below the GPU, such as 256GiB: prefix-sharing paged runs demote evicted blocks to it and load hits back (0 or unset: none)")
+	fs.Var(&f.diskSize, "disk", "disk space for a KV tier below the host, such as 2TB (needs --host-ram)")
+	fs.Float64Var(&f.hostGBps, "host-gbps", 25, "host-to-GPU bandwidth in GB/s, for the tiers' transfer time (PCIe 5 x16 is about 50, PCIe 4 about 25)")
+	fs.Float64Var(&f.diskGBps, "disk-gbps", 5, "disk-to-GPU bandwidth in GB/s, for the tiers' transfer time (an NVMe drive is 3-14)")
 
 	fs.StringVar(&f.jsonPath, "json-file", "", "also write the results as JSON to this file (--json prints them on stdout instead of the table)")
 	fs.StringVar(&f.csvPath, "csv", "", "also write the results as CSV to this file")
@@ -360,7 +367,63 @@ func (f *simFlags) resolve() (*simRun, error) {
 	if r.schemes, err = f.schemeList(); err != nil {
 		return nil, err
 	}
+	if err := f.applyTiers(r, maxLen); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// applyTiers gives the prefix-sharing paged runs the --host-ram and --disk tiers, sized
+// in blocks by the model's KV bytes per token (the model's and GPU's, even with
+// --kv-budget-tokens).
+func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
+	if !f.hostRAM.set || f.hostRAM.n == 0 {
+		if f.diskSize.set && f.diskSize.n > 0 {
+			return badFlag("--disk needs --host-ram: the disk tier lies below the host's")
+		}
+		return nil
+	}
+	if err := checkFloat("host-gbps", f.hostGBps, 0, 1e4, false, " GB/s"); err != nil {
+		return err
+	}
+	if err := checkFloat("disk-gbps", f.diskGBps, 0, 1e4, false, " GB/s"); err != nil {
+		return err
+	}
+	in, err := f.sizing.resolve()
+	if err != nil {
+		return err
+	}
+	in.cfg.MaxModelLen = maxLen
+	p, err := sizing.NewPlan(in.cfg)
+	if err != nil {
+		return err
+	}
+	bpt := p.BytesPerTokenPerGPU.Bytes()
+	any := false
+	for i := range r.schemes {
+		s := &r.schemes[i]
+		if s.Name != sim.Paged || !s.PrefixSharing {
+			continue
+		}
+		bb := int64(math.Ceil(bpt * float64(s.BlockSize)))
+		s.Tiers = sim.Tiers{HostBlocks: int(min(f.hostRAM.n/bb, prefix.MaxTierCapacity)), HostGBps: f.hostGBps, DiskGBps: f.diskGBps, BlockBytes: bb}
+		if f.diskSize.set {
+			s.Tiers.DiskBlocks = int(min(f.diskSize.n/bb, prefix.MaxTierCapacity))
+		}
+		if s.Tiers.HostBlocks == 0 {
+			return badFlag("--host-ram %s holds no block of %s bytes", commas(f.hostRAM.n), commas(bb))
+		}
+		any = true
+	}
+	if !any {
+		return badFlag("--host-ram needs a paged run with prefix sharing (--schemes paged --enable-prefix-caching)")
+	}
+	r.memory += fmt.Sprintf("; lower tiers: host %s (%s GB/s)", human(float64(f.hostRAM.n)), strconv.FormatFloat(f.hostGBps, 'f', -1, 64))
+	if f.diskSize.set && f.diskSize.n > 0 {
+		r.memory += fmt.Sprintf(", disk %s (%s GB/s)", human(float64(f.diskSize.n)), strconv.FormatFloat(f.diskGBps, 'f', -1, 64))
+	}
+	r.memory += fmt.Sprintf(", %s bytes per token of %s", strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name)
+	return nil
 }
 
 func readTrace(path, format string, lim sim.Limits) (*sim.Trace, error) {
