@@ -3,6 +3,8 @@ package sim
 import (
 	"testing"
 
+	"github.com/kvpage/kvpage/internal/invariant"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,11 +17,18 @@ func hybridSchemes(model string, stateBlock int) []Scheme {
 }
 
 func TestHybridSchemeRuns(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector, minutes under it; -tags kvinvariants runs it")
+	}
 	w, err := LookupWorkload("sysprompt")
 	require.NoError(t, err)
+	n, budget := 600, 64<<10
+	if invariant.Enabled {
+		n, budget = 40, 16<<10 // every step's deep check walks every block
+	}
 	for _, model := range []string{"gpt-oss-20b", "jamba-1.5-mini", "gemma-3-27b"} {
-		cfg := DefaultConfig(64 << 10)
-		p := Prepare(w.Generate(600, 7), cfg.MaxModelLen)
+		cfg := DefaultConfig(budget)
+		p := Prepare(w.Generate(n, 7), cfg.MaxModelLen)
 		var results []*Result
 		for _, s := range hybridSchemes(model, 0) {
 			r, err := simulate(p.Requests, cfg, s, true)

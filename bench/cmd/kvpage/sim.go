@@ -49,6 +49,10 @@ Schemes: orca-max reserves --max-model-len tokens per request; orca-pow2 the nex
 two of its true length (its final number of token states: prompt + output - 1), at most
 --max-model-len; orca-oracle exactly the true length. All three carve one arena by first
 fit. paged is this library's blocktable.Manager (blocks on demand, prefix index, preemption).
+hybrid (not in the default comparison) runs a hybrid --model preset (gpt-oss, Gemma 3, Llama
+4 Scout, Qwen3-Next, Jamba) through blocktable/hybrid's Manager once per --hybrid-layouts
+layout, its budget --kv-budget-tokens tokens of the model's attention layers, and adds each
+KV-cache group's share of the budget below the table.
 
 Columns (shares of the KV budget, time-averaged over the saturated phase: from step 0 until
 the waiting queue first empties after the last arrival):

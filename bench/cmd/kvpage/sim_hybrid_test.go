@@ -2,19 +2,28 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvpage/kvpage/bench/sim"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
 // --schemes hybrid runs a hybrid preset under each layout; the JSON rows carry the
 // layout, the groups' shares and the hit rate, the same as the library's run.
 func TestSimHybrid(t *testing.T) {
-	args := []string{"sim", "--model", "jamba-1.5-mini", "--schemes", "hybrid", "--workload", "sysprompt", "--num-prompts", "300",
-		"--kv-budget-tokens", "64k", "--enable-prefix-caching", "--no-charts", "--no-progress"}
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector, minutes under it; -tags kvinvariants runs it")
+	}
+	n, budget := 300, 64000
+	if invariant.Enabled {
+		n, budget = 20, 16000 // the Manager re-checks its invariants, over every block, on mutations
+	}
+	args := []string{"sim", "--model", "jamba-1.5-mini", "--schemes", "hybrid", "--workload", "sysprompt", "--num-prompts", strconv.Itoa(n),
+		"--kv-budget-tokens", strconv.Itoa(budget), "--enable-prefix-caching", "--no-charts", "--no-progress"}
 	code, out, errOut := runKV(append(args, "--json")...)
 	require.Zero(t, code, errOut)
 	var rep sim.Report
@@ -22,10 +31,10 @@ func TestSimHybrid(t *testing.T) {
 	require.Len(t, rep.Schemes, 3)
 	w, err := sim.LookupWorkload("sysprompt")
 	require.NoError(t, err)
-	cfg := sim.DefaultConfig(64000)
+	cfg := sim.DefaultConfig(budget)
 	cfg.MaxModelLen = w.MaxModelLen
 	cfg.MaxNumBatchedTokens = max(8192, cfg.MaxModelLen+cfg.MaxNumSeqs)
-	p := sim.Prepare(w.Generate(300, 42), cfg.MaxModelLen)
+	p := sim.Prepare(w.Generate(n, 42), cfg.MaxModelLen)
 	for i, layout := range sim.HybridLayouts {
 		row := rep.Schemes[i]
 		assert.Equal(t, layout, row.Layout)

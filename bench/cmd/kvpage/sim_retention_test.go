@@ -2,18 +2,30 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvpage/kvpage/bench/sim"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
 // The CLI's retention replays are the library's: the same parameters from the flags, the
 // same rows, the same figures.
 func TestSimRetentionReplaysMatchTheLibrary(t *testing.T) {
-	code, out, errOut := runKV("sim", "--workload", "agentic", "--num-prompts", "40", "--kv-budget-tokens", "64k", "--session-ttl", "100", "--json")
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector, minutes under it; -tags kvinvariants runs it")
+	}
+	sessions, events, agCache, flCache, quota := 40, 3000, 64000, 32768, 512
+	if invariant.Enabled {
+		// Under -race and kvinvariants every index mutation re-checks the whole index:
+		// fewer requests over a smaller cache.
+		sessions, events, agCache, flCache, quota = 3, 200, 17000, 8192, 128
+	}
+	code, out, errOut := runKV("sim", "--workload", "agentic", "--num-prompts", strconv.Itoa(sessions), "--kv-budget-tokens", strconv.Itoa(agCache),
+		"--session-ttl", "100", "--json")
 	require.Zero(t, code, errOut)
 	var rep struct {
 		Params  sim.AgenticParams `json:"params"`
@@ -21,7 +33,7 @@ func TestSimRetentionReplaysMatchTheLibrary(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	p := sim.DefaultAgentic
-	p.Sessions, p.Blocks, p.SessionTTL = 40, 64000/16, 100
+	p.Sessions, p.Blocks, p.SessionTTL = sessions, agCache/16, 100
 	assert.Equal(t, p, rep.Params)
 	require.Len(t, rep.Agentic, len(sim.AgenticSchemes), "the default rows are the library's AgenticSchemes")
 	for i, sc := range sim.AgenticSchemes {
@@ -37,7 +49,8 @@ func TestSimRetentionReplaysMatchTheLibrary(t *testing.T) {
 		assert.Equal(t, want.Evictions, got.Evictions, sc.Name)
 	}
 
-	code, out, errOut = runKV("sim", "--workload", "two-tenant", "--num-prompts", "3000", "--eviction", "lru,s3fifo", "--flood-quota", "512", "--json")
+	code, out, errOut = runKV("sim", "--workload", "two-tenant", "--num-prompts", strconv.Itoa(events), "--kv-budget-tokens", strconv.Itoa(flCache),
+		"--eviction", "lru,s3fifo", "--flood-quota", strconv.Itoa(quota), "--json")
 	require.Zero(t, code, errOut)
 	var frep struct {
 		Flood []floodRowJSON `json:"two_tenant"`
@@ -48,7 +61,7 @@ func TestSimRetentionReplaysMatchTheLibrary(t *testing.T) {
 	for _, pol := range []string{"lru", "s3fifo"} {
 		for _, q := range []bool{false, true} {
 			fp := sim.DefaultFlood
-			fp.Events, fp.FloodQuota, fp.Policy = 3000, 512, pol
+			fp.Events, fp.FloodQuota, fp.Policy, fp.Blocks = events, quota, pol, flCache/16
 			want, err := sim.ReplayFlood(fp, q)
 			require.NoError(t, err)
 			got := frep.Flood[i]
@@ -60,10 +73,11 @@ func TestSimRetentionReplaysMatchTheLibrary(t *testing.T) {
 		}
 	}
 
-	code, out, _ = runKV("sim", "--workload", "two-tenant", "--num-prompts", "3000")
+	code, out, _ = runKV("sim", "--workload", "two-tenant", "--num-prompts", strconv.Itoa(events), "--kv-budget-tokens", strconv.Itoa(flCache),
+		"--flood-quota", strconv.Itoa(quota))
 	require.Zero(t, code)
 	assert.Contains(t, out, "victim's hit rate")
-	assert.Contains(t, out, "1,024 blocks")
+	assert.Contains(t, out, strconv.Itoa(quota)+" blocks")
 }
 
 func TestSimRetentionReplayFlags(t *testing.T) {
