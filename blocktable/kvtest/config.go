@@ -17,8 +17,10 @@ type configErr struct{}
 func (configErr) Error() string { return "kvtest: invalid config" }
 func (configErr) Unwrap() error { return blocktable.ErrInvalidArgument }
 
-// ConfigError names the Config field out of range.
+// ConfigError names the Config (or HybridConfig) field out of range.
 type ConfigError struct {
+	// Struct is the configuration's type: "" for Config, "HybridConfig" for a HybridConfig.
+	Struct string
 	// Field is the field's name ("Blocks", "BlockSize", ...).
 	Field string
 	// N is its value; Max the largest accepted (the smallest is 0, the field's default).
@@ -27,7 +29,11 @@ type ConfigError struct {
 
 // Error names the field, its value and the range accepted.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("kvtest: Config.%s = %d outside [0, %d]", e.Field, e.N, e.Max)
+	s := e.Struct
+	if s == "" {
+		s = "Config"
+	}
+	return fmt.Sprintf("kvtest: %s.%s = %d outside [0, %d]", s, e.Field, e.N, e.Max)
 }
 
 // Unwrap returns ErrInvalidConfig.
@@ -42,20 +48,39 @@ const maxConfigTokens = 1 << 32
 // tokens than maxConfigTokens. Values the packages below check themselves (block sizes
 // above prefix's limit, watermarks) are left to them, with their own errors.
 func (c Config) Validate() error {
-	for _, f := range []struct {
-		name string
-		n    int
-	}{{"Blocks", c.Blocks}, {"BlockSize", c.BlockSize}, {"HostBlocks", c.HostBlocks}, {"SlidingWindow", c.SlidingWindow}} {
-		if f.n < 0 || f.n > math.MaxInt32 {
-			return &ConfigError{Field: f.name, N: int64(f.n), Max: math.MaxInt32}
-		}
+	if err := checkCounts("", []countField{{"Blocks", c.Blocks, math.MaxInt32}, {"BlockSize", c.BlockSize, math.MaxInt32},
+		{"HostBlocks", c.HostBlocks, math.MaxInt32}, {"SlidingWindow", c.SlidingWindow, math.MaxInt32}}); err != nil {
+		return err
 	}
-	blocks, bs := max(c.Blocks, 1), c.BlockSize
+	bs := c.BlockSize
 	if bs == 0 {
 		bs = 4
 	}
-	if int64(blocks)*int64(bs) > maxConfigTokens {
-		return &ConfigError{Field: "Blocks", N: int64(c.Blocks), Max: maxConfigTokens / int64(bs)}
+	return checkTokens("", c.Blocks, bs)
+}
+
+// countField is a count of a configuration, checked against [0, max].
+type countField struct {
+	name   string
+	n, max int
+}
+
+// checkCounts returns the error of the first field outside its range, nil if none is.
+func checkCounts(structName string, fields []countField) error {
+	for _, f := range fields {
+		if f.n < 0 || f.n > f.max {
+			return &ConfigError{Struct: structName, Field: f.name, N: int64(f.n), Max: int64(f.max)}
+		}
+	}
+	return nil
+}
+
+// checkTokens refuses a pool of blocks (at least 1 counted) of bs tokens holding more than
+// maxConfigTokens tokens, naming the Blocks field. Both are at most math.MaxInt32, so the
+// product cannot overflow.
+func checkTokens(structName string, blocks, bs int) error {
+	if int64(max(blocks, 1))*int64(bs) > maxConfigTokens {
+		return &ConfigError{Struct: structName, Field: "Blocks", N: int64(blocks), Max: maxConfigTokens / int64(bs)}
 	}
 	return nil
 }

@@ -34,20 +34,36 @@ func TestConfigValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			require.ErrorIs(t, err, kvtest.ErrInvalidConfig)
-			require.ErrorIs(t, err, blocktable.ErrInvalidArgument)
-			require.ErrorIs(t, err, blocks.ErrInvalidArgument)
-			var ce *kvtest.ConfigError
-			require.True(t, errors.As(err, &ce))
-			require.Equal(t, tc.field, ce.Field)
-			require.Contains(t, err.Error(), "Config."+tc.field)
+			requireConfigError(t, err, "", tc.field)
 
 			// New fails the test with it, before building anything.
 			tb := &fakeTB{}
 			require.Nil(t, kvtest.New(tb, tc.cfg))
-			require.Len(t, tb.fatals, 1)
-			require.Contains(t, tb.fatals[0], "Config."+tc.field)
-			require.Empty(t, tb.cleanups, "nothing was built, so nothing is checked at the end")
+			requireFailedUnbuilt(t, tb, "Config."+tc.field)
 		})
 	}
+}
+
+// requireConfigError asserts that err is the *ConfigError of field of the configuration
+// type structName ("" for Config), matched by every sentinel it promises to match.
+func requireConfigError(t *testing.T, err error, structName, field string) *kvtest.ConfigError {
+	t.Helper()
+	require.ErrorIs(t, err, kvtest.ErrInvalidConfig)
+	require.ErrorIs(t, err, blocktable.ErrInvalidArgument)
+	require.ErrorIs(t, err, blocks.ErrInvalidArgument)
+	var ce *kvtest.ConfigError
+	require.True(t, errors.As(err, &ce))
+	require.Equal(t, structName, ce.Struct)
+	require.Equal(t, field, ce.Field)
+	require.Contains(t, err.Error(), "Config."+field)
+	return ce
+}
+
+// requireFailedUnbuilt asserts that the kit failed tb once, saying msg, and registered no
+// end-of-test check: nothing was built.
+func requireFailedUnbuilt(t *testing.T, tb *fakeTB, msg string) {
+	t.Helper()
+	require.Len(t, tb.fatals, 1)
+	require.Contains(t, tb.fatals[0], msg)
+	require.Empty(t, tb.cleanups, "nothing was built, so nothing is checked at the end")
 }

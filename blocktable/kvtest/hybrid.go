@@ -51,11 +51,16 @@ type HybridEnv struct {
 
 // NewHybrid builds the hybrid stack of cfg for one test and registers, with tb.Cleanup,
 // the end-of-test check: every group's invariants and block conservation (Check), then the
-// leak check (CheckLeaks). It fails the test at once (Fatalf) on a bad config.
+// leak check (CheckLeaks). It fails the test at once (Fatalf) on a bad config
+// (HybridConfig.Validate's error, or hybrid.New's), having built nothing.
 func NewHybrid(tb TB, cfg HybridConfig) *HybridEnv {
 	tb.Helper()
+	if err := cfg.Validate(); err != nil {
+		tb.Fatalf("kvtest: %v", err)
+		return nil
+	}
 	if cfg.Blocks == 0 {
-		cfg.Blocks = 17
+		cfg.Blocks = defaultHybridBlocks
 	}
 	if len(cfg.Groups) == 0 {
 		cfg.Groups = []hybrid.Spec{hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 8}}
