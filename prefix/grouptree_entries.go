@@ -235,18 +235,20 @@ func (t *GroupTree) Uncache(b blocks.ID) error {
 	for c := r.head[i]; c != int32(b); c = r.ent[c].next {
 		prev = c
 	}
-	if prev == 0 {
-		r.head[i] = x.next
+	// b is the tail exactly when nothing follows it.
+	if next := x.next; prev == 0 {
+		r.head[i] = next
+		if next == 0 {
+			r.tail[i] = 0
+			r.prefixes[g]--
+			if t.ev != nil {
+				t.emitRemoved(b, n, g)
+			}
+		}
 	} else {
-		r.ent[prev].next = x.next
-	}
-	if r.tail[i] == int32(b) {
-		r.tail[i] = prev
-	}
-	if r.head[i] == 0 {
-		r.prefixes[g]--
-		if t.ev != nil {
-			t.emitRemoved(b, n, g)
+		r.ent[prev].next = next
+		if next == 0 {
+			r.tail[i] = prev
 		}
 	}
 	x.node, x.next = 0, 0
