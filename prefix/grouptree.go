@@ -240,6 +240,9 @@ func (t *GroupTree) maybeFree(n Node) {
 			t.removeSlot(n)
 		}
 		*nd = freeNode
+		for i := range t.res {
+			clear(t.res[i].gone[int(n)*t.ng : int(n+1)*t.ng])
+		}
 		if t.nodes[p].hint == n {
 			t.nodes[p].hint = 0
 		}

@@ -22,6 +22,9 @@ type residency struct {
 	ent        []gentry // per ID of the tier
 	cached     []int    // entries per group
 	prefixes   []int    // (node, group) lists that are not empty, per group
+	// gone is, per (node, group), the EvictCause of the removal that last emptied the list
+	// (meaningful only while it is empty; cleared when the node is freed).
+	gone []EvictCause
 }
 
 // gentry is what an ID of a tier caches: its node (0 = not cached), its group, and the
@@ -38,12 +41,14 @@ func (r *residency) init(ids, groups, nodes int) {
 	r.tail = make([]int32, groups, nodes*groups)
 	r.cached = make([]int, groups)
 	r.prefixes = make([]int, groups)
+	r.gone = make([]EvictCause, groups, nodes*groups)
 }
 
 func (r *residency) addNode(groups int) {
 	for range groups {
 		r.head = append(r.head, 0)
 		r.tail = append(r.tail, 0)
+		r.gone = append(r.gone, EvictNone)
 	}
 }
 
@@ -212,6 +217,18 @@ func (t *GroupTree) undoChain(g int, done []blocks.ID, path []Node, k int) {
 	}
 }
 
+// Gone returns why group g has no device block at node n: the cause its last one was
+// removed with (UncacheAs), or EvictNone when it has one, never had one since the node
+// was made, or lost it without a cause.
+func (t *GroupTree) Gone(n Node, g int) EvictCause {
+	i := int(n)*t.ng + g
+	r := &t.res[Device]
+	if r.head[i] != 0 {
+		return EvictNone
+	}
+	return r.gone[i]
+}
+
 // cacheError explains why b cannot be cached at n (a live node, in range).
 func (t *GroupTree) cacheError(b blocks.ID, n Node) error {
 	if uint(b)-1 >= uint(len(t.res[Device].ent))-1 || !t.isPrefixNode(n) {
@@ -222,8 +239,16 @@ func (t *GroupTree) cacheError(b blocks.ID, n Node) error {
 
 // Uncache removes device block b's entry (an eviction, or a block dropped on request) and
 // frees its node, and the ancestors, that nothing keeps any more. It fails with
-// ErrNotCached, changing nothing, for a block that is not cached.
-func (t *GroupTree) Uncache(b blocks.ID) error {
+// ErrNotCached, changing nothing, for a block that is not cached. It records no cause:
+// Gone then reports EvictNone, as for a block never stored.
+func (t *GroupTree) Uncache(b blocks.ID) error { return t.UncacheAs(b, EvictNone) }
+
+// UncacheAs is Uncache recording why the entry went (EvictPolicy for an eviction in free
+// queue order, EvictWindow for a block a sliding window or Mamba state released
+// mid-sequence and then evicted): if it empties its (node, group), Gone reports the cause
+// while the node lives and the group has no block there, so that a lookup can say why it
+// stopped.
+func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 	r := &t.res[Device]
 	if uint(b)-1 >= uint(len(r.ent))-1 || r.ent[b].node == 0 {
 		return &BlockError{Op: "uncache", ID: b, Err: ErrNotCached}
@@ -240,6 +265,7 @@ func (t *GroupTree) Uncache(b blocks.ID) error {
 		r.head[i] = next
 		if next == 0 {
 			r.tail[i] = 0
+			r.gone[i] = cause
 			r.prefixes[g]--
 			if t.ev != nil {
 				t.emitRemoved(b, n, g)

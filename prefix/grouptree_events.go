@@ -193,7 +193,7 @@ func (t *GroupTree) Clear() error {
 	r := &t.res[Device]
 	for b := range r.ent {
 		if r.ent[b].node != 0 {
-			_ = t.Uncache(blocks.ID(b))
+			_ = t.UncacheAs(blocks.ID(b), EvictReset)
 		}
 	}
 	t.ev = ev

@@ -26,6 +26,10 @@ type store struct {
 
 	evictions uint64
 	dropped   uint64
+
+	// win marks a block a sliding window (or Mamba state) released mid-sequence, until it
+	// is allocated again or released by a Finish: its eviction is then EvictWindow.
+	win []bool
 }
 
 func newStore(numBlocks, unit, ng int, unhashedFirst bool) *store {
@@ -37,7 +41,7 @@ func newStore(numBlocks, unit, ng int, unhashedFirst bool) *store {
 	if err != nil {
 		panic(err)
 	}
-	return &store{q: q, t: t, unhashedUp: unhashedFirst}
+	return &store{q: q, t: t, unhashedUp: unhashedFirst, win: make([]bool, numBlocks)}
 }
 
 // must panics on an error of the queue or the tree under the kvinvariants build tag: the
@@ -63,10 +67,7 @@ func (s *store) ref(b blocks.ID) int { return s.q.RefCount(b) }
 func (s *store) alloc() blocks.ID {
 	b, err := s.q.Pop()
 	must(err)
-	if s.t.IsCached(b) {
-		must(s.t.Uncache(b))
-		s.evictions++
-	}
+	s.evict(b)
 	return b
 }
 
@@ -87,12 +88,39 @@ func (s *store) allocN(t []blocks.ID, n int) []blocks.ID {
 	t, err := s.q.Allocate(t, n)
 	must(err)
 	for _, b := range t[start:] {
-		if s.t.IsCached(b) {
-			must(s.t.Uncache(b))
-			s.evictions++
-		}
+		s.evict(b)
 	}
 	return t
+}
+
+// evict uncaches b, just taken off the queue, if it is cached, saying why.
+func (s *store) evict(b blocks.ID) {
+	if s.t.IsCached(b) {
+		cause := prefix.EvictPolicy
+		if s.win[b] {
+			cause = prefix.EvictWindow
+		}
+		must(s.t.UncacheAs(b, cause))
+		s.evictions++
+	}
+	s.win[b] = false
+}
+
+// releaseWindow releases the blocks a group released mid-sequence (t, last first), marked
+// so that their eviction says EvictWindow.
+func (s *store) releaseWindow(t []blocks.ID) {
+	for _, b := range t {
+		s.win[b] = true
+	}
+	s.releaseTable(t)
+}
+
+// unmarkWindow clears the marks of t's blocks (a Finish releases them: their eviction
+// is the policy's again).
+func (s *store) unmarkWindow(t []blocks.ID) {
+	for _, b := range t {
+		s.win[b] = false
+	}
 }
 
 // releaseTable releases the blocks of t (null entries skipped) last first.
