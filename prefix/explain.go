@@ -36,10 +36,11 @@ const (
 	// needs its hidden states recomputed (vLLM drops it the same way).
 	MissEAGLE
 	// MissGroup: a KV-cache group of a hybrid model had no hit where the others did;
-	// Explanation.Group names it. Produced by group-aware lookups.
+	// Explanation.Group names it. Produced by blocktable/hybrid's Manager.Explain.
 	MissGroup
 	// MissSparseGap: a group that keeps only some blocks (a sliding window) has a gap where
-	// the hit needs one. Produced by group-aware lookups.
+	// the hit needs one. Produced by blocktable/hybrid's Manager.Explain under sparse
+	// retention.
 	MissSparseGap
 	// MissEpoch: the block is cached under an earlier weight epoch of the namespace
 	// (BumpEpoch), which no lookup reaches any more.
@@ -77,7 +78,8 @@ const (
 	EvictNone EvictCause = iota
 	// EvictPolicy: the eviction policy chose it (for the pool, or Evict).
 	EvictPolicy
-	// EvictWindow: it fell out of a sliding window.
+	// EvictWindow: it fell out of a sliding window (or was a superseded Mamba state),
+	// was released mid-sequence, and was then evicted (blocktable/hybrid).
 	EvictWindow
 	// EvictQuota: its namespace was over its quota.
 	EvictQuota
@@ -122,7 +124,8 @@ type Explanation struct {
 	// SharedTokens is, for MissBelowUnit, how many tokens of the block where the match
 	// stopped agree with the cached block tried there.
 	SharedTokens int
-	// Group is, for MissGroup and MissSparseGap, the KV-cache group that disagreed.
+	// Group is, for MissGroup and MissSparseGap, the KV-cache group that disagreed (and,
+	// from a hybrid Manager, the group whose block was evicted, for MissEvicted).
 	Group int
 }
 

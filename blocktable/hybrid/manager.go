@@ -145,6 +145,9 @@ type Manager struct {
 	clock    uint64 // logical arrival clock: one tick per Admit and Fork
 	pre      preemptScratch
 	counters Stats // the counters Stats reports beside the pool's
+	// lowGroup is the group that last lowered the fixed point in hit (-1: none), and
+	// lowFrom the length it was given: what Explain reports.
+	lowGroup, lowFrom int
 }
 
 type seq struct {
@@ -329,6 +332,7 @@ func (m *Manager) hit(s *seq, maxLen int) int {
 	}
 	simple := len(m.kinds) == 2 && m.specs[m.kinds[0][0]].Downward()
 	clear(m.kdone)
+	m.lowGroup = -1
 	hit := maxLen
 	for {
 		cur := hit
@@ -340,7 +344,11 @@ func (m *Manager) hit(s *seq, maxLen int) int {
 				continue
 			}
 			m.view.kind, m.view.k = kind, m.k[g]
-			cur = m.specs[g].Hit(&m.view, cur/bs, m.lcm/bs, m.eagle) * bs
+			next := m.specs[g].Hit(&m.view, cur/bs, m.lcm/bs, m.eagle) * bs
+			if i > 0 && next < cur {
+				m.lowGroup, m.lowFrom = g, cur // for Explain: who lowered it, from where
+			}
+			cur = next
 			m.kdone[i] = true
 		}
 		if cur >= hit {
@@ -798,7 +806,7 @@ func (m *Manager) releaseSkipped(s *seq) {
 		for i > 0 && t[i-1] != blocks.NullID {
 			i--
 		}
-		m.st.releaseTable(t[i:end])
+		m.st.releaseWindow(t[i:end])
 		clear(t[i:end])
 		if m.anyAlign && m.align[g] {
 			m.releaseState(s, g)
@@ -827,6 +835,9 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 // releaseAll releases every group's blocks of s, last first, group by group.
 func (m *Manager) releaseAll(s *seq) {
 	for g := range m.specs {
+		if m.skips[g] {
+			m.st.unmarkWindow(s.tables[g])
+		}
 		m.st.releaseTable(s.tables[g])
 		s.tables[g] = s.tables[g][:0]
 	}
