@@ -44,11 +44,12 @@ func (m *Manager) staleState(s *seq, g int) int {
 	return i
 }
 
-// releasesState reports whether some align group of s releases its last state block
-// before the next step.
-func (m *Manager) releasesState(s *seq) bool {
+// pendingState reports whether some align group of s holds a last state block: it is
+// released at the sequence's next step, so setQuiet gives it no quiet steps and the decode
+// fast path, which releases nothing, needs no align check of its own.
+func (m *Manager) pendingState(s *seq) bool {
 	for g := range m.specs {
-		if m.align[g] && m.staleState(s, g) >= 0 {
+		if m.align[g] && s.lastState[g] >= 0 {
 			return true
 		}
 	}
@@ -82,11 +83,15 @@ func (m *Manager) alignSchedule(s *seq, g, main int) (want, freed int) {
 // releaseState releases align group g's stale last state block, as vLLM's
 // remove_skipped_blocks does after the window release.
 func (m *Manager) releaseState(s *seq, g int) {
-	if i := m.staleState(s, g); i >= 0 {
-		m.st.release(s.tables[g][i])
-		s.tables[g][i] = blocks.NullID
-		s.lastState[g] = -1
+	i := s.lastState[g]
+	if i < 0 || i >= m.ceil(g, s.computed)-1 {
+		return
 	}
+	if t := s.tables[g]; t[i] != blocks.NullID {
+		m.st.release(t[i])
+		t[i] = blocks.NullID
+	}
+	s.lastState[g] = -1 // done, also when the window release took it first
 }
 
 // AlignedChunk returns how many of the numNew prompt tokens a scheduler should compute

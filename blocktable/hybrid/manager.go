@@ -725,7 +725,7 @@ func (m *Manager) releases(s *seq) bool {
 			return true
 		}
 	}
-	return m.anyAlign && m.releasesState(s)
+	return false
 }
 
 // setQuiet recomputes s.quiet from its tables and cached counts. A sequence whose next
@@ -738,7 +738,7 @@ func (m *Manager) setQuiet(s *seq) {
 			q = min(q, (s.numCached[g]+1)*m.bs[g]-1)
 		}
 	}
-	if s.forked && m.writesShared(s) {
+	if s.forked && m.writesShared(s) || m.anyAlign && m.pendingState(s) {
 		q = 0
 	}
 	s.quiet = q
