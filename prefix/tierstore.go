@@ -265,11 +265,14 @@ func (x *Index) reserve(t Tier, e int32) bool {
 // makeRoom frees one slot of lower tier t by its policy: a victim with a copy below it, or
 // at the last tier, or whose tier below is not write-back, is dropped; any other victim is
 // written back to the tier below (its slot frees when the copy completes) and the next
-// victim is tried. A victim the tier below has no room for is dropped.
+// victim is tried, up to writeBackBatch of them: then no slot is free now, and the
+// write-backs started free some by the time their plan completes. A victim the tier below
+// has no room for is dropped.
 func (x *Index) makeRoom(t Tier) bool {
 	ts := x.tiers
 	l := &ts.lv[t-1]
-	for {
+	batch := max(1, l.spec.Capacity/64)
+	for started := 0; started < batch; started++ {
 		k, ok := l.policy.Victim()
 		if !ok {
 			return false
@@ -290,6 +293,7 @@ func (x *Index) makeRoom(t Tier) bool {
 		en.leaving[t-1] = true
 		ts.queue = append(ts.queue, tierOp{from: t, to: below, e: e, src: k, dst: en.slot[below-1] - 1})
 	}
+	return false
 }
 
 // dropSlot drops entry e's slot in lower tier t (the caller has taken it off the policy

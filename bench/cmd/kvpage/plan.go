@@ -290,6 +290,8 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	f.register(fs, sizingDefaults{tp: 1, perRequest: true, autoLen: true,
 		maxNumSeqsHelp:  "cap on concurrent requests, as vLLM's --max-num-seqs (0: no cap)",
 		maxModelLenHelp: "longest context of a request, such as 32k or 32K; auto = the longest that fits (default: the model's max_position_embeddings)"})
+	var hostRAM bytesValue
+	fs.fs.Var(&hostRAM, "host-ram", "host memory for a KV tier below the GPUs, such as 512GiB: prints how many blocks (and tokens) of this model it holds")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -302,10 +304,13 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	over := perRequestOverride(p, &f.kvBytesPerRequest)
+	host := hostTierOf(p, &hostRAM)
 	if f.json {
-		err = writeJSON(stdout, planToJSON(p, in.assumptions, over))
-	} else {
-		err = writePlanTable(stdout, p, in.assumptions, over)
+		j := planToJSON(p, in.assumptions, over)
+		j.HostTier = host
+		err = writeJSON(stdout, j)
+	} else if err = writePlanTable(stdout, p, in.assumptions, over); err == nil && host != nil {
+		err = writeHostTier(stdout, host)
 	}
 	if err != nil {
 		return err
@@ -516,6 +521,8 @@ type planJSON struct {
 	Assumptions           []string  `json:"assumptions"`
 	// PerRequest is what --kv-bytes-per-request gives, when given.
 	PerRequest *requestOverride `json:"kv_bytes_per_request,omitempty"`
+	// HostTier is what --host-ram holds as a KV tier below the GPUs (hosttier.go).
+	HostTier *hostTier `json:"host_tier,omitempty"`
 	// StateBytesPerRequestPerGPU is the Mamba / linear-attention state of one request.
 	StateBytesPerRequestPerGPU int64 `json:"state_bytes_per_request_per_gpu,omitempty"`
 	// Layouts compares the memory layouts of a hybrid model (more than one kind of layer).
