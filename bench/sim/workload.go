@@ -74,22 +74,7 @@ var Workloads = []Workload{
 		MaxModelLen: 2048,
 		gen:         genSysPrompt,
 	},
-	{
-		Name: "conversation",
-		Doc: "Multi-turn chat, the eviction benchmark's conversation trace (bench/eviction_conversation_test.go): " +
-			"first 8 system prompts of 1024 tokens (1024 draws each, the benchmark's token ids, unused here). A " +
-			"conversation opens by drawing its system prompt, a Zipf(s=1.1) choice among the 8 (bench.Zipf), then " +
-			"its turns T = 2 + next()%9 (2..10); 48 conversations open first. Then per request: the open " +
-			"conversation at index next()%48 (in opening order), its user message U = 16 + next()%241 tokens (then " +
-			"U draws skipped), its reply R = 32 + next()%481 tokens (then R draws skipped). A turn's prompt is the " +
-			"system prompt, every earlier message and reply of its conversation, and its message: turn k's prompt " +
-			"begins with turn k-1's prompt and reply. The system prompt is shared by every conversation that drew " +
-			"it, the whole turn is the conversation's shared stream (group = conversation), and turn k arrives " +
-			"only when turn k-1 has finished, no later request arriving before it (the trace's order is kept). A " +
-			"conversation that has sent T turns closes and the next one opens at the end of the list.",
-		MaxModelLen: convMaxModelLen,
-		gen:         genConversation,
-	},
+	conversationWorkload(convOpen),
 }
 
 // LookupWorkload returns the built-in workload called name.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -127,8 +128,48 @@ func TestTokensSeparateRequestsAndShareGroups(t *testing.T) {
 func TestConversationWorkload(t *testing.T) {
 	w, err := LookupWorkload("conversation")
 	require.NoError(t, err)
-	tr := w.Generate(1500, 42)
-	require.Len(t, tr.Requests, 1500)
+	assert.Equal(t, convOpen, checkConversationShape(t, w.Generate(1500, 42)), "48 conversations open at once")
+}
+
+// ConversationWorkload(k) has the same shape with k conversations open: one at a time for
+// k = 1, never more than k, and the built-in trace for k = 48.
+func TestConversationWorkloadOpen(t *testing.T) {
+	builtin, err := LookupWorkload("conversation")
+	require.NoError(t, err)
+	w48, err := ConversationWorkload(convOpen)
+	require.NoError(t, err)
+	require.Equal(t, builtin.Doc, w48.Doc)
+	require.Equal(t, builtin.Generate(800, 7).Requests, w48.Generate(800, 7).Requests)
+	for _, k := range []int{1, 7, 384} {
+		w, err := ConversationWorkload(k)
+		require.NoError(t, err)
+		require.Contains(t, w.Doc, fmt.Sprintf("%d conversations open first", k))
+		require.Contains(t, w.Doc, fmt.Sprintf("index next()%%%d ", k))
+		maxOpen := checkConversationShape(t, w.Generate(3000, 42))
+		require.LessOrEqual(t, maxOpen, k, "open %d", k)
+		require.Greater(t, maxOpen, k/2, "open %d: most of them are running", k)
+		if k == 1 {
+			require.Equal(t, 1, maxOpen, "one conversation at a time")
+		}
+	}
+	require.NotEqual(t, w48.Generate(400, 42).Requests, mustConversation(t, 96).Generate(400, 42).Requests)
+	for _, k := range []int{0, -1, MaxOpenConversations + 1} {
+		_, err := ConversationWorkload(k)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%d", k)
+	}
+}
+
+func mustConversation(t *testing.T, open int) Workload {
+	t.Helper()
+	w, err := ConversationWorkload(open)
+	require.NoError(t, err)
+	return w
+}
+
+// checkConversationShape checks every request of a conversation trace and returns the
+// most conversations that were open (begun and not yet at their last turn) at once.
+func checkConversationShape(t *testing.T, tr *Trace) int {
+	t.Helper()
 	last := map[int]Request{}
 	turns := map[int]int{}
 	open := map[int]bool{}
@@ -164,8 +205,8 @@ func TestConversationWorkload(t *testing.T) {
 			delete(open, r.Group)
 		}
 	}
-	assert.Equal(t, convOpen, maxOpen, "48 conversations open at once")
 	assert.Greater(t, len(last), 200, "conversations close and new ones open")
+	return maxOpen
 }
 
 // closes reports whether request i is its conversation's last in tr.

@@ -34,6 +34,12 @@ side), the hit the router expected, the load imbalance (max / mean outstanding r
 averaged over busy steps), preemptions, and requests completed per step while requests
 arrive; --charts DIR writes fleet-WORKLOAD.png (1,800 px wide) per workload.
 
+The conversation workload keeps --open-per-server x servers conversations open (6 per
+server: 48 at 8 servers, the eviction benchmark's trace), so that a larger fleet gets
+proportionally more concurrent work: a conversation's next turn waits for the previous
+one, so at most that many requests are ever outstanding. --open-per-server 0 keeps the
+trace's fixed 48 at every size.
+
 `
 
 func runFleetSim(args []string, stdout, stderr io.Writer) error {
@@ -51,6 +57,7 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 	blockSize := f.fs.Int("block-size", 16, "tokens per block")
 	charts := f.fs.String("charts", "", "directory to write the charts into")
 	seed := f.fs.Uint64("seed", 42, "workload and arrival seed")
+	openPer := f.fs.Int("open-per-server", defaultOpenPerServer, "conversation workload: open conversations per server (0: a fixed 48)")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -60,8 +67,8 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 	}
 	ns, err := splitFleetList(*servers, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 4096 {
-			return 0, fmt.Errorf("%q is not a fleet size from 1 to 4,096", s)
+		if err != nil || n < 1 || n > maxFleetServers {
+			return 0, fmt.Errorf("%q is not a fleet size from 1 to %d", s, maxFleetServers)
 		}
 		return n, nil
 	})
@@ -92,6 +99,8 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		return badFlag("--block-size must be between 1 and 65536 tokens, got %d", *blockSize)
 	case *budget < 0:
 		return badFlag("--kv-budget-tokens must be positive, got %d", *budget)
+	case *openPer < 0 || *openPer > maxOpenPerServer:
+		return badFlag("--open-per-server must be between 0 and %d, got %d", maxOpenPerServer, *openPer)
 	}
 
 	if *charts != "" {
@@ -112,12 +121,21 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		if wi > 0 {
 			fmt.Fprintln(stdout)
 		}
+		if wname == "conversation" {
+			memory += openConversationsNote(*openPer)
+		}
 		fmt.Fprintf(stdout, "%s: %s\n", wname, memory)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "workload\tservers\tpolicy\thit rate\trouted hit\timbalance\tpreemptions\tcompleted/step\tsteps\t")
 		var results []*sim.FleetResult
 		for _, n := range ns {
-			tr := w.Generate(n**perServer, *seed)
+			wn := w
+			if wname == "conversation" && *openPer > 0 {
+				if wn, err = sim.ConversationWorkload(*openPer * n); err != nil {
+					return err
+				}
+			}
+			tr := wn.Generate(n**perServer, *seed)
 			sim.WithPoissonArrivals(tr, *rate*float64(n), *seed)
 			reqs := sim.Prepare(tr, w.MaxModelLen).Requests
 			cfg := sim.DefaultConfig(capacity)
@@ -148,6 +166,28 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// defaultOpenPerServer is --open-per-server's default: 8 servers then have the 48 open
+// conversations of the eviction benchmark's trace (bench.ConvOpen).
+const defaultOpenPerServer = 6
+
+// maxFleetServers bounds --servers.
+const maxFleetServers = 4096
+
+// maxOpenPerServer bounds --open-per-server so that the largest fleet stays within
+// sim.MaxOpenConversations.
+const maxOpenPerServer = sim.MaxOpenConversations / maxFleetServers
+
+// openConversationsNote says how many conversations the fleet keeps open.
+func openConversationsNote(perServer int) string {
+	if perServer == 0 {
+		return "; 48 open conversations at every fleet size"
+	}
+	if perServer == 1 {
+		return "; 1 open conversation per server"
+	}
+	return fmt.Sprintf("; %d open conversations per server", perServer)
 }
 
 // planBudget is one server's KV budget in tokens from the planner.

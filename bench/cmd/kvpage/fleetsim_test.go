@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,9 +35,40 @@ func TestFleetSimBadFlags(t *testing.T) {
 		{"--event-delay", "-1"},
 		{"--rate-per-server", "0"},
 		{"--gpu", "abacus"},
+		{"--open-per-server", "-1"},
+		{"--open-per-server", "257"},
 	} {
 		code, _, errOut := runKV(append([]string{"fleet-sim"}, args...)...)
 		require.Equal(t, 2, code, "%v: %s", args, errOut)
 		require.Contains(t, errOut, "see kvpage fleet-sim --help")
 	}
+}
+
+// The conversation workload's open conversations follow --open-per-server x servers: 12
+// per server on 4 servers is the trace's fixed 48 (--open-per-server 0) row for row, and
+// one per server keeps fewer requests in flight, so fewer complete per step.
+func TestFleetSimOpenConversationsScaleWithTheFleet(t *testing.T) {
+	rows := func(open string) (string, []string) {
+		t.Helper()
+		code, out, errOut := runKV("fleet-sim", "--workload", "conversation", "--servers", "4", "--requests-per-server", "30",
+			"--policies", "round-robin", "--open-per-server", open)
+		require.Equal(t, 0, code, errOut)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 3, out)
+		return lines[0], strings.Fields(lines[2])
+	}
+	head12, with12 := rows("12")
+	head0, fixed := rows("0")
+	head1, with1 := rows("1")
+	require.Contains(t, head12, "; 12 open conversations per server")
+	require.Contains(t, head0, "; 48 open conversations at every fleet size")
+	require.Contains(t, head1, "; 1 open conversation per server")
+	require.Equal(t, fixed, with12, "4 x 12 = 48 open: the same trace")
+	// Fields: workload, servers, policy, hit rate, routed hit, imbalance, preemptions,
+	// completed/step, steps.
+	c1, err := strconv.ParseFloat(with1[7], 64)
+	require.NoError(t, err)
+	c48, err := strconv.ParseFloat(fixed[7], 64)
+	require.NoError(t, err)
+	require.Less(t, c1, c48, "4 conversations in flight complete fewer turns per step than 48")
 }
