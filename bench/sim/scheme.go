@@ -99,6 +99,9 @@ type Scheme struct {
 	// states under the per-class and carved layouts (0: the uniform layout's block).
 	Model, Layout string
 	StateBlock    int
+	// MambaMode is the hybrid scheme's Mamba cache mode (hybrid.MambaAll, the default
+	// when "", or hybrid.MambaAlign).
+	MambaMode string
 	// Tiers gives the paged scheme with prefix sharing lower tiers (tiers.go): host
 	// memory and disk below the device's KV budget; the zero value has none.
 	Tiers Tiers
@@ -118,6 +121,9 @@ func (s Scheme) Label() string {
 			if s.StateBlock > 0 {
 				l += fmt.Sprintf(" state=%d", s.StateBlock)
 			}
+		}
+		if s.MambaMode != "" && s.MambaMode != "all" {
+			l += " " + s.MambaMode
 		}
 	}
 	if s.PrefixSharing {
@@ -159,7 +165,7 @@ func (s Scheme) validate(c *Config) error {
 	if !ok {
 		return fmt.Errorf("%w: unknown scheme %q (%s)", ErrInvalidConfig, s.Name, strings.Join(SchemeNames(), ", "))
 	}
-	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0) {
+	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0 || s.MambaMode != "") {
 		return fmt.Errorf("%w: %s takes no model, layout or state block (the hybrid scheme does)", ErrInvalidConfig, s.Name)
 	}
 	if !d.blocks {

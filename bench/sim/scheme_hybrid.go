@@ -101,6 +101,9 @@ func validateHybrid(s *Scheme, c *Config) error {
 	if s.Watermark != 0 {
 		return fmt.Errorf("%w: the hybrid scheme has no watermark", ErrInvalidConfig)
 	}
+	if s.MambaMode != "" && s.MambaMode != hybrid.MambaAll && s.MambaMode != hybrid.MambaAlign {
+		return fmt.Errorf("%w: Mamba cache mode %q (all, align)", ErrInvalidConfig, s.MambaMode)
+	}
 	if s.StateBlock < 0 || s.StateBlock > c.MaxModelLen {
 		return fmt.Errorf("%w: state block %d outside [0, max-model-len %d]", ErrInvalidConfig, s.StateBlock, c.MaxModelLen)
 	}
@@ -161,6 +164,10 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		return nil, err
 	}
 	u := h.Uniform()
+	mode := s.MambaMode
+	if mode == "" {
+		mode = hybrid.MambaAll
+	}
 	stateBlock := s.StateBlock
 	if stateBlock == 0 {
 		stateBlock = u.BlockTokens
@@ -175,7 +182,7 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		case sizing.KindChunked:
 			return hybrid.ChunkedLocal{Block: block, Chunk: l.Span, Bytes: bytes}
 		case sizing.KindState:
-			return hybrid.Mamba{Block: block, Bytes: bytes, Mode: hybrid.MambaAll}
+			return hybrid.Mamba{Block: block, Bytes: bytes, Mode: mode}
 		}
 		return hybrid.FullAttention{Block: block, Bytes: bytes}
 	}
@@ -250,8 +257,12 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		for i, l := range rows {
 			need[i] = heldAt(l, a.kindSpec[i], a.kindBlock[i], cfg.MaxModelLen) * pages[i]
 			if l.Kind == sizing.KindState {
-				// A prompt takes a state block per StateBlock tokens at admission.
+				// A prompt takes a state block per StateBlock tokens at admission in all
+				// mode; align holds a running block and, for a step, the one before.
 				need[i] = int64(ceilDiv(cfg.MaxModelLen, a.kindBlock[i])) * pages[i]
+				if mode == hybrid.MambaAlign {
+					need[i] = 2 * pages[i]
+				}
 			}
 			total += need[i]
 		}

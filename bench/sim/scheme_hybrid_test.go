@@ -61,7 +61,26 @@ func TestHybridSchemeValidation(t *testing.T) {
 		{Name: Hybrid, Model: "jamba-1.5-mini", Layout: "striped", BlockSize: 16},
 		{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutCarved, BlockSize: 16, PrefixSharing: true, Eviction: "fifo"},
 		{Name: Paged, Model: "jamba-1.5-mini", BlockSize: 16},
+		{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutCarved, BlockSize: 16, MambaMode: "sometimes"},
 	} {
 		require.ErrorIs(t, s.validate(&cfg), ErrInvalidConfig, "%+v", s)
+	}
+}
+
+// vLLM's align mode runs under every layout: a running state block per sequence.
+func TestHybridSchemeAlignMode(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector; -tags kvinvariants runs it")
+	}
+	w, err := LookupWorkload("sysprompt")
+	require.NoError(t, err)
+	cfg := DefaultConfig(16 << 10)
+	p := Prepare(w.Generate(30, 7), cfg.MaxModelLen)
+	for _, s := range hybridSchemes("qwen3-next-80b-a3b", 0) {
+		s.MambaMode = "align"
+		r, err := simulate(p.Requests, cfg, s, true)
+		require.NoError(t, err, s.Label())
+		require.Len(t, r.Groups, 2)
+		require.Contains(t, s.Label(), "align")
 	}
 }

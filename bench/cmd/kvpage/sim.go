@@ -111,6 +111,7 @@ type simFlags struct {
 	watermark                    float64
 	hybridLayouts                string
 	stateBlock                   int
+	mambaMode                    string
 	retention                    retentionFlags
 	hostRAM, diskSize            bytesValue
 	hostGBps, diskGBps           float64
@@ -153,6 +154,7 @@ func (f *simFlags) register(set *flagSet) {
 		" (hybrid runs --model, a hybrid preset, through blocktable/hybrid under each --hybrid-layouts layout)")
 	fs.StringVar(&f.hybridLayouts, "hybrid-layouts", strings.Join(sim.HybridLayouts, ","), "memory layouts the hybrid scheme runs, comma-separated: "+
 		"uniform (vLLM's one page size), per-class (one pool per page size, split for max-model-len), carved (Jenga: large pages carved into each kind's pages)")
+	fs.StringVar(&f.mambaMode, "mamba-cache-mode", "all", "hybrid scheme: vLLM's Mamba cache mode, all (a state block per block of prompt at admission) or align (a running state block and the last one)")
 	fs.IntVar(&f.stateBlock, "state-block", 0, "hybrid scheme, per-class and carved layouts: tokens between cached Mamba / linear-attention states (0: the uniform layout's block, the same hit unit)")
 	fs.StringVar(&f.blockSweep, "block-size-sweep", defaultBlockSweep, "more paged block sizes, run in the first --prefix-sharing mode, for the utilisation-vs-block-size chart (\"\" for none)")
 	fs.StringVar(&f.sharing, "prefix-sharing", "off,on", "paged runs without (off) and with (on) prefix sharing, comma-separated; the first mode also runs over --block-size-sweep")
@@ -583,8 +585,12 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 			}
 			for _, share := range sharing {
 				for _, l := range layouts {
-					out = append(out, sim.Scheme{Name: sim.Hybrid, Model: m.Name, Layout: l, BlockSize: blockSize,
-						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock})
+					s := sim.Scheme{Name: sim.Hybrid, Model: m.Name, Layout: l, BlockSize: blockSize,
+						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock}
+					if f.mambaMode != "all" {
+						s.MambaMode = f.mambaMode
+					}
+					out = append(out, s)
 				}
 			}
 			continue
