@@ -71,7 +71,14 @@ type gnode struct {
 	pins     int32 // sequences positioned here
 	entries  int32 // cached entries over all groups and tiers
 	root     bool  // a namespace's root (not in the child table; caches nothing)
+	// gone holds, for the first goneGroups groups, the EvictCause of the removal that last
+	// emptied the group's device list here (meaningful while it is empty): in the node's
+	// padding, so that the node stays 32 bytes and freeing it forgets them for free.
+	gone [goneGroups]EvictCause
 }
+
+// goneGroups is how many groups a node records removal causes for.
+const goneGroups = 3
 
 // freeNode marks a node slot that is not in the tree (on freeNodes).
 var freeNode = gnode{parent: NoNode}
@@ -239,10 +246,7 @@ func (t *GroupTree) maybeFree(n Node) {
 		} else {
 			t.removeSlot(n)
 		}
-		*nd = freeNode
-		for i := range t.res {
-			clear(t.res[i].gone[int(n)*t.ng : int(n+1)*t.ng])
-		}
+		*nd = freeNode // its gone causes with it
 		if t.nodes[p].hint == n {
 			t.nodes[p].hint = 0
 		}

@@ -22,9 +22,6 @@ type residency struct {
 	ent        []gentry // per ID of the tier
 	cached     []int    // entries per group
 	prefixes   []int    // (node, group) lists that are not empty, per group
-	// gone is, per (node, group), the EvictCause of the removal that last emptied the list
-	// (meaningful only while it is empty; cleared when the node is freed).
-	gone []EvictCause
 }
 
 // gentry is what an ID of a tier caches: its node (0 = not cached), its group, and the
@@ -41,14 +38,12 @@ func (r *residency) init(ids, groups, nodes int) {
 	r.tail = make([]int32, groups, nodes*groups)
 	r.cached = make([]int, groups)
 	r.prefixes = make([]int, groups)
-	r.gone = make([]EvictCause, groups, nodes*groups)
 }
 
 func (r *residency) addNode(groups int) {
 	for range groups {
 		r.head = append(r.head, 0)
 		r.tail = append(r.tail, 0)
-		r.gone = append(r.gone, EvictNone)
 	}
 }
 
@@ -219,14 +214,17 @@ func (t *GroupTree) undoChain(g int, done []blocks.ID, path []Node, k int) {
 
 // Gone returns why group g has no device block at node n: the cause its last one was
 // removed with (UncacheAs), or EvictNone when it has one, never had one since the node
-// was made, or lost it without a cause.
+// was made, or lost it without a cause (and for groups past the third, which record none).
 func (t *GroupTree) Gone(n Node, g int) EvictCause {
 	i := int(n)*t.ng + g
 	r := &t.res[Device]
 	if r.head[i] != 0 {
 		return EvictNone
 	}
-	return r.gone[i]
+	if g >= goneGroups {
+		return EvictNone
+	}
+	return t.nodes[n].gone[g]
 }
 
 // cacheError explains why b cannot be cached at n (a live node, in range).
@@ -255,6 +253,7 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 	}
 	x := &r.ent[b]
 	n, g := x.node, int(x.group)
+	nd := &t.nodes[n]
 	i := int(n)*t.ng + g
 	prev := int32(0)
 	for c := r.head[i]; c != int32(b); c = r.ent[c].next {
@@ -265,7 +264,9 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 		r.head[i] = next
 		if next == 0 {
 			r.tail[i] = 0
-			r.gone[i] = cause
+			if g < goneGroups {
+				nd.gone[g] = cause
+			}
 			r.prefixes[g]--
 			if t.ev != nil {
 				t.emitRemoved(b, n, g)
@@ -278,7 +279,7 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 		}
 	}
 	x.node, x.next = 0, 0
-	t.nodes[n].entries--
+	nd.entries--
 	r.cached[g]--
 	t.maybeFree(n)
 	return nil

@@ -67,7 +67,10 @@ func (s *store) ref(b blocks.ID) int { return s.q.RefCount(b) }
 func (s *store) alloc() blocks.ID {
 	b, err := s.q.Pop()
 	must(err)
-	s.evict(b)
+	if s.t.IsCached(b) {
+		s.evict(b)
+	}
+	s.win[b] = false
 	return b
 }
 
@@ -88,22 +91,27 @@ func (s *store) allocN(t []blocks.ID, n int) []blocks.ID {
 	t, err := s.q.Allocate(t, n)
 	must(err)
 	for _, b := range t[start:] {
-		s.evict(b)
+		if s.t.IsCached(b) {
+			cause := prefix.EvictPolicy
+			if s.win[b] {
+				cause = prefix.EvictWindow
+			}
+			must(s.t.UncacheAs(b, cause))
+			s.evictions++
+		}
+		s.win[b] = false
 	}
 	return t
 }
 
-// evict uncaches b, just taken off the queue, if it is cached, saying why.
+// evict uncaches b, a cached block just taken off the queue, saying why.
 func (s *store) evict(b blocks.ID) {
-	if s.t.IsCached(b) {
-		cause := prefix.EvictPolicy
-		if s.win[b] {
-			cause = prefix.EvictWindow
-		}
-		must(s.t.UncacheAs(b, cause))
-		s.evictions++
+	cause := prefix.EvictPolicy
+	if s.win[b] {
+		cause = prefix.EvictWindow
 	}
-	s.win[b] = false
+	must(s.t.UncacheAs(b, cause))
+	s.evictions++
 }
 
 // releaseWindow releases the blocks a group released mid-sequence (t, last first), marked
@@ -116,10 +124,10 @@ func (s *store) releaseWindow(t []blocks.ID) {
 }
 
 // unmarkWindow clears the marks of t's blocks (a Finish releases them: their eviction
-// is the policy's again).
+// is the policy's again): a window's table holds them after its null entries.
 func (s *store) unmarkWindow(t []blocks.ID) {
-	for _, b := range t {
-		s.win[b] = false
+	for i := len(t) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
+		s.win[t[i]] = false
 	}
 }
 

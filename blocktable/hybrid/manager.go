@@ -806,8 +806,10 @@ func (m *Manager) releaseSkipped(s *seq) {
 		for i > 0 && t[i-1] != blocks.NullID {
 			i--
 		}
-		m.st.releaseWindow(t[i:end])
-		clear(t[i:end])
+		if i < end {
+			m.st.releaseWindow(t[i:end])
+			clear(t[i:end])
+		}
 		if m.anyAlign && m.align[g] {
 			m.releaseState(s, g)
 		}
