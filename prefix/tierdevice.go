@@ -135,7 +135,7 @@ func (x *Index) startDeviceStore(n int32, demote bool) bool {
 	}
 	ts.devRefs[id]++
 	x.pin(n) // a no-op for a block a request holds; a popped victim is pinned here
-	if demote {
+	if demote && x.nodes[n].flags&flagDemote == 0 {
 		x.nodes[n].flags |= flagDemote
 		ts.demoting++
 	}
