@@ -108,6 +108,14 @@
 // budget Capacity tokens of the model's attention layers, and reports each KV-cache
 // group's share of the budget (Result.Groups) beside the hit rate; see Hybrid.
 //
+// Paged with PrefixSharing can have lower tiers (Scheme.Tiers: host and disk capacities in
+// blocks, bandwidths, bytes per block; tiers.go): blocks are written through to the host
+// as they are committed and back to disk as the host evicts them, an admission loads what
+// the tiers hold past its device hit, and every transfer plan is executed at once and
+// succeeds (steps do not wait on copies; TransferSeconds says what they would take).
+// Loaded tokens count as prefix hits; Result.Tiers gives each tier's hit rate, blocks and
+// bytes moved and plans over the whole run, and WriteCharts draws tiers.png.
+//
 // A new scheme is one file: an implementation of the allocator interface (scheduler.go:
 // admit, grow, finish, usage, check) that keeps its own per-request state, registered by
 // name with registerScheme from init (scheme.go); Scheme.Name then selects it, --schemes
