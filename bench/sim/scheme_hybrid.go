@@ -141,6 +141,11 @@ type hybridAlloc struct {
 	prompt    []int32
 	one       [1]int32
 	pre       []blocktable.Preempted
+
+	// align is set in Mamba align mode, whose prefills are split on block boundaries of
+	// lcm tokens, the LCM of every kind's block (scheme_hybrid_admit.go).
+	align bool
+	lcm   int
 }
 
 func attnTokenBytes(h sizing.HybridModel) int64 {
@@ -174,6 +179,7 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 	}
 	for _, l := range h.Layers {
 		a.names = append(a.names, string(l.Kind))
+		a.align = a.align || (l.Kind == sizing.KindState && mode == hybrid.MambaAlign)
 	}
 	spec := func(l sizing.HybridLayers, block int, bytes int64) hybrid.Spec {
 		switch l.Kind {
@@ -286,7 +292,18 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 			}
 		}
 	}
+	a.lcm = 1
+	for _, b := range a.kindBlock {
+		a.lcm = a.lcm / gcd(a.lcm, b) * b
+	}
 	return a, nil
+}
+
+func gcd(x, y int) int {
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return x
 }
 
 // carveUnit picks the small page that large pages are carved into: the largest page
@@ -341,53 +358,51 @@ func (a *hybridAlloc) request(s *seq, n int) *hybrid.Request {
 func (a *hybridAlloc) admit(s *seq, budget int) (prefill, hit int, ok bool, err error) {
 	n := s.req.Input + s.generated
 	req := a.request(s, n)
-	switch {
-	case !a.sharing:
-	case len(a.pools) == 1:
-		if n > budget && n-a.pools[0].m.MatchRequest(req) > budget {
-			return 0, 0, false, nil
-		}
-	default:
-		// The hit every pool serves: lower a common cap until every Manager's fixed
-		// point under it is the cap itself.
-		h := n - 1
-		for h > 0 {
-			low := h
-			for _, p := range a.pools {
-				req.HitLimit = h
-				low = min(low, p.m.MatchRequest(req))
-			}
-			if low == h {
-				break
-			}
-			h = low
-		}
-		req.HitLimit, req.SkipCacheRead = h, h == 0
-	}
-	if n-req.HitLimit > budget && (len(a.pools) > 1 || !a.sharing) {
+	req.HitLimit, hit = a.commonHit(req)
+	req.SkipCacheRead = !a.sharing || (len(a.pools) > 1 && hit == 0)
+	if n-hit > budget {
 		return 0, 0, false, nil
 	}
-	id := blocktable.SeqID(s.req.ID)
-	hit = n
-	for i, p := range a.pools {
-		got, err := p.m.Admit(id, req)
-		if err != nil {
-			// Undo the pools already admitted (their prompt blocks stay cached).
-			for _, q := range a.pools[:i] {
-				if err := q.m.Finish(id); err != nil {
-					return 0, 0, false, err
-				}
-			}
-			if errors.Is(err, blocks.ErrOutOfBlocks) {
-				return 0, 0, false, nil
-			}
-			return 0, 0, false, err
-		}
-		hit = min(hit, got)
+	if ok, err := a.admitPools(s, req, hit); !ok || err != nil {
+		return 0, 0, false, err
 	}
 	s.stored = n
 	a.running[s.req.ID] = s
 	return n - hit, hit, true, nil
+}
+
+// commonHit is the hit every pool serves for req, with the cap (Request.HitLimit) that
+// fixes it: one pool's own hit, or for several a common cap lowered until every
+// Manager's fixed point under it is the cap itself.
+func (a *hybridAlloc) commonHit(req *hybrid.Request) (limit, hit int) {
+	switch {
+	case !a.sharing:
+		return 0, 0
+	case len(a.pools) == 1:
+		return 0, a.pools[0].m.MatchRequest(req)
+	}
+	h := len(req.Prompt) - 1
+	for h > 0 {
+		low := h
+		for _, p := range a.pools {
+			req.HitLimit = h
+			low = min(low, p.m.MatchRequest(req))
+		}
+		if low == h {
+			break
+		}
+		h = low
+	}
+	return h, h
+}
+
+// poolStats is every pool's Stats (tests compare them).
+func (a *hybridAlloc) poolStats() []hybrid.Stats {
+	var st []hybrid.Stats
+	for _, p := range a.pools {
+		st = append(st, p.m.Stats())
+	}
+	return st
 }
 
 func (a *hybridAlloc) grow(s *seq, victims []*seq) ([]*seq, error) {
