@@ -56,6 +56,25 @@ func (m *Manager) pendingState(s *seq) bool {
 	return false
 }
 
+// scheduleExtra is schedule's count for forks and align groups, kept off the common path:
+// a private copy for each group whose next write lands in a shared block, and for an
+// align group its own count (alignSchedule) in place of the generic one.
+func (m *Manager) scheduleExtra(s *seq, total, main int) (want, freed int) {
+	for g := range m.specs {
+		if s.forked {
+			if _, ok := m.sharedWrite(s, g); ok {
+				want++ // the private copy
+			}
+		}
+		if m.align[g] {
+			w, f := m.alignSchedule(s, g, main)
+			want += w - max(m.ceil(g, total)-len(s.tables[g]), 0)
+			freed += f
+		}
+	}
+	return want, freed
+}
+
 // alignSchedule is schedule's count for align group g: the running block it allocates for
 // main tokens, and the stale last state block the release frees (unless the window release
 // already counted it, which frees the entries from the block before the skipped tokens'

@@ -738,10 +738,20 @@ func (m *Manager) setQuiet(s *seq) {
 			q = min(q, (s.numCached[g]+1)*m.bs[g]-1)
 		}
 	}
-	if s.forked && m.writesShared(s) || m.anyAlign && m.pendingState(s) {
-		q = 0
+	if s.forked || m.anyAlign {
+		q = m.unquiet(s, q)
 	}
 	s.quiet = q
+}
+
+// unquiet is setQuiet's rare case: no quiet steps for a sequence whose next write lands in
+// a block a fork shares (it must copy first) or that holds a Mamba align last state (it is
+// released at the next step).
+func (m *Manager) unquiet(s *seq, q int) int {
+	if s.forked && m.writesShared(s) || m.anyAlign && m.pendingState(s) {
+		return 0
+	}
+	return q
 }
 
 // writesShared reports whether some group's next write of s lands in a shared block.
@@ -761,11 +771,6 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total, main int) error {
 	want, freed := 0, 0
 	for g, spec := range m.specs {
 		t := s.tables[g]
-		if s.forked {
-			if _, ok := m.sharedWrite(s, g); ok {
-				want++ // the private copy
-			}
-		}
 		if !m.skips[g] {
 		} else if sk := spec.Skipped(s.computed); sk > 0 {
 			for i := min(m.div(g, sk), len(t)) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
@@ -774,12 +779,11 @@ func (m *Manager) schedule(id blocktable.SeqID, s *seq, total, main int) error {
 				}
 			}
 		}
-		if m.anyAlign && m.align[g] {
-			w, f := m.alignSchedule(s, g, main)
-			want, freed = want+w, freed+f
-			continue
-		}
 		want += max(m.ceil(g, total)-len(t), 0)
+	}
+	if s.forked || m.anyAlign {
+		w, f := m.scheduleExtra(s, total, main)
+		want, freed = want+w, freed+f
 	}
 	if want > m.st.free()+freed {
 		return outOfBlocks("append", id, want, m.st.free()+freed)
