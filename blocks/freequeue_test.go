@@ -168,6 +168,65 @@ func TestFreeQueueStateMachine(t *testing.T) {
 					}
 				}
 			},
+			"allocate": func(t *rapid.T) {
+				k := rapid.IntRange(-1, n).Draw(t, "n")
+				got, err := q.Allocate(nil, k)
+				if k < 0 || k > len(order) {
+					require.Error(t, err)
+					require.Empty(t, got)
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, order[:k], append([]ID{}, got...))
+				for _, id := range got {
+					refs[id] = 1
+				}
+				order = order[k:]
+			},
+			"releaseTable": func(t *rapid.T) {
+				ids := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) ID { return ID(rapid.IntRange(0, n-1).Draw(t, "id")) }), 0, 4).Draw(t, "ids")
+				after := append([]int(nil), refs...)
+				var joined []ID
+				ok := true
+				for i := len(ids) - 1; i >= 0; i-- {
+					if id := ids[i]; id != NullID {
+						if after[id] == 0 {
+							ok = false
+							break
+						}
+						if after[id]--; after[id] == 0 {
+							joined = append(joined, id)
+						}
+					}
+				}
+				err := q.ReleaseTable(ids)
+				if !ok {
+					require.ErrorIs(t, err, ErrDoubleFree)
+					return
+				}
+				require.NoError(t, err)
+				refs, order = after, append(order, joined...)
+			},
+			"retainTable": func(t *rapid.T) {
+				ids := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) ID { return ID(rapid.IntRange(0, n).Draw(t, "id")) }), 0, 4).Draw(t, "ids")
+				err := q.RetainTable(ids)
+				for _, id := range ids {
+					if int(id) >= n {
+						require.ErrorIs(t, err, ErrUnknownBlock)
+						return
+					}
+				}
+				require.NoError(t, err)
+				for _, id := range ids {
+					if id == NullID {
+						continue
+					}
+					if refs[id] == 0 {
+						remove(id)
+					}
+					refs[id]++
+				}
+			},
 			"": func(t *rapid.T) {
 				require.NoError(t, q.CheckInvariants())
 				require.Equal(t, order, append([]ID{}, queued(q)...))
