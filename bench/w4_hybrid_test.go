@@ -120,27 +120,12 @@ func BenchmarkW4DecodeStep(b *testing.B) {
 	tr := NewW3Trace()
 	rq := &tr.Requests[0]
 	req := hybrid.Request{Prompt: rq.Prompt, MaxTokens: W3SystemTokens + W3UniqueTokens + W3OutputTokens}
-	b.ReportAllocs()
-	seq, j := blocktable.SeqID(0), 0
-	if _, err := m.Admit(seq, &req); err != nil {
-		b.Fatal(err)
-	}
+	d := newDecodeSteps(b, rq.Output, func(seq blocktable.SeqID) error { _, err := m.Admit(seq, &req); return err }, m.Finish)
 	for b.Loop() {
-		if j == len(rq.Output) {
-			b.StopTimer()
-			if err := m.Finish(seq); err != nil {
-				b.Fatal(err)
-			}
-			seq, j = seq+1, 0
-			if _, err := m.Admit(seq, &req); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-		}
+		seq, j := d.next()
 		if err := m.Append(seq, rq.Output[j:j+1]); err != nil {
 			b.Fatal(err)
 		}
-		j++
 	}
 }
 
