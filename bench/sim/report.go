@@ -138,9 +138,19 @@ var csvHeader = []string{
 }
 
 // WriteCSV writes one header row and one row per result, columns named as in the JSON.
+// When some result is the hybrid scheme's, the columns model, layout and state_block
+// follow, then one group_NAME_share column per KV-cache group (Result.Groups: the part of
+// the budget that group's blocks in use take), over the union of the rows' groups in the
+// order they first appear; a row without a group leaves its cell empty. A kind that
+// appears twice in a model is NAME2 the second time.
 func WriteCSV(w io.Writer, results []*Result) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
+	groups, col := csvGroups(results)
+	header := csvHeader
+	if groups != nil {
+		header = append(append(header[:len(header):len(header)], "model", "layout", "state_block"), groups...)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
@@ -154,12 +164,59 @@ func WriteCSV(w io.Writer, results []*Result) error {
 			d(x.Preemptions), f(x.PrefixHitRate), d(x.SaturatedSteps), d(x.WaitingSteps), d(x.TotalSteps), d(x.Completed),
 			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens), strconv.FormatBool(x.ShortPhase),
 		}
+		if groups != nil {
+			state := ""
+			if x.Model != "" {
+				state = d(x.StateBlock)
+			}
+			rec = append(rec, x.Model, x.Layout, state)
+			cells := make([]string, len(groups))
+			for i, name := range groupKeys(r.Groups) {
+				cells[col[name]] = f(r.Groups[i].Share)
+			}
+			rec = append(rec, cells...)
+		}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvGroups returns the group columns of WriteCSV (nil when no result has groups) and the
+// index of each group's column among them.
+func csvGroups(results []*Result) ([]string, map[string]int) {
+	var cols []string
+	col := map[string]int{}
+	for _, r := range results {
+		for _, k := range groupKeys(r.Groups) {
+			if _, ok := col[k]; !ok {
+				col[k] = len(cols)
+				cols = append(cols, k)
+			}
+		}
+	}
+	for i, k := range cols {
+		cols[i] = "group_" + k + "_share"
+	}
+	return cols, col
+}
+
+// groupKeys names a result's groups for the CSV: the kind, and a count from 2 for a kind
+// seen before in the same result.
+func groupKeys(gs []GroupShare) []string {
+	var keys []string
+	seen := map[string]int{}
+	for _, g := range gs {
+		seen[g.Name]++
+		k := g.Name
+		if n := seen[g.Name]; n > 1 {
+			k += strconv.Itoa(n)
+		}
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // WriteTable writes an aligned table, one row per result: the shares of KV memory as

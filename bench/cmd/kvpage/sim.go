@@ -88,7 +88,8 @@ The KV budget: --kv-budget-tokens, or the sizing flags as plan reads them (--mod
 --kv-bytes-per-token, --gpu or --gpu-memory, ...): one GPU's KV bytes / bytes per token.
 ` + sizeSyntax + `
 --json prints the results as JSON on stdout instead of the table; --json-file and --csv
-write files. Progress goes to stderr (--no-progress to silence it).
+write files (hybrid rows add model, layout, state_block and a group_KIND_share column per
+KV-cache group). Progress goes to stderr (--no-progress to silence it).
 ` + retentionHelp + `
 `)
 	return b.String()
