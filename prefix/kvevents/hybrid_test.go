@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/prefix"
@@ -166,4 +167,31 @@ func TestHybridResetPrefixCache(t *testing.T) {
 	}
 	require.Equal(t, []kvevents.EventKind{kvevents.KindBlockStored, kvevents.KindBlockStored, kvevents.KindAllBlocksCleared}, kinds)
 	require.Equal(t, []int{0, 1}, []int{b.Events[0].Group, b.Events[1].Group})
+}
+
+// A Recorder keeps each event's group and medium across its queue: what it sends is what
+// a Batcher encodes from the same events.
+func TestRecorderKeepsGroupAndMedium(t *testing.T) {
+	stored := &prefix.BlockStored{Hashes: make([]byte, 16), HashSize: 8, Blocks: make([]blocks.ID, 2),
+		Tokens: make([]int32, 8), BlockSize: 4, Group: 1, HasGroup: true, Medium: prefix.MediumCPU}
+	removed := &prefix.BlockRemoved{Hashes: make([]byte, 8), HashSize: 8, Blocks: make([]blocks.ID, 1), Group: 2, HasGroup: true, Medium: prefix.MediumDisk}
+	sink := &collectSink{}
+	rec, err := kvevents.NewRecorder(sink)
+	require.NoError(t, err)
+	rec.BlockStored(stored)
+	rec.BlockRemoved(removed)
+	require.NoError(t, rec.Close())
+	require.Len(t, sink.payloads, 1)
+	b := new(kvevents.Batch)
+	require.NoError(t, (&kvevents.Decoder{HashSize: 8}).Decode(sink.payloads[0], b))
+	require.Len(t, b.Events, 2)
+	for i, want := range []struct {
+		group  int
+		medium string
+	}{{1, prefix.MediumCPU}, {2, prefix.MediumDisk}} {
+		e := b.Events[i]
+		require.True(t, e.HasGroup)
+		require.Equal(t, want.group, e.Group)
+		require.Equal(t, want.medium, e.Medium)
+	}
 }

@@ -32,6 +32,7 @@ type recordedEvent struct {
 	ns        prefix.Namespace
 	group     int32 // the event's KV-cache group, when hasGroup
 	hasGroup  bool
+	medium    string // the event's tier ("" for the publisher's default)
 }
 
 func (r *recording) reset() {
@@ -73,7 +74,7 @@ func (r *recording) blockStored(e *prefix.BlockStored) {
 	ev := recordedEvent{
 		kind: KindBlockStored, blocks: int32(len(e.Blocks)), hashSize: int32(e.HashSize),
 		blockSize: int32(e.BlockSize), parent: len(e.Parent) > 0, mm: e.MM != nil, mmOff: e.MMOffsets != nil,
-		ns: e.Namespace, group: int32(e.Group), hasGroup: e.HasGroup,
+		ns: e.Namespace, group: int32(e.Group), hasGroup: e.HasGroup, medium: e.Medium,
 	}
 	r.events = append(r.events, ev)
 	r.hashes = append(r.hashes, e.Parent...)
@@ -92,7 +93,7 @@ func (r *recording) blockStored(e *prefix.BlockStored) {
 
 func (r *recording) blockRemoved(e *prefix.BlockRemoved) {
 	r.events = append(r.events, recordedEvent{kind: KindBlockRemoved, blocks: int32(len(e.Blocks)), hashSize: int32(e.HashSize),
-		group: int32(e.Group), hasGroup: e.HasGroup})
+		group: int32(e.Group), hasGroup: e.HasGroup, medium: e.Medium})
 	r.hashes = append(r.hashes, e.Hashes[:len(e.Blocks)*e.HashSize]...)
 }
 
@@ -124,7 +125,7 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 		case KindBlockStored:
 			e := &p.stored
 			*e = prefix.BlockStored{HashSize: hs, Blocks: p.ids[:n], BlockSize: int(ev.blockSize), Namespace: ev.ns,
-				Group: int(ev.group), HasGroup: ev.hasGroup}
+				Group: int(ev.group), HasGroup: ev.hasGroup, Medium: ev.medium}
 			if ev.parent {
 				e.Parent = r.hashes[h : h+hs]
 				h += hs
@@ -152,7 +153,7 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 			o.BlockStored(e)
 		case KindBlockRemoved:
 			p.removed = prefix.BlockRemoved{Hashes: r.hashes[h : h+n*hs], HashSize: hs, Blocks: p.ids[:n],
-				Group: int(ev.group), HasGroup: ev.hasGroup}
+				Group: int(ev.group), HasGroup: ev.hasGroup, Medium: ev.medium}
 			o.BlockRemoved(&p.removed)
 			h += n * hs
 		case KindAllBlocksCleared:
