@@ -65,6 +65,8 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 	m.setQuiet(p)
 	m.setQuiet(c)
 	m.seqs[child] = c
+	c.id = child
+	m.orderPush(c)
 	m.counters.Forks++
 	if invariant.Enabled {
 		invariant.Check(m.CheckInvariants)

@@ -95,7 +95,7 @@ func (m *Manager) CheckInvariants() error {
 			}
 		}
 	}
-	return nil
+	return m.checkOrder()
 }
 
 func countNodes(t *prefix.GroupTree) int {

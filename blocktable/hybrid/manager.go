@@ -145,6 +145,18 @@ type Manager struct {
 	clock    uint64 // logical arrival clock: one tick per Admit and Fork
 	pre      preemptScratch
 	counters Stats // the counters Stats reports beside the pool's
+
+	// ordered is preempt when it is an evict.OrderedPreemption: order then keeps the
+	// running sequences in its order (order.go), re-placed as they grow when
+	// progressOrder; frontier and walked are Preempt's scratch for the walk; fullWalk
+	// (tests) makes Preempt take the full walk over every candidate anyway.
+	ordered       evict.OrderedPreemption
+	progressOrder bool
+	order         []*seq
+	frontier      []int32
+	walked        []*seq
+	fullWalk      bool
+
 	// lowGroup is the group that last lowered the fixed point in hit (-1: none), and
 	// lowFrom the length it was given: what Explain reports.
 	lowGroup, lowFrom int
@@ -181,6 +193,11 @@ type seq struct {
 	arrival   uint64
 	hit       int
 	promptLen int
+	// id, pos (the place in Manager.order, -1 when not in it) and info (key's scratch)
+	// serve the preemption order (order.go).
+	id   blocktable.SeqID
+	pos  int32
+	info evict.Candidate
 }
 
 // New builds a Manager.
@@ -195,6 +212,9 @@ func New(cfg Config) (*Manager, error) {
 		seqs: map[blocktable.SeqID]*seq{}, preempt: cfg.Preemption}
 	if m.preempt == nil {
 		m.preempt = evict.NewFCFSPreemption()
+	}
+	if o, ok := m.preempt.(evict.OrderedPreemption); ok {
+		m.ordered, m.progressOrder = o, o.ReadsProgress()
 	}
 	g0 := 0
 	for _, s := range m.specs {
@@ -564,6 +584,8 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	m.clock++
 	s.arrival, s.hit = m.clock, hit
 	m.seqs[id] = s
+	s.id = id
+	m.orderPush(s)
 	m.lastID, m.lastSeq = id, s
 	if req.Resumed {
 		m.counters.ResumedHitTokens += uint64(hit)
@@ -682,6 +704,9 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 		// The common decode step: no group allocates, caches or releases a block.
 		s.tokens = append(s.tokens, tokens...)
 		s.computed = total
+		if m.progressOrder {
+			m.orderFix(s)
+		}
 		return nil
 	}
 	if err := m.schedule(id, s, total, total); err != nil {
@@ -689,6 +714,7 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 	}
 	s.tokens = append(s.tokens, tokens...)
 	s.computed = total
+	m.orderFix(s)
 	m.commit(s, total)
 	if invariant.Enabled && invariant.Sample(64) {
 		invariant.Check(m.CheckInvariants)
@@ -710,6 +736,7 @@ func (m *Manager) Extend(id blocktable.SeqID, n int) error {
 		return err
 	}
 	s.computed += n
+	m.orderFix(s)
 	m.commit(s, s.computed)
 	return nil
 }
@@ -854,6 +881,7 @@ func (m *Manager) releaseAll(s *seq) {
 func (m *Manager) drop(id blocktable.SeqID, s *seq) {
 	m.st.unpin(s.pinned)
 	s.pinned = 0
+	m.orderRemove(s)
 	delete(m.seqs, id)
 	m.lastSeq = nil
 	m.spare = append(m.spare, s)

@@ -106,7 +106,13 @@ func (m *Manager) candidate(id blocktable.SeqID, s *seq) evict.Candidate {
 //
 // Only blocktable.Recompute is supported: req.Mode Swap fails with blocktable.ErrNoHostPool,
 // since the hybrid Manager has no host pool (swapping becomes a use of the host tier of
-// issue 16). Every call builds every candidate: O(running sequences + blocks they hold).
+// issue 16).
+//
+// Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
+// the Manager keeps the running sequences in the policy's order and plans the release of
+// the victims alone, so a call costs what the victims hold, however many sequences run.
+// Any other policy (cost, or a user's) is given every candidate's evict.Candidate: O(running
+// sequences + blocks they hold).
 func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preempted) ([]blocktable.Preempted, error) {
 	if req.Need < 0 || req.Mode > blocktable.Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", errInvalid, req.Need, req.Mode)
@@ -116,6 +122,9 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	}
 	if req.Need == 0 {
 		return dst, nil
+	}
+	if m.ordered != nil && !m.fullWalk {
+		return m.preemptOrdered(req, dst)
 	}
 	p := &m.pre
 	p.ids = p.ids[:0]
@@ -158,6 +167,43 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
 		}
 		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+// preemptOrdered is Preempt for an ordered policy: it walks the running sequences in the
+// policy's order, adding each one's release to the plan, until the plan frees req.Need.
+// This is the shortest prefix of the policy's order that frees enough, as the full walk
+// finds: the built-in ordered policies take victims in their order until the Freeable
+// sum reaches the need, and Freeable sums never exceed what the same victims free
+// together, so the plan reaches the need no later. When even every candidate together
+// falls short, the walk has planned them all, and the error says what they would free.
+func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable.Preempted) ([]blocktable.Preempted, error) {
+	m.planBegin()
+	m.walked = m.walked[:0]
+	m.frontier = m.frontier[:0]
+	if len(m.order) > 0 {
+		m.frontier = append(m.frontier, 0)
+	}
+	gain := 0
+	for gain < req.Need {
+		s, ok := m.orderNext()
+		if !ok {
+			return dst, outOfBlocks("preempt", 0, req.Need, gain)
+		}
+		if slices.Contains(req.Protect, s.id) {
+			continue
+		}
+		gain += m.planRelease(s)
+		m.walked = append(m.walked, s)
+	}
+	for i, s := range m.walked {
+		v, err := m.PreemptSeq(s.id, blocktable.Recompute)
+		if err != nil {
+			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
+		}
+		dst = append(dst, v)
+		m.walked[i] = nil
 	}
 	return dst, nil
 }
