@@ -107,7 +107,7 @@ func (m *Manager) releaseState(s *seq, g int) {
 		return
 	}
 	if t := s.tables[g]; t[i] != blocks.NullID {
-		m.st.release(t[i])
+		m.st.releaseWindow(t[i : i+1]) // superseded mid-sequence: its eviction is EvictWindow
 		t[i] = blocks.NullID
 	}
 	s.lastState[g] = -1 // done, also when the window release took it first

@@ -125,3 +125,30 @@ func TestExplainHybridAllocatesNothing(t *testing.T) {
 	require.Zero(t, allocs)
 	require.Equal(t, prefix.MissGroup, e.Reason)
 }
+
+// A window block released mid-sequence and then hit again is an ordinary block once more:
+// evicted after its second holder finished, its eviction is the policy's.
+func TestExplainHybridWindowMarkClearedByAHit(t *testing.T) {
+	m, err := New(windowConfig(32))
+	require.NoError(t, err)
+	p := toks(1, 16)
+	_, err = m.Admit(1, &Request{Prompt: p, MaxTokens: 24})
+	require.NoError(t, err)
+	require.NoError(t, m.Append(1, []int32{77})) // releases the window's blocks 0 and 1
+	q := append(append([]int32(nil), p[:12]...), 99)
+	hit, err := m.Admit(2, &Request{Prompt: q, MaxTokens: len(q)})
+	require.NoError(t, err)
+	require.Equal(t, 12, hit, "the hit takes the window's block 1 back from the queue")
+	require.NoError(t, m.Finish(2))
+	// C fills the pool; its first decode step's allocation evicts the window's block 1.
+	c := toks(900, 44)
+	_, err = m.Admit(3, &Request{Prompt: c, MaxTokens: 48})
+	require.NoError(t, err)
+	require.NoError(t, m.Append(3, []int32{5}))
+	hit, e := explainOf(t, m, q)
+	require.Zero(t, hit)
+	require.Equal(t, prefix.MissEvicted, e.Reason)
+	require.Equal(t, prefix.EvictPolicy, e.Evicted, "the hit cleared the window's mark")
+	require.Equal(t, 1, e.Group)
+	require.NoError(t, m.CheckInvariants())
+}

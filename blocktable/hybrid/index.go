@@ -28,7 +28,7 @@ type store struct {
 	dropped   uint64
 
 	// win marks a block a sliding window (or Mamba state) released mid-sequence, until it
-	// is allocated again or released by a Finish: its eviction is then EvictWindow.
+	// is allocated or hit again: its eviction is then EvictWindow.
 	win []bool
 }
 
@@ -123,14 +123,6 @@ func (s *store) releaseWindow(t []blocks.ID) {
 	s.releaseTable(t)
 }
 
-// unmarkWindow clears the marks of t's blocks (a Finish releases them: their eviction
-// is the policy's again): a window's table holds them after its null entries.
-func (s *store) unmarkWindow(t []blocks.ID) {
-	for i := len(t) - 1; i >= 0 && t[i] != blocks.NullID; i-- {
-		s.win[t[i]] = false
-	}
-}
-
 // releaseTable releases the blocks of t (null entries skipped) last first.
 func (s *store) releaseTable(t []blocks.ID) {
 	if !s.unhashedUp {
@@ -167,7 +159,12 @@ func (s *store) cacheChain(g int, ids []blocks.ID, path []prefix.Node, k int) {
 
 // takeTable adds a reference to each hit block of ids, taking it out of the queue if it
 // was there.
-func (s *store) takeTable(ids []blocks.ID) { must(s.q.RetainTable(ids)) }
+func (s *store) takeTable(ids []blocks.ID) {
+	must(s.q.RetainTable(ids))
+	for _, b := range ids {
+		s.win[b] = false // held again: a later eviction is the policy's unless released early again
+	}
+}
 
 // first returns the first block cached for group g at node n, or the null block.
 func (s *store) first(n prefix.Node, g int) blocks.ID { return s.t.First(n, g) }

@@ -868,9 +868,6 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 // releaseAll releases every group's blocks of s, last first, group by group.
 func (m *Manager) releaseAll(s *seq) {
 	for g := range m.specs {
-		if m.skips[g] {
-			m.st.unmarkWindow(s.tables[g])
-		}
 		m.st.releaseTable(s.tables[g])
 		s.tables[g] = s.tables[g][:0]
 	}
