@@ -14,6 +14,9 @@ import (
 // Admitted in one prefill, no state is ever cached inside a prompt (the running block
 // fills only during decode, with output tokens), and the second request hits nothing.
 func TestHybridSchemeAlignSplitsPrefill(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector; -tags kvinvariants runs it")
+	}
 	const input = 1000
 	reqs := []Request{
 		{ID: 0, Input: input, Output: 4, Group: 0, Shared: input},
@@ -36,6 +39,9 @@ func TestHybridSchemeAlignSplitsPrefill(t *testing.T) {
 // is short, the earlier ones are left exactly as they were (no prompt blocks cached by a
 // half-done admission).
 func TestHybridPerClassRefusalChangesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector; -tags kvinvariants runs it")
+	}
 	// Align mode: the state pool (the first) is split for two state blocks a request, the
 	// attention pool for max-model-len, so long prompts find the attention pool short.
 	cfg := DefaultConfig(16 << 10)
