@@ -159,10 +159,14 @@ func (s *store) cacheChain(g int, ids []blocks.ID, path []prefix.Node, k int) {
 
 // takeTable adds a reference to each hit block of ids, taking it out of the queue if it
 // was there.
-func (s *store) takeTable(ids []blocks.ID) {
+// A group that releases early (early) may take blocks it marked: they are held again,
+// and a later eviction is the policy's unless they are released early again.
+func (s *store) takeTable(ids []blocks.ID, early bool) {
 	must(s.q.RetainTable(ids))
-	for _, b := range ids {
-		s.win[b] = false // held again: a later eviction is the policy's unless released early again
+	if early {
+		for _, b := range ids {
+			s.win[b] = false
+		}
 	}
 }
 

@@ -575,7 +575,7 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 				t = append(t, m.blockAt(s, g, i))
 			}
 		}
-		m.st.takeTable(t[skip:hb])
+		m.st.takeTable(t[skip:hb], m.skips[g])
 		s.tables[g], s.numCached[g] = t, hb
 	}
 	m.grow(s, slots, slots)
