@@ -51,7 +51,10 @@
 // A Preempt's count is exact: every unreferenced block joins the free queue, cached or
 // not, so a victim frees the blocks no other sequence holds, and the shortest prefix of
 // the policy's order that frees the need is taken; a successful Preempt frees at least
-// that. Only recompute mode exists: Swap is refused with blocktable.ErrNoHostPool
+// that. With an ordered policy (fcfs, priority, progress) the Manager keeps the running
+// sequences in the policy's order, so a Preempt costs what its victims hold however many
+// sequences run; with cost, or a policy of one's own, it describes every running sequence.
+// Only recompute mode exists: Swap is refused with blocktable.ErrNoHostPool
 // (swapping becomes a use of the host tier, issue 16).
 //
 // # Errors, concurrency
