@@ -111,10 +111,13 @@
 // Paged with PrefixSharing can have lower tiers (Scheme.Tiers: host and disk capacities in
 // blocks, bandwidths, bytes per block; tiers.go): blocks are written through to the host
 // as they are committed and back to disk as the host evicts them, an admission loads what
-// the tiers hold past its device hit, and every transfer plan is executed at once and
-// succeeds (steps do not wait on copies; TransferSeconds says what they would take).
-// Loaded tokens count as prefix hits; Result.Tiers gives each tier's hit rate, blocks and
-// bytes moved and plans over the whole run, and WriteCharts draws tiers.png.
+// the tiers hold past its device hit. Every transfer succeeds, and takes time on the step
+// clock at its tier's bandwidth (tierlinks.go: one queue per tier's link, a request
+// waits for its load before decoding, device blocks stay pinned until their copies end;
+// a bandwidth of 0 is unlimited, every copy confirmed at once). Loaded tokens count as
+// prefix hits; Result.Tiers gives each tier's hit rate, blocks and bytes moved, plans and
+// link utilization over the whole run and the mean load wait, and WriteCharts draws
+// tiers.png.
 //
 // A new scheme is one file: an implementation of the allocator interface (scheduler.go:
 // admit, grow, finish, usage, check) that keeps its own per-request state, registered by

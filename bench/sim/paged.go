@@ -37,6 +37,7 @@ type paged struct {
 	req      blocktable.Request
 	tiers    Tiers
 	plans    []prefix.Plan
+	clock    tierClock
 }
 
 // newPaged builds the scheme; opts go to the prefix index (the fleet simulator gives it a
@@ -68,7 +69,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq, opts ...prefix.Option) (*paged,
 	if err != nil {
 		return nil, err
 	}
-	return &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity, tiers: s.Tiers}, nil
+	return &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity, tiers: s.Tiers, clock: newTierClock(s.Tiers, cfg.StepDuration)}, nil
 }
 
 // tail is the number of empty slots in the last block of a sequence of n tokens.
@@ -115,6 +116,7 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	if err := p.transfer(); err != nil {
 		return 0, 0, false, err
 	}
+	p.admitted(s, res.Load)
 	hit = res.HitTokens + res.LoadTokens // loaded from a lower tier: not computed
 	return n - hit, hit, true, nil
 }
@@ -178,8 +180,16 @@ func (p *paged) finish(s *seq) error {
 	return p.transfer()
 }
 
-// drop takes s out of the running requests.
-func (p *paged) drop(*seq) { p.live-- }
+// drop takes s out of the running requests; one preempted while its load was in flight
+// stops waiting for it (the wait so far counts).
+func (p *paged) drop(s *seq) {
+	p.live--
+	if s.load != 0 {
+		p.clock.waited += int64(p.clock.now - s.loadSince)
+		delete(p.clock.waiters, prefix.TransferID(s.load))
+	}
+	s.load, s.held = 0, false
+}
 
 // usage reads the pool, O(1): blocks held by running requests are those in use less the
 // cached blocks only the index holds (which the pool can reclaim).

@@ -15,6 +15,12 @@ type seq struct {
 	stored    int  // token states held (0 while waiting)
 	preempted bool // preempted and not yet readmitted
 	finished  bool
+	// load is the transfer a paged scheme with tier links is loading the request's
+	// prefix with (tierlinks.go), since step loadSince; held says it has not produced a
+	// token since its admission, so the next decode has none to store.
+	load      uint64
+	loadSince int
+	held      bool
 	// A scheme keeps its own per-request state, indexed by req.ID (see schemeDef).
 }
 
@@ -245,15 +251,27 @@ func (sc *scheduler) run() error {
 	if sc.cfg.Progress != nil && sc.unreported > 0 {
 		sc.cfg.Progress(sc.unreported)
 	}
+	if ta, ok := sc.a.(tierAllocator); ok {
+		if err := ta.drain(); err != nil {
+			return err
+		}
+	}
 	sc.finishResult(step)
 	return nil
 }
 
-// schedule is the part of one step before the model runs: decode the running requests,
-// admit waiting ones within the step's token budget, and record the step. A step that
-// leaves nothing running can never end (the head request does not fit an empty cache),
-// so it is an error.
+// schedule is the part of one step before the model runs: confirm the copies that have
+// ended, decode the running requests, admit waiting ones within the step's token budget,
+// and record the step. A step that leaves nothing running can never end (the head
+// request does not fit an empty cache), so it is an error, unless copies in flight will
+// free device blocks.
 func (sc *scheduler) schedule(step int) error {
+	if ta, ok := sc.a.(tierAllocator); ok {
+		// The transfers that have ended by this step are confirmed first (tierlinks.go).
+		if err := ta.advance(step); err != nil {
+			return err
+		}
+	}
 	budget := sc.cfg.MaxNumBatchedTokens
 	if err := sc.decode(&budget); err != nil {
 		return err
@@ -261,7 +279,7 @@ func (sc *scheduler) schedule(step int) error {
 	if err := sc.admit(budget); err != nil {
 		return err
 	}
-	if len(sc.running) == 0 {
+	if len(sc.running) == 0 && !sc.copying() {
 		h := sc.head()
 		return fmt.Errorf("%w: request %d (prompt %d, output %d) cannot be admitted even into an empty cache", ErrInvalidConfig, h.req.ID, h.req.Input, h.req.Output)
 	}
@@ -273,8 +291,8 @@ func (sc *scheduler) schedule(step int) error {
 // last step, preempting when memory runs out.
 func (sc *scheduler) decode(budget *int) error {
 	for _, s := range sc.running {
-		if s.preempted {
-			continue
+		if s.preempted || s.held {
+			continue // a held request waits for its load: no token to store
 		}
 		var err error
 		sc.victims, err = sc.a.grow(s, sc.victims[:0])
@@ -329,6 +347,10 @@ func (sc *scheduler) admit(budget int) error {
 func (sc *scheduler) generate() error {
 	var firstErr error
 	sc.running = slices.DeleteFunc(sc.running, func(s *seq) bool {
+		if s.load != 0 {
+			return false // waiting for its load (tierlinks.go)
+		}
+		s.held = false
 		s.generated++
 		if s.generated < s.req.Output || firstErr != nil {
 			return false
@@ -350,6 +372,13 @@ func (sc *scheduler) generate() error {
 		return true
 	})
 	return firstErr
+}
+
+// copying reports whether copies are in flight whose end frees device blocks (tier
+// links, tierlinks.go): a step may then leave nothing running and still end.
+func (sc *scheduler) copying() bool {
+	ta, ok := sc.a.(tierAllocator)
+	return ok && ta.copying()
 }
 
 func (sc *scheduler) record(step, weight int) {
@@ -426,6 +455,6 @@ func (sc *scheduler) finishResult(totalSteps int) {
 	}
 	r.CompletedPerKStep = 1000 * float64(sc.completed) / float64(sc.steps)
 	if ta, ok := sc.a.(tierAllocator); ok {
-		r.Tiers = ta.tierResults()
+		r.Tiers = ta.tierResults(totalSteps)
 	}
 }

@@ -11,19 +11,20 @@ import (
 // and disk below its device budget (prefix.WithTiers): the device's evicted blocks go
 // down (to the host as they are committed, write-through, so that no allocation waits;
 // from the host to disk as the host evicts them, write-back), and an admission that
-// finds its prefix below the device loads it instead of computing it. The simulated
-// server executes every plan at once and it always succeeds: a step's timing does not
-// include copies, and TransferSeconds says what the copies would take at the tier's
-// bandwidth, so that a user can size host RAM before buying it. Loaded tokens count as
-// prefix hits (Result.PrefixHitRate): they are not computed.
+// finds its prefix below the device loads it instead of computing it. Every plan the
+// simulated server executes succeeds, and takes the time its tier's bandwidth says on
+// the step clock (tierlinks.go), so that a user can size host RAM, and its link, before
+// buying them. Loaded tokens count as prefix hits (Result.PrefixHitRate): they are not
+// computed.
 
 // Tiers configures a scheme's lower tiers.
 type Tiers struct {
 	// HostBlocks and DiskBlocks are the tiers' capacities in blocks of the scheme's block
 	// size (0: no such tier; disk needs host).
 	HostBlocks, DiskBlocks int
-	// HostGBps and DiskGBps are the tiers' bandwidths to the device in GB/s (10^9 bytes),
-	// for TransferSeconds; 0 reports none.
+	// HostGBps and DiskGBps are the tiers' links in GB/s (10^9 bytes): the host's to the
+	// device, the disk's to the device and the host. They time the copies (tierlinks.go)
+	// and TransferSeconds; 0 is an unlimited link, copies confirmed at once.
 	HostGBps, DiskGBps float64
 	// BlockBytes is one block's KV in bytes (the model's bytes per token x block size).
 	BlockBytes int64
@@ -79,31 +80,29 @@ type TierResult struct {
 	// TransferSeconds is (BytesIn + BytesOut) at the tier's bandwidth (0 for the device
 	// or without one).
 	TransferSeconds float64 `json:"transfer_seconds"`
+	// LinkUtilization is, for a lower tier with a bandwidth, the part of the run's steps
+	// its link spent copying (tierlinks.go); 0 for the device or an unlimited link.
+	LinkUtilization float64 `json:"link_utilization"`
+	// For the device only: Loads counts the admissions that loaded blocks from a lower
+	// tier, and MeanLoadWaitSteps is the steps an admission waited for its load before
+	// decoding, over every admission of the run (readmissions included; 0 with unlimited
+	// links), MeanWaitPerLoad the same over the admissions that loaded.
+	Loads             uint64  `json:"loads,omitempty"`
+	MeanLoadWaitSteps float64 `json:"mean_load_wait_steps"`
+	MeanWaitPerLoad   float64 `json:"mean_wait_per_load_steps"`
 }
 
-// tierAllocator is an allocator with lower tiers (the paged scheme with Tiers).
+// tierAllocator is an allocator with lower tiers (the paged scheme with Tiers): the
+// scheduler moves its transfer clock (tierlinks.go) at the start of every step, and
+// drains it at the end of the run.
 type tierAllocator interface {
-	tierResults() []TierResult
+	advance(step int) error
+	copying() bool
+	drain() error
+	tierResults(totalSteps int) []TierResult
 }
 
-// transfer executes every plan at once, successfully.
-func (p *paged) transfer() error {
-	if !p.tiers.enabled() {
-		return nil
-	}
-	p.plans = p.m.TakePlans(p.plans[:0])
-	for i, pl := range p.plans {
-		if i > 0 && p.plans[i-1].ID == pl.ID {
-			continue // one load from two tiers: one completion
-		}
-		if _, err := p.m.CompleteTransfer(pl.ID, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *paged) tierResults() []TierResult {
+func (p *paged) tierResults(totalSteps int) []TierResult {
 	if !p.tiers.enabled() {
 		return nil
 	}
@@ -117,6 +116,11 @@ func (p *paged) tierResults() []TierResult {
 		switch t {
 		case 0:
 			r.Medium, r.CapacityBlocks = prefix.MediumGPU, p.pool.Capacity()
+			if c := &p.clock; c.loads > 0 {
+				r.Loads = uint64(c.loads)
+				r.MeanLoadWaitSteps = float64(c.waited) / float64(c.admissions)
+				r.MeanWaitPerLoad = float64(c.waited) / float64(c.loads)
+			}
 		case 1:
 			r.Medium, r.CapacityBlocks, gbps = prefix.MediumCPU, p.tiers.HostBlocks, p.tiers.HostGBps
 		default:
@@ -128,6 +132,7 @@ func (p *paged) tierResults() []TierResult {
 		if gbps > 0 {
 			r.TransferSeconds = float64(st.BytesIn+st.BytesOut) / (gbps * 1e9)
 		}
+		r.LinkUtilization = p.clock.utilization(t, totalSteps)
 		out = append(out, r)
 	}
 	return out
@@ -142,7 +147,7 @@ func writeTiers(w io.Writer, results []*Result, width int) error {
 			continue
 		}
 		if first {
-			if _, err := fmt.Fprintf(w, "\ntiers (whole run): hit rate per tier, blocks stored / loaded, bytes in / out, plans, transfer time\n"); err != nil {
+			if _, err := fmt.Fprintf(w, "\ntiers (whole run): hit rate per tier, blocks stored / loaded, bytes in / out, plans, transfer time, link busy; load wait in steps per admission (per load)\n"); err != nil {
 				return err
 			}
 			first = false
@@ -155,7 +160,13 @@ func writeTiers(w io.Writer, results []*Result, width int) error {
 				if t.TransferSeconds > 0 {
 					line += fmt.Sprintf(" %.1fs", t.TransferSeconds)
 				}
+				if t.LinkUtilization > 0 {
+					line += fmt.Sprintf(" link %.1f%%", 100*t.LinkUtilization)
+				}
 			}
+		}
+		if d := r.Tiers[0]; d.MeanLoadWaitSteps > 0 {
+			line += fmt.Sprintf("  wait %.3f (%.2f)", d.MeanLoadWaitSteps, d.MeanWaitPerLoad)
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err

@@ -10,6 +10,9 @@ import (
 // too small for its chats, a host tier turns evicted turns into hits, the tiers' figures
 // add up, and the tierless run reports none.
 func TestTiersRaiseHitRateOnConversation(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a single-goroutine replay: nothing for the race detector (kvinvariants runs it)")
+	}
 	w, err := LookupWorkload("conversation")
 	require.NoError(t, err)
 	reqs := Prepare(w.Generate(400, 42), w.MaxModelLen).Requests

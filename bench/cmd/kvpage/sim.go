@@ -170,8 +170,8 @@ func (f *simFlags) register(set *flagSet) {
 	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark), in [0, 1)")
 	fs.Var(&f.hostRAM, "host-ram", "host memory for a KV tier below the GPU, such as 256GiB: prefix-sharing paged runs demote evicted blocks to it and load hits back (0 or unset: none)")
 	fs.Var(&f.diskSize, "disk", "disk space for a KV tier below the host, such as 2TB (needs --host-ram)")
-	fs.Float64Var(&f.hostGBps, "host-gbps", 25, "host-to-GPU bandwidth in GB/s, for the tiers' transfer time (PCIe 5 x16 is about 50, PCIe 4 about 25)")
-	fs.Float64Var(&f.diskGBps, "disk-gbps", 5, "disk-to-GPU bandwidth in GB/s, for the tiers' transfer time (an NVMe drive is 3-14)")
+	fs.Float64Var(&f.hostGBps, "host-gbps", 25, "host-to-GPU bandwidth in GB/s: the host link's copies run one after another on the step clock (--step-duration), and a request waits for its load before decoding; 0 is unlimited (PCIe 5 x16 is about 50, PCIe 4 about 25)")
+	fs.Float64Var(&f.diskGBps, "disk-gbps", 5, "disk bandwidth in GB/s, to the GPU and from the host, timed as --host-gbps; 0 is unlimited (an NVMe drive is 3-14)")
 
 	fs.StringVar(&f.jsonPath, "json-file", "", "also write the results as JSON to this file (--json prints them on stdout instead of the table)")
 	fs.StringVar(&f.csvPath, "csv", "", "also write the results as CSV to this file")
