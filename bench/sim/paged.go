@@ -130,6 +130,7 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 			p.internal += p.tail(s.stored+1) - p.tail(s.stored)
 			p.tokens++
 			s.stored++
+			s.stalled = false
 			if s.stored%p.blockSize == 0 { // a block filled and was committed: write-through copies
 				return victims, p.transfer()
 			}
@@ -142,6 +143,12 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 		// the newest request, which can be the one growing).
 		first := len(victims)
 		if victims, err = p.preempt(victims); err != nil {
+			if errors.Is(err, blocks.ErrOutOfBlocks) && p.copying() {
+				// Every block is held or pinned by a copy in flight: s stalls until a
+				// copy ends and frees one (tierlinks.go).
+				s.stalled = true
+				return victims, nil
+			}
 			return victims, fmt.Errorf("request %d cannot grow: %w", s.req.ID, err)
 		}
 		for _, v := range victims[first:] {
@@ -188,7 +195,7 @@ func (p *paged) drop(s *seq) {
 		p.clock.waited += int64(p.clock.now - s.loadSince)
 		delete(p.clock.waiters, prefix.TransferID(s.load))
 	}
-	s.load, s.held = 0, false
+	s.load, s.held, s.stalled = 0, false, false
 }
 
 // usage reads the pool, O(1): blocks held by running requests are those in use less the

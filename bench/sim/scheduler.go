@@ -21,6 +21,9 @@ type seq struct {
 	load      uint64
 	loadSince int
 	held      bool
+	// stalled says its last grow found every block held or pinned by a copy in flight:
+	// it generates nothing until a later step's grow succeeds.
+	stalled bool
 	// A scheme keeps its own per-request state, indexed by req.ID (see schemeDef).
 }
 
@@ -308,7 +311,7 @@ func (sc *scheduler) decode(budget *int) error {
 			i, _ := slices.BinarySearchFunc(sc.preempted, v.req.ID, func(w *seq, id int) int { return w.req.ID - id })
 			sc.preempted = slices.Insert(sc.preempted, i, v)
 		}
-		if !s.preempted {
+		if !s.preempted && !s.stalled {
 			*budget--
 		}
 	}
@@ -347,8 +350,8 @@ func (sc *scheduler) admit(budget int) error {
 func (sc *scheduler) generate() error {
 	var firstErr error
 	sc.running = slices.DeleteFunc(sc.running, func(s *seq) bool {
-		if s.load != 0 {
-			return false // waiting for its load (tierlinks.go)
+		if s.load != 0 || s.stalled {
+			return false // waiting for its load, or for a copy to free a block (tierlinks.go)
 		}
 		s.held = false
 		s.generated++

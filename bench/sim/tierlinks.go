@@ -14,12 +14,16 @@ import (
 // is free (at the earliest the start of the step it was planned in), and is confirmed
 // (CompleteTransfer) at the start of the first step after it ends: alone on the link,
 // ceil(B / (G x 10^9 x StepDuration)) steps after it was planned. Copies smaller than a
-// step share one. A load from two tiers ends when both parts do. Until then
-// its device blocks stay as the index holds them: a store's source pinned, a load's
-// destinations reserved, so a slow link costs device memory. A sequence whose load is in
-// flight neither decodes nor generates; it produces its first token in the step its load
-// ends. A link of 0 GB/s (or blocks of 0 bytes) is unlimited: its plans are confirmed
-// where they are taken, so the run is exactly the one with every copy instantaneous.
+// step share one. A load from two tiers ends when both parts do.
+//
+// Until a copy is confirmed its device blocks stay as the index holds them: a store's
+// source pinned, a load's destinations reserved, so a slow link costs device memory. A
+// sequence whose load is in flight neither decodes nor generates; it produces its first
+// token in the step its load ends. A sequence that cannot grow because every block is
+// held or pinned (preempting every other would free too little) stalls, generating
+// nothing, until a copy ends. A link of 0 GB/s (or blocks of 0 bytes) is unlimited: its
+// plans are confirmed where they are taken, so the run is exactly the one with every
+// copy instantaneous.
 
 // link is one lower tier's copy queue, timed in steps (fractions of a step included, so
 // that small copies share a step).

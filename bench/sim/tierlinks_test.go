@@ -121,3 +121,13 @@ func TestFiniteLinksMakeLoadsWait(t *testing.T) {
 	require.Equal(t, disk.StoredBlocks*(2<<20), disk.BytesIn)
 	t.Logf("%d steps (instant %d); %+v", r.TotalSteps, inst.TotalSteps, r.Tiers)
 }
+
+// TestSlowLinksStallNotFail: at 0.01 GB/s the stores pin device blocks long enough that a
+// running request finds none to grow into even after preempting the others; it stalls
+// until a copy ends instead of failing the run, and every request completes.
+func TestSlowLinksStallNotFail(t *testing.T) {
+	r := tieredConversation(t, 0.01, 0.01)
+	require.Equal(t, 400, r.Requests)
+	require.Greater(t, r.Tiers[0].MeanWaitPerLoad, 100.0)
+	require.Greater(t, r.Tiers[1].LinkUtilization, 0.5)
+}
