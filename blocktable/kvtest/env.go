@@ -78,9 +78,7 @@ type Env struct {
 	tb     TB
 	cfg    Config
 	faults *blocks.Faults
-	names  map[blocktable.SeqID]string
-	ids    map[string]blocktable.SeqID
-	next   blocktable.SeqID
+	seqNames
 }
 
 // New builds the stack of cfg for one test and registers, with tb.Cleanup, the end-of-test
@@ -131,12 +129,11 @@ func build(tb TB, cfg Config) (*Env, error) {
 		cfg.NoIndex = true
 	}
 	e := &Env{
-		tb:    tb,
-		cfg:   cfg,
-		Clock: &Clock{},
-		Log:   &Log{},
-		names: map[blocktable.SeqID]string{},
-		ids:   map[string]blocktable.SeqID{},
+		tb:       tb,
+		cfg:      cfg,
+		Clock:    &Clock{},
+		Log:      &Log{},
+		seqNames: newSeqNames(),
 	}
 	var popts []blocks.Option
 	if !cfg.NoNullBlock {
@@ -201,19 +198,7 @@ func (e *Env) Config() Config { return e.cfg }
 
 // Seq returns the sequence ID of name, giving it the next free ID (1, 2, ...) on first
 // use, so that tests, logs and leak reports speak of "r1" rather than of 7.
-func (e *Env) Seq(name string) blocktable.SeqID {
-	if id, ok := e.ids[name]; ok {
-		return id
-	}
-	for {
-		e.next++
-		if _, taken := e.names[e.next]; !taken {
-			break
-		}
-	}
-	e.ids[name], e.names[e.next] = e.next, name
-	return e.next
-}
+func (e *Env) Seq(name string) blocktable.SeqID { return e.seq(name) }
 
 // NameSeq gives the sequence id a name for logs and leak reports (a scheduler that picks
 // its own IDs calls it when it admits).
@@ -225,12 +210,7 @@ func (e *Env) NameSeq(id blocktable.SeqID, name string) {
 }
 
 // Name returns the name of id, or "seq N" when it has none.
-func (e *Env) Name(id blocktable.SeqID) string {
-	if n, ok := e.names[id]; ok {
-		return n
-	}
-	return fmt.Sprintf("seq %d", id)
-}
+func (e *Env) Name(id blocktable.SeqID) string { return e.name(id) }
 
 // Check verifies the whole stack now: the Manager's CheckInvariants (which checks the
 // pool, the index and every table, and that every block's refcount equals its number of

@@ -42,11 +42,9 @@ type HybridEnv struct {
 	Log         *Log
 	Preemptions *RecordingPreemption
 
-	tb    TB
-	cfg   HybridConfig
-	names map[blocktable.SeqID]string
-	ids   map[string]blocktable.SeqID
-	next  blocktable.SeqID
+	tb  TB
+	cfg HybridConfig
+	seqNames
 }
 
 // NewHybrid builds the hybrid stack of cfg for one test and registers, with tb.Cleanup,
@@ -65,7 +63,7 @@ func NewHybrid(tb TB, cfg HybridConfig) *HybridEnv {
 	if len(cfg.Groups) == 0 {
 		cfg.Groups = []hybrid.Spec{hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 8}}
 	}
-	e := &HybridEnv{tb: tb, cfg: cfg, Log: &Log{}, names: map[blocktable.SeqID]string{}, ids: map[string]blocktable.SeqID{}}
+	e := &HybridEnv{tb: tb, cfg: cfg, Log: &Log{}, seqNames: newSeqNames()}
 	pre := cfg.Preemption
 	if pre == nil {
 		pre = evict.NewFCFSPreemption()
@@ -95,27 +93,10 @@ func NewHybrid(tb TB, cfg HybridConfig) *HybridEnv {
 func (e *HybridEnv) Config() HybridConfig { return e.cfg }
 
 // Seq returns the sequence ID of name, giving it the next free ID (1, 2, ...) on first use.
-func (e *HybridEnv) Seq(name string) blocktable.SeqID {
-	if id, ok := e.ids[name]; ok {
-		return id
-	}
-	for {
-		e.next++
-		if _, taken := e.names[e.next]; !taken {
-			break
-		}
-	}
-	e.ids[name], e.names[e.next] = e.next, name
-	return e.next
-}
+func (e *HybridEnv) Seq(name string) blocktable.SeqID { return e.seq(name) }
 
 // Name returns the name of id, or "seq N" when it has none.
-func (e *HybridEnv) Name(id blocktable.SeqID) string {
-	if n, ok := e.names[id]; ok {
-		return n
-	}
-	return fmt.Sprintf("seq %d", id)
-}
+func (e *HybridEnv) Name(id blocktable.SeqID) string { return e.name(id) }
 
 // HybridBlocks is where the pool's blocks are, over all groups and per group:
 // Free + Evictable + Held = Capacity.
@@ -235,16 +216,7 @@ func (e *HybridEnv) CheckLeaks() error {
 		fmt.Fprintf(&b, "\n  sequences never finished or preempted: %s", strings.Join(names, ", "))
 	}
 	leaks := e.Leaks()
-	for _, l := range leaks {
-		who := "no known holder"
-		if len(l.Holders) > 0 {
-			who = "held by " + strings.Join(l.Holders, ", ")
-		}
-		if l.Cached {
-			who += " (and cached)"
-		}
-		fmt.Fprintf(&b, "\n  block %d: refcount %d, %s", l.Block, l.Refs, who)
-	}
+	writeLeaks(&b, leaks)
 	if b.Len() == 0 {
 		return nil
 	}

@@ -75,16 +75,7 @@ func (e *Env) CheckLeaks() error {
 		fmt.Fprintf(&b, "\n  sequences never finished or aborted: %s", strings.Join(names, ", "))
 	}
 	leaks := e.Leaks()
-	for _, l := range leaks {
-		who := "no known holder"
-		if len(l.Holders) > 0 {
-			who = "held by " + strings.Join(l.Holders, ", ")
-		}
-		if l.Cached {
-			who += " (and cached)"
-		}
-		fmt.Fprintf(&b, "\n  block %d: refcount %d, %s", l.Block, l.Refs, who)
-	}
+	writeLeaks(&b, leaks)
 	if e.Host != nil {
 		if held := e.Host.Stats().InUse; held > 0 {
 			fmt.Fprintf(&b, "\n  %d host blocks still held", held)
