@@ -45,17 +45,24 @@ func runW3(m *blocktable.Manager, tr *W3Trace) (w3Result, error) {
 		if _, err := m.Admit(seq, &req); err != nil {
 			return w3Result{}, err
 		}
-		for j := range rq.Output {
-			if _, err := m.Append(seq, rq.Output[j:j+1], 0); err != nil {
-				return w3Result{}, err
-			}
-		}
-		if err := m.Finish(seq); err != nil {
+		if err := decodeAndFinish(m, seq, rq.Output); err != nil {
 			return w3Result{}, err
 		}
 	}
 	st := m.Stats()
 	return w3Result{HitTokens: st.HitTokens, PromptTokens: st.PromptTokens, Evictions: st.Evictions}, nil
+}
+
+// decodeAndFinish is the rest of a W3 request once admitted (W3, W5): append the output
+// tokens one at a time, as decode steps do, then finish (cache every full block, release
+// everything).
+func decodeAndFinish(m *blocktable.Manager, seq blocktable.SeqID, output []int32) error {
+	for j := range output {
+		if _, err := m.Append(seq, output[j:j+1], 0); err != nil {
+			return err
+		}
+	}
+	return m.Finish(seq)
 }
 
 // TestW3SharedPromptMatchesVLLM pins the Manager on W3 to vLLM's figures: with LRU by last

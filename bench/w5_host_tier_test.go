@@ -88,12 +88,7 @@ func runW5(m *blocktable.Manager, tr *W3Trace, plans []prefix.Plan) (w5Result, e
 				return w5Result{}, err
 			}
 		}
-		for j := range rq.Output {
-			if _, err := m.Append(seq, rq.Output[j:j+1], 0); err != nil {
-				return w5Result{}, err
-			}
-		}
-		if err := m.Finish(seq); err != nil {
+		if err := decodeAndFinish(m, seq, rq.Output); err != nil {
 			return w5Result{}, err
 		}
 	}
