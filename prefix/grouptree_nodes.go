@@ -49,9 +49,13 @@ func sameUnit(a, b []int32) bool {
 }
 
 // Next returns the child of parent for the unit of tokens toks (exactly Unit tokens), or
-// 0 when the tree has none. It changes nothing a caller can observe: the child found by
-// probing becomes parent's hint, so that the next walk along it compares tokens only.
+// 0 when the tree has none (and for toks of another length). It changes nothing a caller
+// can observe: the child found by probing becomes parent's hint, so that the next walk
+// along it compares tokens only.
 func (t *GroupTree) Next(parent Node, toks []int32) Node {
+	if len(toks) != t.unit {
+		return 0
+	}
 	if h := t.nodes[parent].hint; h != 0 && sameUnit(t.tokens(h), toks) {
 		return h
 	}
@@ -64,8 +68,12 @@ func (t *GroupTree) Next(parent Node, toks []int32) Node {
 
 // Ensure returns the child of parent for the unit toks, creating it if needed. A new node
 // has no entry, child or pin: the caller caches an entry there or pins it (or extends a
-// path below it) before anything can free it.
+// path below it) before anything can free it. For toks that are not exactly Unit tokens it
+// returns NoNode and changes nothing (a longer unit would overwrite the next node's tokens).
 func (t *GroupTree) Ensure(parent Node, toks []int32) Node {
+	if len(toks) != t.unit {
+		return NoNode
+	}
 	if h := t.nodes[parent].hint; h != 0 && sameUnit(t.tokens(h), toks) {
 		return h
 	}

@@ -142,6 +142,16 @@ func TestGroupTreeBadInputChangesNothing(t *testing.T) {
 	}
 	require.ErrorIs(t, g.Uncache(2), ErrNotCached)
 	require.ErrorIs(t, g.Uncache(-3), ErrNotCached)
+	// A unit of the wrong length is no prefix: Ensure makes no node (a longer one would
+	// overwrite the next node's tokens) and Next finds none.
+	for _, toks := range [][]int32{nil, {1}, {1, 2, 3}} {
+		before := g.Stats()
+		require.Equal(t, NoNode, g.Ensure(RootNode, toks), "%v", toks)
+		require.Equal(t, Node(0), g.Next(RootNode, toks), "%v", toks)
+		require.Equal(t, before, g.Stats())
+		require.NoError(t, g.CheckInvariants())
+	}
+	require.Equal(t, n, g.Next(RootNode, []int32{1, 2}))
 	require.Equal(t, []int{1, 0}, g.Stats().Cached)
 }
 
