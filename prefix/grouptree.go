@@ -138,7 +138,10 @@ func (t *GroupTree) Unit() int { return t.unit }
 // Groups is the number of KV-cache groups.
 func (t *GroupTree) Groups() int { return t.ng }
 
-// Stats returns the counters; Cached is a fresh slice.
+// Stats returns the counters. Cached and Prefixes are fresh slices, so that a caller may
+// keep or change them without touching the tree; that costs two allocations a call, which
+// is why a reader on the hot path (once a step) uses CachedIn, PrefixesIn, LiveNodes and
+// DuplicateCount instead: they read the same counters and allocate nothing.
 func (t *GroupTree) Stats() GroupTreeStats {
 	r := &t.res[Device]
 	return GroupTreeStats{Nodes: t.live, Cached: append([]int(nil), r.cached...),
