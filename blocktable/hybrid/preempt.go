@@ -17,6 +17,7 @@ type preemptScratch struct {
 	infos   []evict.Candidate
 	ids     []blocktable.SeqID
 	victims []int
+	picked  []bool // candidates the policy named, to refuse one named twice
 	stamp   []uint32
 	drops   []int32
 	gen     uint32
@@ -150,12 +151,16 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	// The shortest prefix of the policy's order that really frees enough: Freeable counts
 	// what a sequence frees alone, so forks sharing their blocks look worthless one by one.
 	m.planBegin()
+	p.picked = append(p.picked[:0], make([]bool, len(p.ids))...)
 	gain, k := 0, 0
 	for ; k < len(p.victims) && gain < req.Need; k++ {
 		i := p.victims[k]
-		if i < 0 || i >= len(p.ids) {
-			return dst, fmt.Errorf("%w: preemption policy %s returned candidate %d of %d", errInvalid, m.preempt.Name(), i, len(p.ids))
+		if i < 0 || i >= len(p.ids) || p.picked[i] {
+			// Out of range, or twice: the second PreemptSeq would find it gone, after
+			// the first preempted it. Refused before anything changes.
+			return dst, fmt.Errorf("%w: preemption policy %s returned candidate %d of %d (or twice)", errInvalid, m.preempt.Name(), i, len(p.ids))
 		}
+		p.picked[i] = true
 		gain += m.planRelease(m.seqs[p.ids[i]])
 	}
 	if gain < req.Need {

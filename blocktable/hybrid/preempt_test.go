@@ -113,3 +113,27 @@ func TestPreemptRecomputeRehits(t *testing.T) {
 	require.Equal(t, uint64(13), st.ResumedPromptTokens)
 	require.NoError(t, m.CheckInvariants())
 }
+
+// twicePolicy names its first candidate twice: a broken user policy.
+type twicePolicy struct{}
+
+func (twicePolicy) Name() string { return "twice" }
+func (twicePolicy) Victims(dst []int, _ []evict.Candidate, _ int) []int {
+	return append(dst, 0, 0)
+}
+
+// TestPreemptRefusesAPolicyNamingAVictimTwice: the plan would count the victim's shared
+// blocks twice and the second preemption would find it gone; Preempt must refuse with
+// ErrInvalidArgument and change nothing, not panic.
+func TestPreemptRefusesAPolicyNamingAVictimTwice(t *testing.T) {
+	m := threeSeqs(t, twicePolicy{})
+	before := m.Stats()
+	out, err := m.Preempt(blocktable.PreemptRequest{Need: 2}, nil)
+	require.ErrorIs(t, err, blocktable.ErrInvalidArgument)
+	require.Empty(t, out)
+	require.Equal(t, before, m.Stats())
+	for _, id := range []blocktable.SeqID{1, 2, 3} {
+		require.True(t, m.Contains(id))
+	}
+	require.NoError(t, m.CheckInvariants())
+}
