@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
@@ -54,7 +55,8 @@ type Config struct {
 type Request struct {
 	// Prompt is the sequence's tokens so far; all of them get slots.
 	Prompt []int32
-	// MaxTokens bounds the sequence's length (prompt plus generated tokens).
+	// MaxTokens bounds the sequence's length (prompt plus generated tokens), at most
+	// math.MaxInt32 (Admit refuses more with a blocktable.SizeError).
 	MaxTokens int
 	// SkipCacheRead admits without looking the prompt up (vLLM's
 	// skip_reading_prefix_cache, for prompt logprobs); its blocks are still cached.
@@ -499,6 +501,10 @@ func (m *Manager) participates(g int) bool {
 	return !ignore
 }
 
+// maxSeqTokens bounds Request.MaxTokens: a sequence's tables and tokens are sized by it
+// when it is admitted, and no sum of positions below may overflow.
+const maxSeqTokens = math.MaxInt32
+
 // Admit admits sequence id: it finds the prompt's hit (unless SkipCacheRead), counts what
 // every group needs (the hit blocks it would take off the free queue included) and, only if
 // the pool has it all, takes every group's hit blocks and then allocates the rest, in group
@@ -507,6 +513,9 @@ func (m *Manager) participates(g int) bool {
 func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	if req == nil || len(req.Prompt) == 0 || req.MaxTokens < len(req.Prompt) {
 		return 0, seqErr("admit", id, errInvalid)
+	}
+	if req.MaxTokens > maxSeqTokens { // newSeq sizes the tables and tokens by it
+		return 0, &blocktable.SizeError{Op: "admit", Seq: id, What: "max tokens", N: req.MaxTokens, Max: maxSeqTokens}
 	}
 	if _, ok := m.seqs[id]; ok {
 		return 0, seqErr("admit", id, errDup)
