@@ -37,7 +37,11 @@ import (
 // Missing or unusable fields give a *FieldError naming the field (wrapping
 // ErrMissingField or ErrBadConfig). Defaults taken are listed in the spec's Notes. The
 // parameter count is not in config.json: set Params (or WeightBytes) to size the weights.
+// A config over MaxConfigBytes is refused unread; encoding/json bounds the nesting depth.
 func ParseHFConfig(data []byte) (ModelSpec, error) {
+	if len(data) > MaxConfigBytes {
+		return ModelSpec{}, fmt.Errorf("%w: config.json is %d bytes, over the %d a config.json can need", ErrBadConfig, len(data), MaxConfigBytes)
+	}
 	var root map[string]any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -64,6 +68,11 @@ func ParseHFConfig(data []byte) (ModelSpec, error) {
 	}
 	return spec, nil
 }
+
+// MaxConfigBytes bounds the config.json ParseHFConfig reads. Published configs are a few
+// kilobytes (Llama 4 Scout's, among the largest, under 2 KiB); a reader of a file should
+// stop at MaxConfigBytes+1 bytes rather than load a hostile file whole.
+const MaxConfigBytes = 1 << 20
 
 type hfConfig struct {
 	root  map[string]any

@@ -194,6 +194,7 @@ func TestParseHFConfigErrors(t *testing.T) {
 		{"not JSON", `{"num_hidden_layers": `, ErrBadConfig, ""},
 		{"not an object", `[1, 2]`, ErrBadConfig, ""},
 		{"null", `null`, ErrBadConfig, ""},
+		{"over MaxConfigBytes", `{"num_hidden_layers": 32, "num_attention_heads": 32, "head_dim": 128}` + strings.Repeat(" ", MaxConfigBytes), ErrBadConfig, ""},
 		{"no layers", `{"num_attention_heads": 32, "head_dim": 128}`, ErrMissingField, "num_hidden_layers"},
 		{"no attention heads", `{"num_hidden_layers": 32, "num_key_value_heads": 8, "head_dim": 128}`, ErrMissingField, "num_attention_heads"},
 		{"no head_dim nor hidden_size", `{"num_hidden_layers": 32, "num_attention_heads": 32}`, ErrMissingField, "head_dim"},
@@ -239,7 +240,7 @@ func TestParseHFConfigErrors(t *testing.T) {
 
 func FuzzParseHFConfig(f *testing.F) {
 	for _, name := range []string{"llama-3.1-8b-instruct.json", "deepseek-v3.json", "gemma-3-4b-it.json", "gpt-oss-20b.json",
-		"qwen3-next-80b-a3b-instruct.json", "ai21-jamba-1.5-mini.json", "llama-4-scout-17b-16e-instruct.json"} {
+		"qwen3-next-80b-a3b-instruct.json", "ai21-jamba-1.5-mini.json", "llama-4-scout-17b-16e-instruct.json", "gemma-3-27b-it.json"} {
 		f.Add(readConfig(f, name))
 	}
 	f.Add([]byte(`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8}`))

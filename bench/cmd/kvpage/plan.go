@@ -236,7 +236,7 @@ func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
 			return m, badFlag("--model: %v", err)
 		}
 	default:
-		data, err := os.ReadFile(f.config)
+		data, err := readConfigFile(f.config)
 		if err != nil {
 			return m, badFlag("--config: %v", err)
 		}
@@ -800,4 +800,15 @@ func describeWeights(p sizing.Plan) string {
 func mustWeights(m sizing.ModelSpec) int64 {
 	w, _ := m.TotalWeightBytes()
 	return w
+}
+
+// readConfigFile reads --config, at most sizing.MaxConfigBytes+1 bytes of it: enough for
+// ParseHFConfig to refuse a file too large without loading it whole.
+func readConfigFile(name string) ([]byte, error) {
+	file, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return io.ReadAll(io.LimitReader(file, sizing.MaxConfigBytes+1))
 }

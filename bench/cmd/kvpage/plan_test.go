@@ -190,6 +190,9 @@ func TestPlanConfigFile(t *testing.T) {
 func TestPlanBadValues(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "config.json")
 	require.NoError(t, os.WriteFile(missing, []byte(`{"num_attention_heads": 32, "head_dim": 128}`), 0o600))
+	huge := filepath.Join(t.TempDir(), "huge.json")
+	require.NoError(t, os.WriteFile(huge, nil, 0o600))
+	require.NoError(t, os.Truncate(huge, 1<<32), "a sparse 4 GiB file: read whole, it would take 4 GiB")
 	base := []string{"plan", "--model", "llama-3.1-8b", "--gpu", "h100"}
 	tests := []struct {
 		name string
@@ -217,6 +220,7 @@ func TestPlanBadValues(t *testing.T) {
 		{"config without params", []string{"plan", "--config", filepath.Join("..", "..", "..", "blocks", "sizing", "testdata", "configs", "mistral-7b-v0.1.json"), "--gpu", "h100"}, 2, []string{"--params"}},
 		{"config missing a field", []string{"plan", "--config", missing, "--params", "8b", "--gpu", "h100"}, 2, []string{"num_hidden_layers", "missing"}},
 		{"config not there", []string{"plan", "--config", missing + ".nope", "--params", "8b", "--gpu", "h100"}, 2, []string{"--config", "no such file"}},
+		{"config too large", []string{"plan", "--config", huge, "--params", "8b", "--gpu", "h100"}, 2, []string{"--config", "over the 1048576"}},
 		{"bad params", []string{"plan", "--config", missing, "--params", "8q", "--gpu", "h100"}, 2, []string{"-params"}},
 		{"stray argument", append(base, "now"), 2, []string{`unexpected argument "now"`}},
 	}
