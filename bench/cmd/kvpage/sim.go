@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvpage/kvpage/bench/sim"
 	"github.com/kvpage/kvpage/blocks/sizing"
+	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/prefix"
 )
@@ -315,6 +316,17 @@ func (f *simFlags) resolve() (*simRun, error) {
 	if err := checkFloat("watermark", f.watermark, 0, 0.99, false, ""); err != nil {
 		return nil, err
 	}
+	// Checked whether or not --host-ram or a hybrid scheme reads them: a NaN is refused,
+	// never silently ignored.
+	if err := checkFloat("host-gbps", f.hostGBps, 0, 1e4, false, " GB/s"); err != nil {
+		return nil, err
+	}
+	if err := checkFloat("disk-gbps", f.diskGBps, 0, 1e4, false, " GB/s"); err != nil {
+		return nil, err
+	}
+	if f.mambaMode != hybrid.MambaAll && f.mambaMode != hybrid.MambaAlign {
+		return nil, badFlag("--mamba-cache-mode %q: want %s or %s", f.mambaMode, hybrid.MambaAll, hybrid.MambaAlign)
+	}
 	if err := checkMaxModelLen(&f.sizing.maxModelLen); err != nil {
 		return nil, err
 	}
@@ -389,12 +401,6 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 			return badFlag("--disk needs --host-ram: the disk tier lies below the host's")
 		}
 		return nil
-	}
-	if err := checkFloat("host-gbps", f.hostGBps, 0, 1e4, false, " GB/s"); err != nil {
-		return err
-	}
-	if err := checkFloat("disk-gbps", f.diskGBps, 0, 1e4, false, " GB/s"); err != nil {
-		return err
 	}
 	in, err := f.sizing.resolve()
 	if err != nil {

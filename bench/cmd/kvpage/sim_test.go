@@ -128,6 +128,11 @@ func TestSimBadFlags(t *testing.T) {
 		{[]string{"--model", "llama-9"}, "--model"},
 		{[]string{"--trace", "x.txt"}, "--trace-format"},
 		{[]string{"extra"}, "unexpected argument"},
+		// Refused whether or not --host-ram or a hybrid scheme would read them.
+		{[]string{"--host-gbps", "NaN"}, "--host-gbps NaN is out of range"},
+		{[]string{"--host-gbps", "-1"}, "--host-gbps -1 is out of range"},
+		{[]string{"--disk-gbps", "Inf"}, "--disk-gbps +Inf is out of range"},
+		{[]string{"--mamba-cache-mode", "bogus"}, `--mamba-cache-mode "bogus"`},
 	} {
 		code, out, errOut := runKV(append([]string{"sim", "--no-charts", "--num-prompts", "10"}, tt.args...)...)
 		assert.Equal(t, 2, code, "%v: %s", tt.args, errOut)
