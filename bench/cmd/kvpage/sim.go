@@ -318,10 +318,10 @@ func (f *simFlags) resolve() (*simRun, error) {
 	}
 	// Checked whether or not --host-ram or a hybrid scheme reads them: a NaN is refused,
 	// never silently ignored.
-	if err := checkFloat("host-gbps", f.hostGBps, 0, 1e4, false, " GB/s"); err != nil {
+	if err := checkLinkGBps("host-gbps", f.hostGBps); err != nil {
 		return nil, err
 	}
-	if err := checkFloat("disk-gbps", f.diskGBps, 0, 1e4, false, " GB/s"); err != nil {
+	if err := checkLinkGBps("disk-gbps", f.diskGBps); err != nil {
 		return nil, err
 	}
 	if f.mambaMode != hybrid.MambaAll && f.mambaMode != hybrid.MambaAlign {
@@ -390,6 +390,20 @@ func (f *simFlags) resolve() (*simRun, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// minLinkGBps is the slowest tier link --host-gbps and --disk-gbps take (a hard disk's
+// 0.1 GB/s). Slower, a block's copy spans so many steps that the run crawls for hours
+// (1e-6) or its end step overflows an int (1e-300) and the figures are nonsense.
+const minLinkGBps = 0.1
+
+// checkLinkGBps refuses a link bandwidth other than 0 (unlimited) or one in
+// [minLinkGBps, 10000] GB/s.
+func checkLinkGBps(name string, v float64) error {
+	if v == 0 || (v >= minLinkGBps && v <= 1e4) {
+		return nil
+	}
+	return badFlag("--%s %s is out of range: want 0 (unlimited) or a number in [%v, 10000] GB/s", name, strconv.FormatFloat(v, 'g', -1, 64), minLinkGBps)
 }
 
 // applyTiers gives the prefix-sharing paged runs the --host-ram and --disk tiers, sized

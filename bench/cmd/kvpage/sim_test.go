@@ -132,6 +132,9 @@ func TestSimBadFlags(t *testing.T) {
 		{[]string{"--host-gbps", "NaN"}, "--host-gbps NaN is out of range"},
 		{[]string{"--host-gbps", "-1"}, "--host-gbps -1 is out of range"},
 		{[]string{"--disk-gbps", "Inf"}, "--disk-gbps +Inf is out of range"},
+		{[]string{"--host-gbps", "1e-300"}, "--host-gbps 1e-300 is out of range"},
+		{[]string{"--disk-gbps", "1e-6"}, "--disk-gbps 1e-06 is out of range"},
+		{[]string{"--host-gbps", "1e5"}, "--host-gbps 100000 is out of range"},
 		{[]string{"--mamba-cache-mode", "bogus"}, `--mamba-cache-mode "bogus"`},
 	} {
 		code, out, errOut := runKV(append([]string{"sim", "--no-charts", "--num-prompts", "10"}, tt.args...)...)
