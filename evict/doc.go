@@ -51,4 +51,11 @@
 // name in registry.go (ByName and evictionNames); and a case in the tests' policyCases with
 // its order in the reference model, which holds every policy to its doc. The policy
 // comparison (bench.BenchmarkEvictionPolicies, kvpage sim --eviction) then runs it by name.
+// Its constructor checks its arguments with the helpers of errors.go (checkCapacity,
+// checkShare) or returns an *ArgumentError of its own, so that bad input matches
+// ErrInvalidArgument as every built-in's does. A new preemption policy is an exported
+// value type beside the built-ins in preempt_policies.go (Name, Victims, Compare,
+// ReadsProgress), named in preempt_registry.go (preemptionNames and PreemptionByName),
+// with its order in refVictims (preempt_test.go), the sort-based reference every
+// preemption policy is held to.
 package evict

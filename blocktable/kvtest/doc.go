@@ -116,6 +116,16 @@
 // tag (and -race) the stack re-checks its invariants after every mutation, sampled, and
 // poisons freed metadata (see internal/invariant).
 //
+// # Extending the kit
+//
+// A new end-of-test check belongs in Env.Check (env.go) when it is an invariant that holds
+// at every step, or in CheckLeaks (leak.go) when it holds only once the test is done, and
+// in the same method of HybridEnv (hybrid.go) when it applies to hybrid stacks too; the
+// cleanup New and NewHybrid register runs both. A new Config or HybridConfig field is
+// checked in Validate (config.go, hybrid_config.go) with a case in its test. A new
+// scenario command is a method of Runner in commands.go, registered in runner.go's command
+// table and documented on Runner.
+//
 // # Concurrency
 //
 // An Env is not safe for concurrent use, like the stack it holds: one test goroutine
