@@ -3,6 +3,7 @@ package prefix
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -210,6 +211,7 @@ func TestTierConfigValidation(t *testing.T) {
 		{Tiers: []TierSpec{{Capacity: 0}}},
 		{Tiers: []TierSpec{{Capacity: 4, Write: WriteAfterHits}}},
 		{Tiers: []TierSpec{{Capacity: 4}}, BlockBytes: -1},
+		{Tiers: []TierSpec{{Capacity: 4}}, BlockBytes: math.MaxInt64 / 2}, // Bytes of a 4-block plan wraps
 		{Tiers: []TierSpec{{Capacity: 1}, {Capacity: 1}, {Capacity: 1}, {Capacity: 1}}},
 	} {
 		pool, err := blocks.New(4)

@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
@@ -96,6 +97,15 @@ type tierStore struct {
 func (x *Index) initTiers(c *TierConfig) error {
 	if err := c.validate(); err != nil {
 		return err
+	}
+	// A plan's Bytes is its blocks times BlockBytes, and a plan holds at most a tier's
+	// capacity (a store) or the pool's blocks (a load): bound BlockBytes so it cannot wrap.
+	most := int64(x.nb)
+	for _, s := range c.Tiers {
+		most = max(most, int64(s.Capacity))
+	}
+	if most > 0 && c.BlockBytes > math.MaxInt64/most {
+		return &SizeError{What: "block bytes", N: c.BlockBytes, Max: math.MaxInt64 / most}
 	}
 	ts := &tierStore{cfg: *c, byKey: make(map[uint64]int32), plans: make(map[TransferID]*planRec)}
 	ts.cfg.Tiers = append([]TierSpec(nil), c.Tiers...)
