@@ -249,6 +249,8 @@ func TestTierBadInput(t *testing.T) {
 		"an unknown block":         {[]blocks.ID{99}, ErrNotHeld},
 		"more than the tiers hold": {held, ErrNotCached},
 		"nothing":                  {nil, ErrInvalidArgument},
+		"a block named twice":      {[]blocks.ID{held[0], held[0]}, ErrInvalidArgument},
+		"a bad block after good":   {[]blocks.ID{held[0], 99}, ErrNotHeld},
 	} {
 		if name == "a free block" {
 			require.Zero(t, pool.RefCount(8), "block 8 is free")
@@ -258,7 +260,20 @@ func TestTierBadInput(t *testing.T) {
 		require.Equal(t, before, x.TierStatsOf(1), name)
 		require.Equal(t, pending, x.PendingTransfers(), name)
 		require.NoError(t, x.CheckInvariants(), name)
+		for _, id := range held {
+			require.Equal(t, 1, pool.RefCount(id), name)
+			require.Zero(t, x.TransferRefs(id), name)
+		}
 	}
+	// A block already the destination of a load in flight cannot be another's.
+	id, err := x.PrepareLoad(&p, cur, LeaveOne, held[:2])
+	require.NoError(t, err)
+	_, err = x.PrepareLoad(&p, cur, LeaveOne, held[1:3])
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.Equal(t, 1, x.TransferRefs(held[1]))
+	_, err = x.CompleteTransfer(id, false)
+	require.NoError(t, err)
+	require.NoError(t, x.CheckInvariants())
 	require.NoError(t, pool.Release(held...))
 	require.Equal(t, free, pool.NumFree())
 }

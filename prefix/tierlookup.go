@@ -95,20 +95,16 @@ func (x *Index) RecordTierLookup(h TierHit) {
 // each until CompleteTransfer, and TakePlans hands the copy out. On success the caller
 // commits dst only after the load completes ok; a failed load evicts the keys and the
 // caller computes the blocks. It fails with ErrNoTiers without tiers, with ErrNotHeld for
-// a dst block the caller does not hold or that is cached, and with ErrNotCached when fewer
+// a dst block the caller does not hold or that is cached, with ErrInvalidArgument for one
+// named twice or already the destination of a load in flight, and with ErrNotCached when fewer
 // than len(dst) blocks are in the lower tiers, changing nothing.
 func (x *Index) PrepareLoad(p *Prompt, c Cursor, limit HitLimit, dst []blocks.ID) (TransferID, error) {
 	ts := x.tiers
 	if ts == nil {
 		return 0, ErrNoTiers
 	}
-	for _, id := range dst {
-		if id < 0 || int(id) >= x.nb || x.pool.RefCount(id) < 1 || x.IsCached(id) {
-			return 0, &BlockError{Op: "prepare load", ID: id, Err: ErrNotHeld}
-		}
-		if x.pool.RefCount(id) == blocks.MaxRefCount {
-			return 0, &BlockError{Op: "prepare load", ID: id, Err: blocks.ErrRefCountOverflow}
-		}
+	if err := x.checkLoadDst(dst); err != nil {
+		return 0, err
 	}
 	if len(dst) == 0 {
 		return 0, fmt.Errorf("%w: nothing to load", ErrInvalidArgument)
@@ -138,6 +134,33 @@ func (x *Index) PrepareLoad(p *Prompt, c Cursor, limit HitLimit, dst []blocks.ID
 	ts.ready = append(ts.ready, r)
 	x.mutated()
 	return r.id, nil
+}
+
+// checkLoadDst checks PrepareLoad's destinations: each held, uncached, below the refcount
+// limit, named once and in no load already in flight (two copies would land in it).
+func (x *Index) checkLoadDst(dst []blocks.ID) error {
+	ts := x.tiers
+	err := error(nil)
+	i := 0
+	for ; i < len(dst); i++ {
+		id := dst[i]
+		switch {
+		case id < 0 || int(id) >= x.nb || x.pool.RefCount(id) < 1 || x.IsCached(id):
+			err = &BlockError{Op: "prepare load", ID: id, Err: ErrNotHeld}
+		case x.pool.RefCount(id) == blocks.MaxRefCount:
+			err = &BlockError{Op: "prepare load", ID: id, Err: blocks.ErrRefCountOverflow}
+		case ts.devRefs[id] != 0: // -1: named earlier in dst; > 0: a load's destination
+			err = &BlockError{Op: "prepare load", ID: id, Err: ErrInvalidArgument}
+		}
+		if err != nil {
+			break
+		}
+		ts.devRefs[id] = -1 // an uncached held block's devRefs is 0 but while loading
+	}
+	for _, id := range dst[:i] {
+		ts.devRefs[id] = 0
+	}
+	return err
 }
 
 // sortOpsByTier orders ops by source tier, keeping block order within a tier (an
