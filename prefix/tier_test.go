@@ -277,3 +277,44 @@ func TestTierBadInput(t *testing.T) {
 	require.NoError(t, pool.Release(held...))
 	require.Equal(t, free, pool.NumFree())
 }
+
+// TestCompleteBeforeTakePlans: a load completed (cancelled) before TakePlans handed it out
+// is never handed out, even once its record is reused by the next transfer.
+func TestCompleteBeforeTakePlans(t *testing.T) {
+	pool, x := tierIndex(t, 9, WriteBack, 8, nil)
+	p := Prompt{Tokens: toks(1, 9)}
+	admit(t, x, pool, p).finish(t, x)
+	completeAll(t, x, x.TakePlans(nil), true)
+	_, cur := x.Peek(nil, &p, LeaveOne)
+	free := pool.NumFree()
+	held, err := pool.Allocate(nil, 2)
+	require.NoError(t, err)
+	first, err := x.PrepareLoad(&p, cur, LeaveOne, held[:1])
+	require.NoError(t, err)
+	_, err = x.CompleteTransfer(first, false)
+	require.NoError(t, err)
+	// The failed load evicted its key from tier 1; the disk copy, if any, is found next.
+	_, cur = x.Peek(nil, &p, LeaveOne)
+	loads := 0
+	var second TransferID
+	if x.PeekLower(&p, cur, LeaveOne, 1).Lower == 1 {
+		second, err = x.PrepareLoad(&p, cur, LeaveOne, held[1:2])
+		require.NoError(t, err)
+		loads = 1
+	}
+	plans := x.TakePlans(nil)
+	got := 0
+	for _, pl := range plans {
+		require.NotEqual(t, first, pl.ID, "a cancelled load was handed out")
+		if pl.Kind == Load {
+			require.Equal(t, second, pl.ID)
+			got++
+		}
+	}
+	require.Equal(t, loads, got)
+	completeAll(t, x, plans, true)
+	require.Zero(t, x.PendingTransfers())
+	require.NoError(t, x.CheckInvariants())
+	require.NoError(t, pool.Release(held...))
+	require.Equal(t, free, pool.NumFree())
+}

@@ -156,7 +156,8 @@ func (x *Index) emitPlans(dst []Plan, r *planRec) []Plan {
 // destination now holds the block (and a demoted device block is evicted); a load's
 // device blocks hold the KV (the caller commits them). Failed: a store's destination is
 // dropped (a demoted device block is evicted without a copy); a load's source keys are
-// evicted from their tiers and the caller computes those blocks. Either way the pins and
+// evicted from their tiers and the caller computes those blocks. A load completed before
+// TakePlans handed it out is cancelled: it is never handed out. Either way the pins and
 // references of the transfer are released. An unknown id fails with ErrUnknownTransfer
 // and changes nothing.
 func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error) {
@@ -169,6 +170,14 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 		return TransferResult{}, fmt.Errorf("%w: %d", ErrUnknownTransfer, id)
 	}
 	delete(ts.plans, id)
+	// A load completed before TakePlans handed it out (a cancel) must leave ready too, or
+	// the record, recycled below, would be handed out stale, even twice once reused.
+	for i, q := range ts.ready {
+		if q == r {
+			ts.ready = slices.Delete(ts.ready, i, i+1)
+			break
+		}
+	}
 	res := TransferResult{Kind: r.kind, Blocks: len(r.ops), OK: ok}
 	if len(r.ops) > 0 {
 		res.From, res.To = r.ops[0].from, r.ops[0].to
