@@ -26,16 +26,7 @@ import (
 // included.
 func TestJetStreamIntoRedis(t *testing.T) {
 	nc, js := shared(t)
-	addr := os.Getenv("KVPAGE_REDIS_ADDR")
-	if addr == "" {
-		testserver.Need(t, "Redis", "KVPAGE_REDIS_ADDR")
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 4})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ctx := context.Background()
-	require.NoError(t, rdb.FlushDB(ctx).Err())
-	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: blockSize, Seed: seed, Model: "m"})
-	require.NoError(t, err)
+	x, _ := newRedisIndex(t, 4)
 
 	sc := testStream(t, js)
 	a, b := newServer(t, nc, "a", sc, 1), newServer(t, nc, "b", sc, 1)
@@ -68,16 +59,8 @@ func TestJetStreamIntoRedis(t *testing.T) {
 // (kvevents.WithGroup) reaches Redis with the group in every entry, as llm-d writes it.
 func TestGroupOverJetStreamIntoRedis(t *testing.T) {
 	nc, js := shared(t)
-	addr := os.Getenv("KVPAGE_REDIS_ADDR")
-	if addr == "" {
-		testserver.Need(t, "Redis", "KVPAGE_REDIS_ADDR")
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 5})
-	t.Cleanup(func() { _ = rdb.Close() })
+	x, rdb := newRedisIndex(t, 5)
 	ctx := context.Background()
-	require.NoError(t, rdb.FlushDB(ctx).Err())
-	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: blockSize, Seed: seed, Model: "m"})
-	require.NoError(t, err)
 
 	sc := testStream(t, js)
 	pub, err := natsjs.NewPublisher(t.Context(), nc, natsjs.PublisherConfig{
@@ -112,4 +95,22 @@ func TestGroupOverJetStreamIntoRedis(t *testing.T) {
 	hits, err := x.Match(nil, &prefix.Prompt{Tokens: seqTokens(0, 3*blockSize)})
 	require.NoError(t, err)
 	require.Equal(t, []cluster.ServerHit{{Server: "hyb", Blocks: 3}}, hits)
+}
+
+// newRedisIndex returns an index in llm-d's layout over database db of the Redis at
+// KVPAGE_REDIS_ADDR, emptied first (each test its own database), and its client; it skips
+// the test without one.
+func newRedisIndex(t *testing.T, db int) (*redisindex.Index, *redis.Client) {
+	t.Helper()
+	addr := os.Getenv("KVPAGE_REDIS_ADDR")
+	if addr == "" {
+		testserver.Need(t, "Redis", "KVPAGE_REDIS_ADDR")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	require.NoError(t, rdb.FlushDB(ctx).Err())
+	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: blockSize, Seed: seed, Model: "m"})
+	require.NoError(t, err)
+	return x, rdb
 }
