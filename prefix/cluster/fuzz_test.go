@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -41,6 +42,34 @@ func FuzzDecodeApply(f *testing.F) {
 	f.Add(root)
 	m, _ := msgpack.Marshal([]any{1.0, []any{map[string]any{"type": "BlockStored", "block_hashes": []any{1, 2}, "token_ids": toks[:8], "block_size": 4, "extra_keys": []any{[]any{"x", 1}}}}})
 	f.Add(m)
+	// A root block in the (identifier, offset) form (vLLM since March 2026) beside lora and
+	// salt, with offsets at the edges of int64 and uint64, pairs of the wrong shape, a
+	// group_idx beyond the index's slots and one of -1, and a medium no vLLM tier names.
+	pairs, _ := msgpack.Marshal([]any{1.0, []any{
+		[]any{"BlockStored", []any{make([]byte, 32)}, nil, toks[:4], 4, nil, "GPU", "l", []any{[]any{"l", []any{"img", -3}, "s"}}, 0},
+		[]any{"BlockStored", []any{make([]byte, 32)}, nil, toks[:4], 4, nil, "TAPE", nil, []any{[]any{[]any{"img", int64(math.MinInt64)}}}, 62},
+		[]any{"BlockStored", []any{make([]byte, 32)}, nil, toks[:4], 4, nil, nil, nil, []any{[]any{[]any{"img", uint64(math.MaxUint64)}, []any{"img"}, []any{1, 2}}}, 63},
+		[]any{"BlockStored", []any{make([]byte, 32)}, nil, toks[:4], 4, nil, "DISK", nil, []any{[]any{[]any{"img", int64(math.MaxInt64), "x"}}}, math.MaxInt16},
+		[]any{"BlockRemoved", []any{make([]byte, 32)}, "CPU", 63},
+	}, 0})
+	f.Add(pairs)
+	neg, _ := msgpack.Marshal([]any{1.0, []any{[]any{"BlockRemoved", []any{make([]byte, 32)}, "CPU", -1}}}) // refused
+	f.Add(neg)
+	mp, _ := msgpack.Marshal(map[string]any{"ts": 1.0, "events": []any{map[string]any{
+		"type": "BlockStored", "block_hashes": []any{make([]byte, 32)}, "token_ids": toks[:4], "block_size": 4,
+		"medium": "CPU", "group_idx": 5, "extra_keys": []any{[]any{[]any{"img", 1 << 40}}},
+	}}})
+	f.Add(mp)
+	for _, opts := range [][]kvevents.Option{{kvevents.WithGroup(2), kvevents.WithMedium(kvevents.MediumDisk)}} {
+		b := kvevents.NewBatcher(opts...)
+		pm := &prefix.Prompt{Namespace: prefix.Namespace{LoRA: "l", Salt: "s"}, Tokens: p.Tokens[:8], MM: []prefix.MMInput{{Hash: "img", Offset: 2, Length: 4}}}
+		hm := vllmhash.PromptHashesForm(h, pm, 4, prefix.MMKeyIdentifierOffset)
+		e := &prefix.BlockStored{HashSize: 32, BlockSize: 4, Namespace: pm.Namespace, Tokens: pm.Tokens,
+			Hashes: append(append([]byte(nil), hm[0]...), hm[1]...), Blocks: []blocks.ID{0, 1},
+			MM: [][]string{{"img"}, {"img"}}, MMOffsets: [][]int{{2}, {-2}}}
+		b.BlockStored(e)
+		f.Add(b.AppendBatch(nil, 1))
+	}
 
 	const maxBlocks = 64
 	f.Fuzz(func(t *testing.T, payload []byte) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -159,6 +160,18 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add(g)
 	mb, _ := msgpack.Marshal(map[string]any{"ts": 1.0, "events": []any{map[string]any{"type": "AllBlocksCleared"}}, "data_parallel_rank": 1})
 	f.Add(mb)
+	// extra_keys in the (identifier, offset) form, offsets at int64's and uint64's edges,
+	// an unknown medium, group_idx at MaxGroup and beyond it.
+	pk, _ := msgpack.Marshal([]any{1.0, []any{
+		[]any{"BlockStored", []any{uint64(1)}, nil, []any{1, 2}, 2, nil, "TAPE", "l", []any{[]any{"l", []any{"img", int64(math.MinInt64)}, []any{"v", uint64(math.MaxUint64)}, "s"}}, kvevents.MaxGroup},
+		[]any{"BlockRemoved", []any{uint64(1)}, "DISK", kvevents.MaxGroup + 1},
+	}, 0})
+	f.Add(pk)
+	mk, _ := msgpack.Marshal(map[string]any{"ts": 1.0, "events": []any{map[string]any{
+		"type": "BlockStored", "block_hashes": []any{1}, "token_ids": []any{1}, "block_size": 1, "medium": "CPU",
+		"group_idx": 3, "extra_keys": []any{[]any{[]any{"img", -5}}},
+	}}})
+	f.Add(mk)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var d kvevents.Decoder
 		var b kvevents.Batch
