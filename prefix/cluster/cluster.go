@@ -462,7 +462,8 @@ func (c *ClusterIndex) rootExtra(keys []any) (x prefix.Extra, ok bool) {
 	return x, true
 }
 
-// mmPair reads a decoded [identifier, offset] pair.
+// mmPair reads a decoded [identifier, offset] pair: any offset an int holds, as vLLM's
+// hash takes any Python int, whichever msgpack width it came in.
 func mmPair(v []any) (id string, off int, ok bool) {
 	if len(v) != 2 {
 		return "", 0, false
@@ -479,15 +480,19 @@ func mmPair(v []any) (id string, off int, ok bool) {
 	case int32:
 		return id, int(n), true
 	case int64:
-		return id, int(n), true
+		if n >= math.MinInt && n <= math.MaxInt { // always on 64 bits
+			return id, int(n), true
+		}
 	case uint8:
 		return id, int(n), true
 	case uint16:
 		return id, int(n), true
 	case uint32:
-		return id, int(n), true
-	case uint64:
-		if n <= math.MaxInt32 {
+		if uint64(n) <= math.MaxInt {
+			return id, int(n), true
+		}
+	case uint64: // how msgspec writes any offset of 2^32 or more
+		if n <= math.MaxInt {
 			return id, int(n), true
 		}
 	}

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,34 @@ func TestClusterRootCheckSkipsOddExtraKeys(t *testing.T) {
 			b.Events[0].ExtraKeys = [][]any{tc.keys}
 			require.NoError(t, c.Apply("a", b))
 			require.Zero(t, c.Stats("a").RootMismatches)
+		})
+	}
+}
+
+// A pair's offset is rehashed whenever it fits an int, whichever msgpack width carried it
+// (msgspec writes a non-negative integer unsigned, so a far offset arrives as a uint64):
+// the check must not depend on the sign of the encoding. An offset no int holds is not
+// rehashed.
+func TestClusterRootCheckOffsetWidths(t *testing.T) {
+	p := prompt(prefix.Namespace{}, 0, 4)
+	for _, tc := range []struct {
+		name       string
+		off        any
+		mismatches uint64
+	}{
+		{"int8", int8(-3), 1},
+		{"uint32", uint32(math.MaxUint32), 1},
+		{"int64 max", int64(math.MaxInt64), 1},
+		{"int64 min", int64(math.MinInt64), 1},
+		{"uint64 max int", uint64(math.MaxInt), 1},
+		{"uint64 past int", uint64(math.MaxUint64), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newIndex(t, "42", 4)
+			b := storeChain(t, "43", p, 4, 0, 1) // another seed: a rehash counts a mismatch
+			b.Events[0].ExtraKeys = [][]any{{[]any{"img", tc.off}}}
+			require.NoError(t, c.Apply("a", b))
+			require.Equal(t, tc.mismatches, c.Stats("a").RootMismatches)
 		})
 	}
 }
