@@ -57,7 +57,7 @@ func FuzzDecodeApply(f *testing.F) {
 	f.Add(neg)
 	mp, _ := msgpack.Marshal(map[string]any{"ts": 1.0, "events": []any{map[string]any{
 		"type": "BlockStored", "block_hashes": []any{make([]byte, 32)}, "token_ids": toks[:4], "block_size": 4,
-		"medium": "CPU", "group_idx": 5, "extra_keys": []any{[]any{[]any{"img", 1 << 40}}},
+		"medium": "CPU", "group_idx": 5, "extra_keys": []any{[]any{[]any{"img", int64(1 << 40)}}},
 	}}})
 	f.Add(mp)
 	for _, opts := range [][]kvevents.Option{{kvevents.WithGroup(2), kvevents.WithMedium(kvevents.MediumDisk)}} {
