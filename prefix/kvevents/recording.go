@@ -114,7 +114,7 @@ type replayer struct {
 }
 
 func (p *replayer) replay(r *recording, o prefix.Observer) {
-	h, t, m, ml := 0, 0, 0, 0
+	h, t, m, ml, mo := 0, 0, 0, 0, 0 // mo: into mmOff, which only pair-form events fill
 	for i := range r.events {
 		ev := &r.events[i]
 		n, hs := int(ev.blocks), int(ev.hashSize)
@@ -140,7 +140,8 @@ func (p *replayer) replay(r *recording, o prefix.Observer) {
 					k := int(r.mmLen[ml])
 					p.mm = append(p.mm, r.mm[m:m+k:m+k])
 					if ev.mmOff {
-						p.off = append(p.off, r.mmOff[m:m+k:m+k])
+						p.off = append(p.off, r.mmOff[mo:mo+k:mo+k])
+						mo += k
 					}
 					m += k
 					ml++
