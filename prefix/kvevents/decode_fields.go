@@ -37,7 +37,9 @@ func (d *Decoder) field(b *Batch, e *Event, name string) error {
 		}
 	case fieldMedium:
 		if e.HasMedium, err = d.notNil(); err == nil && e.HasMedium {
-			e.Medium, err = d.internedString()
+			if e.Medium, err = d.internedString(); err == nil && len(e.Medium) > MaxMediumBytes {
+				err = fmt.Errorf("medium of %d bytes, at most %d", len(e.Medium), MaxMediumBytes)
+			}
 		}
 	case fieldLoRAName:
 		if e.HasLoRAName, err = d.notNil(); err == nil && e.HasLoRAName {

@@ -22,6 +22,11 @@ const (
 	// numbers a model's groups from 0, and no model has more than a handful. A negative
 	// one is refused too, as llm-d refuses it.
 	MaxGroup = 1<<15 - 1
+	// MaxMediumBytes is the longest medium a Decoder accepts. vLLM's are GPU, CPU and
+	// DISK, and a medium it does not know is accepted; but a consumer writes the medium
+	// into the entry of every block of the event (llm-d's DeviceTier, a Redis hash field),
+	// so a longer one would let one event make it store megabytes per block.
+	MaxMediumBytes = 64
 	// maxSkipDepth bounds how deeply a skipped unknown element may nest.
 	maxSkipDepth = 32
 	// allocFactor and allocSlack bound what one Decode may build: the Go memory of its

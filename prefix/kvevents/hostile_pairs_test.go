@@ -3,6 +3,7 @@ package kvevents_test
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,8 +25,8 @@ func storedWith(medium, extraKeys, group []byte) []byte {
 
 // The new fields from the wire: a pair nested past the depth limit, a pair declaring more
 // elements than the payload holds and a group_idx that is no integer in [0, MaxGroup] are
-// refused with ErrMalformed; a pair's offset of any width, and a medium no vLLM tier
-// names, are accepted as they are (the index only ever compares media and rehashes pairs).
+// refused with ErrMalformed, as is a medium past MaxMediumBytes; a pair's offset of any
+// width, and a short medium no vLLM tier names, are accepted as they are.
 func TestDecodeHostileNewFields(t *testing.T) {
 	mp := func(v any) []byte { b, err := msgpack.Marshal(v); require.NoError(t, err); return b }
 	gpu, group0 := mp("GPU"), mp(0)
@@ -46,6 +47,8 @@ func TestDecodeHostileNewFields(t *testing.T) {
 		{"offset int64 min", gpu, mp([]any{[]any{[]any{"img", int64(math.MinInt64)}}}), group0, ""},
 		{"offset uint64 max", gpu, mp([]any{[]any{[]any{"img", uint64(math.MaxUint64)}}}), group0, ""},
 		{"medium TAPE", mp("TAPE"), mp(nil), group0, ""},
+		{"medium of MaxMediumBytes", mp(strings.Repeat("m", kvevents.MaxMediumBytes)), mp(nil), group0, ""},
+		{"medium past MaxMediumBytes", mp(strings.Repeat("m", kvevents.MaxMediumBytes+1)), mp(nil), group0, "medium of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := kvevents.DecodeBatch(storedWith(tc.medium, tc.extraKeys, tc.group))
