@@ -99,18 +99,7 @@ func (t *GroupTree) Cache(b blocks.ID, n Node, g int) error {
 	if nd := &t.nodes[n]; nd.parent == NoNode || nd.root || x.node != 0 {
 		return t.cacheError(b, n)
 	}
-	x.node, x.group, x.next = n, uint8(g), 0
-	i := int(n)*t.ng + g
-	if last := r.tail[i]; last != 0 {
-		r.ent[last].next = int32(b)
-		t.duplicates++
-	} else {
-		r.head[i] = int32(b)
-		r.prefixes[g]++
-	}
-	r.tail[i] = int32(b)
-	t.nodes[n].entries++
-	r.cached[g]++
+	i := t.link(r, x, b, n, g)
 	if t.ev != nil && r.head[i] == int32(b) {
 		t.emitOne(b, n, g)
 	}
@@ -142,23 +131,30 @@ func (t *GroupTree) CacheChain(g int, ids []blocks.ID, path []Node, k int) error
 			t.undoChain(g, ids[:i], path, k)
 			return t.cacheError(b, n)
 		}
-		x.node, x.group, x.next = n, uint8(g), 0
-		j := int(n)*t.ng + g
-		if last := r.tail[j]; last != 0 {
-			r.ent[last].next = int32(b)
-			t.duplicates++
-		} else {
-			r.head[j] = int32(b)
-			r.prefixes[g]++
-		}
-		r.tail[j] = int32(b)
-		nd.entries++
-		r.cached[g]++
+		t.link(r, x, b, n, g)
 	}
 	if t.ev != nil {
 		t.emitChains(g, ids, path, k)
 	}
 	return nil
+}
+
+// link appends b (entry x of r, checked by the caller) to the list of (n, g) and counts
+// it, a duplicate if the list had a block already; it returns the list's index.
+func (t *GroupTree) link(r *residency, x *gentry, b blocks.ID, n Node, g int) int {
+	x.node, x.group, x.next = n, uint8(g), 0
+	i := int(n)*t.ng + g
+	if last := r.tail[i]; last != 0 {
+		r.ent[last].next = int32(b)
+		t.duplicates++
+	} else {
+		r.head[i] = int32(b)
+		r.prefixes[g]++
+	}
+	r.tail[i] = int32(b)
+	t.nodes[n].entries++
+	r.cached[g]++
+	return i
 }
 
 // emitChains reports the blocks CacheChain made the first of their (node, group), one
