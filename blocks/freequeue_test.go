@@ -76,17 +76,34 @@ func TestFreeQueueBadInputChangesNothing(t *testing.T) {
 func TestFreeQueueAllocatesNothing(t *testing.T) {
 	q, err := NewFreeQueue(64)
 	require.NoError(t, err)
+	failed := 0 // counted, so that a call failing early cannot make the test pass vacuously
+	check := func(err error) {
+		if err != nil {
+			failed++
+		}
+	}
+	table := make([]ID, 0, 8)
 	allocs := testing.AllocsPerRun(100, func() {
-		a, _ := q.Pop()
-		b, _ := q.Pop()
-		_ = q.Retain(a)
-		_ = q.Release(a)
-		_ = q.Release(a)
-		_ = q.ReleaseToFront(b)
-		_ = q.Retain(b) // from the front
-		_ = q.Release(b)
+		a, err := q.Pop()
+		check(err)
+		b, err := q.Pop()
+		check(err)
+		check(q.Retain(a))
+		check(q.Release(a))
+		check(q.Release(a))
+		check(q.ReleaseToFront(b))
+		check(q.Retain(b)) // from the front
+		check(q.Release(b))
+		table, err = q.Allocate(table[:0], 8)
+		check(err)
+		check(q.RetainTable(table))
+		check(q.ReleaseTable(table))
+		check(q.ReleaseTable(table))
 	})
+	require.Zero(t, failed)
 	require.Zero(t, allocs)
+	require.Equal(t, 63, q.Len())
+	require.NoError(t, q.CheckInvariants())
 }
 
 func TestFreeQueueCheckInvariantsCatchesCorruption(t *testing.T) {
