@@ -452,7 +452,7 @@ func (m *Manager) commitFull(s *sequence) int {
 	}
 	full := len(s.tokens) / m.bs
 	s.prompt.Tokens = s.tokens
-	res, err := m.index.Commit(&s.cur, &s.prompt, s.t.ids[from:full])
+	res, err := m.commitHeld(s, s.t.ids[from:full])
 	if err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: committing seq %d blocks [%d, %d) failed: %v", s.id, from, full, err))
 	}
@@ -466,13 +466,22 @@ func (m *Manager) commitFull(s *sequence) int {
 		// cache the sequence's own blocks past it, so that it keeps sharing what it computes.
 		m.rematch(s, full)
 		if again := s.committed(); again < full {
-			res, err = m.index.Commit(&s.cur, &s.prompt, s.t.ids[again:full])
+			res, err = m.commitHeld(s, s.t.ids[again:full])
 			if err != nil || res.Orphaned > 0 {
 				panic(fmt.Sprintf("kvpage: broken invariant: recommitting seq %d blocks [%d, %d): %+v, %v", s.id, again, full, res, err))
 			}
 		}
 	}
 	return full - from
+}
+
+// commitHeld commits ids, blocks of s's table, at s's cursor. The table holds each of them
+// once, so the index need not check that it does (internal/trusted).
+func (m *Manager) commitHeld(s *sequence, ids []blocks.ID) (prefix.CommitResult, error) {
+	var res prefix.CommitResult
+	var err error
+	res.Stored, res.Duplicates, res.Orphaned, err = trusted.CommitHeld(m.index, &s.cur, &s.prompt, ids)
+	return res, err
 }
 
 // rematch re-derives the sequence's cursor from the tree for its first upto blocks: the

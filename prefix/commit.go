@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
 // Duplicates and stale cursors, for maintainers.
@@ -37,6 +38,21 @@ import (
 // or given twice (ErrAlreadyCached), a prompt too short (ErrLengthMismatch), the zero
 // Namespace in an index that requires one (ErrEmptyNamespace) fail and change nothing.
 func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, error) {
+	return x.commit(cur, p, ids, false)
+}
+
+// commitHeld is Commit for blocks the caller holds, each once, none cached off the
+// cursor's path (internal/trusted: a Manager's own table). It skips the per-block checks
+// that the caller holds each block and lists it once, which that invariant makes unable to
+// fail, and takes the index's references in its own pass (internal/poolrefs). Under
+// -tags kvinvariants the checks run anyway and panic.
+func (x *Index) commitHeld(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, error) {
+	return x.commit(cur, p, ids, true)
+}
+
+// commit is Commit; held skips the checks the caller's invariant makes redundant (see
+// commitHeld).
+func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (CommitResult, error) {
 	var res CommitResult
 	if x.cfg.requireNS && p.Namespace == (Namespace{}) {
 		return res, ErrEmptyNamespace
@@ -52,12 +68,12 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 	if err != nil {
 		return res, err
 	}
-	for _, id := range ids {
-		if id < 0 || int(id) >= x.nb || x.pool.RefCount(id) < 1 || (x.IsCached(id) && x.pool.RefCount(id) < 2) {
-			return res, &BlockError{Op: "commit", ID: id, Err: ErrNotHeld}
-		}
-		if x.pool.RefCount(id) == blocks.MaxRefCount && !x.IsCached(id) {
-			return res, &BlockError{Op: "commit", ID: id, Err: blocks.ErrRefCountOverflow}
+	if !held || invariant.Enabled {
+		if err := x.checkCommitted(ids); err != nil {
+			if held {
+				panic("kvpage: broken invariant: a trusted commit: " + err.Error())
+			}
+			return res, err
 		}
 	}
 	if len(ids) == 0 {
@@ -73,7 +89,7 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		at = x.ensureRoot(p.Namespace) // a new namespace, dropped again if the plan fails
 	}
 	root := x.rootOf(p.Namespace)
-	newFrom, err := x.planCommit(at, root, start, p, ids)
+	newFrom, err := x.planCommit(at, root, start, p, ids, !held || invariant.Enabled)
 	if err != nil {
 		if created {
 			x.dropRoot(p.Namespace)
@@ -99,7 +115,7 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 		at = c
 	}
 	if newFrom < len(ids) {
-		at = x.insertChain(at, start, p, ids, newFrom, t)
+		at = x.insertChain(at, start, p, ids, newFrom, t, held)
 		res.Stored = len(ids) - newFrom
 	}
 	x.stats.inserts += uint64(res.Stored)
@@ -110,6 +126,20 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.nodes[at].gen, root: root}
 	x.mutated()
 	return res, nil
+}
+
+// checkCommitted fails unless the caller holds every block of ids (a cached one beyond the
+// index's own reference) and a new block can take the index's reference.
+func (x *Index) checkCommitted(ids []blocks.ID) error {
+	for _, id := range ids {
+		if id < 0 || int(id) >= x.nb || x.pool.RefCount(id) < 1 || (x.IsCached(id) && x.pool.RefCount(id) < 2) {
+			return &BlockError{Op: "commit", ID: id, Err: ErrNotHeld}
+		}
+		if x.pool.RefCount(id) == blocks.MaxRefCount && !x.IsCached(id) {
+			return &BlockError{Op: "commit", ID: id, Err: blocks.ErrRefCountOverflow}
+		}
+	}
+	return nil
 }
 
 // resolve returns the node a cursor stands on: 0 for the zero cursor (the root of p's
@@ -165,8 +195,9 @@ func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 // planCommit walks the blocks of a commit without changing anything: it records in keyBuf
 // each block's key and in nodeBuf the cached node it lands on (present or duplicate), and
 // returns the index of the first block to insert (len(ids) if none). It rejects blocks that
-// are cached elsewhere or repeated among the new ones.
-func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID) (int, error) {
+// are cached elsewhere or repeated among the new ones; without marks it does not look for
+// repeated blocks (a caller's invariant: commitHeld).
+func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID, marks bool) (int, error) {
 	ri := x.root(root)
 	x.keyBuf, x.nodeBuf = x.keyBuf[:0], x.nodeBuf[:0]
 	key, mmLo := x.nodes[at].key, 0
@@ -194,25 +225,42 @@ func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID
 		}
 		nd := &x.nodes[nodeOf(id)]
 		if nd.flags&(flagCached|flagMark) != 0 {
-			x.clearMarks(ids[newFrom:i])
+			if marks {
+				x.clearMarks(ids[newFrom:i])
+			}
 			return 0, &BlockError{Op: "commit", ID: id, Err: ErrAlreadyCached}
 		}
-		nd.flags |= flagMark
+		if marks {
+			nd.flags |= flagMark
+		}
 	}
-	x.clearMarks(ids[newFrom:])
+	if marks {
+		x.clearMarks(ids[newFrom:])
+	}
 	return newFrom, nil
 }
 
 // insertChain caches ids[from:] as a chain under node at (whose key planCommit used), with
-// keys from keyBuf, and reports them to the observer. It returns the last new node.
-func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, from int, t uint64) int32 {
-	if err := x.pool.Retain(ids[from:]...); err != nil {
-		panic("kvpage: broken invariant: retaining validated blocks failed: " + err.Error())
+// keys from keyBuf, and reports them to the observer. It returns the last new node. held
+// takes the index's references in this pass (commitHeld) rather than by Pool.Retain.
+func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, from int, t uint64, held bool) int32 {
+	if !held {
+		if err := x.pool.Retain(ids[from:]...); err != nil {
+			panic("kvpage: broken invariant: retaining validated blocks failed: " + err.Error())
+		}
 	}
+	refs := x.refs
 	parent := at
 	mmLo := 0
 	for i := from; i < len(ids); i++ {
 		id := ids[i]
+		if held {
+			// Held by the caller, so not free; checkCommitted bounds it under kvinvariants.
+			if refs[id] >= blocks.MaxRefCount {
+				panic("kvpage: broken invariant: a trusted commit of a block with MaxRefCount holders")
+			}
+			refs[id]++
+		}
 		n := nodeOf(id)
 		nd := &x.nodes[n]
 		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}

@@ -9,6 +9,10 @@ import (
 func init() {
 	trusted.ReleaseHeld = func(x any, ids []blocks.ID) { x.(*Index).releaseHeld(ids) }
 	trusted.AcquireMatched = func(x any, ids []blocks.ID) { x.(*Index).acquireMatched(ids) }
+	trusted.CommitHeld = func(x, cur, p any, ids []blocks.ID) (stored, duplicates, orphaned int, err error) {
+		res, err := x.(*Index).commitHeld(cur.(*Cursor), p.(*Prompt), ids)
+		return res.Stored, res.Duplicates, res.Orphaned, err
+	}
 }
 
 // Acquire takes one reference on each of ids (cached blocks a request matched), takes them
@@ -29,28 +33,32 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 }
 
 // acquireMatched is Acquire for a path Peek has just matched, whose refcounts the caller
-// checked (internal/trusted): no pass to check that each block is cached.
+// checked against blocks.MaxRefCount (internal/trusted): no pass to check that each block
+// is cached, and the pool's holder counts are raised in the index's own pass
+// (internal/poolrefs) rather than by a checked Pool.Retain over the path first.
 func (x *Index) acquireMatched(ids []blocks.ID) {
 	if invariant.Enabled {
 		for _, id := range ids {
-			if !x.IsCached(id) {
-				panic("kvpage: broken invariant: a trusted acquire of an uncached block")
+			if !x.IsCached(id) || x.pool.RefCount(id) >= blocks.MaxRefCount {
+				panic("kvpage: broken invariant: a trusted acquire of an uncached or saturated block")
 			}
 		}
 	}
-	if err := x.pool.Retain(ids...); err != nil {
-		panic("kvpage: broken invariant: a trusted acquire failed: " + err.Error())
-	}
-	x.acquireRetained(ids)
+	x.acquire(ids, true)
 }
 
 // acquireRetained finishes an acquire once the pool holds the new references: it pins
 // the blocks, takes them off the eviction set and touches them.
-func (x *Index) acquireRetained(ids []blocks.ID) {
+func (x *Index) acquireRetained(ids []blocks.ID) { x.acquire(ids, false) }
+
+// acquire pins ids, takes them off the eviction set and touches them; with retain it also
+// adds their holders (cached blocks: never a free one, so the pool's free list is not
+// involved).
+func (x *Index) acquire(ids []blocks.ID, retain bool) {
 	if len(ids) == 0 {
 		return
 	}
-	nodes := x.nodes
+	nodes, refs := x.nodes, x.refs
 	t := x.tick()
 	// Last to first: along a path, pinning the tail pins every block above it in one walk,
 	// and the blocks above then find themselves pinned already. The outcome (which blocks
@@ -58,7 +66,11 @@ func (x *Index) acquireRetained(ids []blocks.ID) {
 	// order; only ancestors of a block are walked, and they have children, so none of them
 	// is in the eviction set.
 	for i := len(ids) - 1; i >= 0; i-- {
-		n := nodeOf(ids[i])
+		id := ids[i]
+		if retain {
+			refs[id]++
+		}
+		n := nodeOf(id)
 		nd := &nodes[n]
 		if nd.flags&flagPinned == 0 {
 			if nd.children == 0 {
@@ -99,8 +111,10 @@ func (x *Index) Release(ids []blocks.ID) error {
 }
 
 // releaseHeld is Release for blocks the caller holds, each once (internal/trusted): a
-// Manager's table. It skips checkRelease, which under that invariant cannot fail; the
-// pool still checks its own refcounts.
+// Manager's table. It skips checkRelease, which under that invariant cannot fail, and
+// drops the holders of cached blocks in its own pass (internal/poolrefs: a cached block
+// keeps the index's reference, so none is freed there); only uncached blocks go through
+// Pool.Release, in their order, which still checks their refcounts.
 func (x *Index) releaseHeld(ids []blocks.ID) {
 	if invariant.Enabled {
 		if err := x.checkRelease(ids); err != nil {
@@ -108,38 +122,50 @@ func (x *Index) releaseHeld(ids []blocks.ID) {
 		}
 		x.clearMarks(ids)
 	}
-	if err := x.pool.Release(ids...); err != nil {
-		panic("kvpage: broken invariant: a trusted release failed: " + err.Error())
-	}
-	x.released(ids)
+	x.release(ids, true)
 }
 
 // released finishes a release once the pool has dropped the references: it touches the
 // cached blocks, clears checkRelease's marks and unpins what nothing holds any more.
-func (x *Index) released(ids []blocks.ID) {
+func (x *Index) released(ids []blocks.ID) { x.release(ids, false) }
+
+// release touches the cached blocks of ids, clears checkRelease's marks and unpins what
+// nothing holds any more. With drop it also drops one holder of each block: of a cached
+// block in its own pass, of the others through Pool.Release after it (in their order, so
+// the free list sees them as before); without, the pool has dropped them already.
+func (x *Index) release(ids []blocks.ID, drop bool) {
 	// One pass from the last block to the first: stamp, clear checkRelease's mark, unpin.
 	// The pool has already dropped every reference, so a block left with no holder and no
 	// pinned child loses its pin (a leaf becomes evictable: one heap push) and its parent
 	// one pinned child. Along a request's path the parent is the next block of the pass,
 	// which unpins it in turn; any other parent is walked up at once (unpinFrom). Either
 	// way each block ends as if the whole path had been unpinned from the tail first.
-	nodes, nb, refs := x.nodes, x.nb, x.pool
+	nodes, nb, refs := x.nodes, x.nb, x.refs
+	uncached := 0 // with drop: blocks left for the pool
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		if uint(id) >= uint(nb) {
+			uncached++
 			continue
 		}
 		n := nodeOf(id)
 		nd := &nodes[n]
 		if nd.flags&flagCached == 0 {
+			uncached++
 			continue
+		}
+		if drop {
+			if refs[id] < 2 {
+				panic("kvpage: broken invariant: a trusted release of a cached block the caller does not hold")
+			}
+			refs[id]--
 		}
 		nd.flags &^= flagMark
 		t := x.tick()
 		switch {
 		case nd.flags&flagPinned != 0:
 			nd.lastAccess = t
-			if nd.pinnedKids > 0 || refs.RefCount(id) > 1 {
+			if nd.pinnedKids > 0 || refs[id] > 1 {
 				break // still held, or above a held block
 			}
 			nd.flags &^= flagPinned
@@ -163,7 +189,29 @@ func (x *Index) released(ids []blocks.ID) {
 			nd.lastAccess = t // unpinned already, by the walk up from a block below it
 		}
 	}
+	if drop && uncached > 0 {
+		x.releaseUncached(ids, uncached)
+	}
 	x.mutated()
+}
+
+// releaseUncached hands the k blocks of ids that are not cached to Pool.Release, in
+// their order (the free list's), after release dropped the cached ones in its pass.
+func (x *Index) releaseUncached(ids []blocks.ID, k int) {
+	buf := x.relBuf[:0]
+	if k == len(ids) {
+		buf = ids
+	} else {
+		for _, id := range ids {
+			if !x.IsCached(id) {
+				buf = append(buf, id)
+			}
+		}
+		x.relBuf = buf
+	}
+	if err := x.pool.Release(buf...); err != nil {
+		panic("kvpage: broken invariant: a trusted release failed: " + err.Error())
+	}
 }
 
 // checkRelease verifies that the caller holds every cached block of ids as many times as it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/internal/poolrefs"
 )
 
 // How the index is laid out (for maintainers; users read the package doc).
@@ -64,8 +65,9 @@ import (
 type Index struct {
 	cfg   config
 	pool  *blocks.Pool
-	bs    int // tokens per block
-	nb    int // pool.NumBlocks(): block b is node b+1, namespace roots follow
+	refs  []int32 // the pool's holder counts (internal/poolrefs), for the trusted paths
+	bs    int     // tokens per block
+	nb    int     // pool.NumBlocks(): block b is node b+1, namespace roots follow
 	clock evict.Clock
 	ctr   *evict.Counter // clock when it is the default Counter: ticks without an interface call
 	obs   Observer
@@ -119,6 +121,7 @@ type Index struct {
 	keyBuf   []uint64
 	nodeBuf  []int32
 	idBuf    []blocks.ID
+	relBuf   []blocks.ID // releaseUncached's
 	hashBuf  []byte
 	mmBuf    []mmKey
 	pathBuf  []int32  // fast64Of's path
@@ -201,6 +204,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	x := &Index{
 		cfg:    cfg,
 		pool:   pool,
+		refs:   poolrefs.Of(pool),
 		bs:     blockSize,
 		nb:     nb,
 		clock:  cfg.clock,

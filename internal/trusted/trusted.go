@@ -12,3 +12,9 @@ var ReleaseHeld func(index any, ids []blocks.ID)
 // whose refcounts the caller has checked against blocks.MaxRefCount: it skips the pass
 // that checks each block is cached. Package prefix installs it.
 var AcquireMatched func(index any, ids []blocks.ID)
+
+// CommitHeld is prefix.Index.Commit (cur a *prefix.Cursor, prompt a *prefix.Prompt) for
+// blocks the caller holds, each once, as a Manager's table does: it skips the per-block
+// checks that each block is held and listed once. It returns CommitResult's Stored,
+// Duplicates and Orphaned. Package prefix installs it.
+var CommitHeld func(index, cur, prompt any, ids []blocks.ID) (stored, duplicates, orphaned int, err error)
