@@ -36,7 +36,7 @@ func fleetStream(tb testing.TB) (payloads [][]byte, events, blocksIn int) {
 	tb.Helper()
 	tr := NewW3Trace()
 	h := vllmhash.NewSHA256CBOR("42")
-	bt := kvevents.NewBatcher()
+	bt := newBatcher(tb)
 	n := 0
 	for i := range 256 {
 		rq := &tr.Requests[i]
@@ -166,7 +166,7 @@ func lookupFleet(b *testing.B, apply func(server string, bt *kvevents.Batch) err
 		for _, x := range hs[:n] {
 			e.Hashes = append(e.Hashes, x...)
 		}
-		bt := kvevents.NewBatcher()
+		bt := newBatcher(b)
 		bt.BlockStored(e)
 		batch, err := kvevents.DecodeBatch(bt.AppendBatch(nil, 1))
 		if err != nil {
@@ -248,7 +248,7 @@ func BenchmarkRedisBytesPerBlock(b *testing.B) {
 					for _, h := range hs {
 						e.Hashes = append(e.Hashes, h...)
 					}
-					bt := kvevents.NewBatcher()
+					bt := newBatcher(b)
 					bt.BlockStored(e)
 					batch, _ := kvevents.DecodeBatch(bt.AppendBatch(nil, 1))
 					if err := x.Apply(fmt.Sprintf("server-%02d", s), batch); err != nil {

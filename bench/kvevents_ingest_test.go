@@ -23,7 +23,7 @@ func BenchmarkKVEventsIngest(b *testing.B) {
 	const servers = 8
 	tr := NewW3Trace()
 	h := vllmhash.NewSHA256CBOR("42")
-	bt := kvevents.NewBatcher()
+	bt := newBatcher(b)
 	var payloads [][]byte
 	var events, blocksIn int
 	n := 0

@@ -70,7 +70,7 @@ const kvEventsPerStep = 64
 // allocate.
 func BenchmarkKVEventsObserve(b *testing.B) {
 	e := kvStoredEvent()
-	bt := kvevents.NewBatcher()
+	bt := newBatcher(b)
 	out := make([]byte, 0, 1<<20)
 	b.ReportAllocs()
 	n := 0
@@ -159,4 +159,11 @@ func kvReportCPUPer(b *testing.B, start time.Duration, perOp float64, unit strin
 		return
 	}
 	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N)/perOp, unit)
+}
+
+// newBatcher is kvevents.NewBatcher, failing the test on an error.
+func newBatcher(t require.TestingT, opts ...kvevents.Option) *kvevents.Batcher {
+	b, err := kvevents.NewBatcher(opts...)
+	require.NoError(t, err)
+	return b
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/prefix"
-	"github.com/kvpage/kvpage/prefix/kvevents"
 	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
 	"github.com/kvpage/kvpage/prefix/vllmhash"
 )
@@ -154,7 +153,7 @@ func benchW3Batcher(b *testing.B, tr *W3Trace, opts func() []prefix.Option) {
 	var res w3Result
 	for b.Loop() {
 		b.StopTimer()
-		bt := kvevents.NewBatcher()
+		bt := newBatcher(b)
 		m := w3KVManager(b, append(opts(), prefix.WithObserver(bt))...)
 		out := make([]byte, 0, 1<<20)
 		b.StartTimer()

@@ -197,7 +197,10 @@ func newFleet(reqs []Request, fc FleetConfig, cfg Config, policy cluster.Policy)
 		f.router.Index = fc.Index
 	}
 	for i := range fc.Servers {
-		ev := kvevents.NewBatcher()
+		ev, err := kvevents.NewBatcher()
+		if err != nil {
+			return nil, err
+		}
 		p, err := newPaged(&cfg, fc.Scheme, f.seqs, prefix.WithHasher(vllmhash.NewSHA256CBOR(FleetSeed)), prefix.WithObserver(ev))
 		if err != nil {
 			return nil, err

@@ -27,7 +27,7 @@ func bigBatches(tb testing.TB, n int) (store, remove *kvevents.Batch) {
 		x = x*6364136223846793005 + 1442695040888963407
 		e.Hashes[i] = byte(x >> 56)
 	}
-	b := kvevents.NewBatcher()
+	b := newBatcher(tb)
 	b.BlockStored(e)
 	store, err := kvevents.DecodeBatch(b.AppendBatch(nil, 1))
 	require.NoError(tb, err)

@@ -26,7 +26,7 @@ func storeChain(t testingT, seed string, p *prefix.Prompt, bs, from, to int, opt
 	if from > 0 {
 		e.Parent = hs[from-1]
 	}
-	b := kvevents.NewBatcher(opts...)
+	b := newBatcher(t, opts...)
 	b.BlockStored(e)
 	return decode(t, b.AppendBatch(nil, 1))
 }
@@ -42,7 +42,7 @@ func removeBlocksIn(t testingT, opts []kvevents.Option, hashes ...[]byte) *kveve
 		e.Hashes = append(e.Hashes, h...)
 		e.Blocks = append(e.Blocks, blocks.ID(i))
 	}
-	b := kvevents.NewBatcher(opts...)
+	b := newBatcher(t, opts...)
 	b.BlockRemoved(e)
 	return decode(t, b.AppendBatch(nil, 1))
 }
@@ -151,7 +151,7 @@ func TestClusterClear(t *testing.T) {
 	c := newIndex(t, "42", 4)
 	p := prompt(prefix.Namespace{}, 0, 16)
 	require.NoError(t, c.Apply("a", storeChain(t, "42", p, 4, 0, 4)))
-	b := kvevents.NewBatcher()
+	b := newBatcher(t)
 	b.AllBlocksCleared()
 	require.NoError(t, c.Apply("a", decode(t, b.AppendBatch(nil, 1))))
 	require.Zero(t, c.Stats("a").Blocks)
@@ -216,4 +216,11 @@ func TestClusterKeepsABlockWhileAGroupHoldsIt(t *testing.T) {
 	st := c.Stats("g")
 	require.Equal(t, uint64(4), st.Refused)
 	require.Zero(t, st.Blocks)
+}
+
+// newBatcher is kvevents.NewBatcher, failing the test on an error.
+func newBatcher(t require.TestingT, opts ...kvevents.Option) *kvevents.Batcher {
+	b, err := kvevents.NewBatcher(opts...)
+	require.NoError(t, err)
+	return b
 }

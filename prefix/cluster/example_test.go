@@ -14,7 +14,7 @@ import (
 // the next request with the same prefix to that server.
 func Example() {
 	pool, _ := blocks.New(16, blocks.WithNullBlock())
-	events := kvevents.NewBatcher()
+	events, _ := kvevents.NewBatcher()
 	index, _ := prefix.New(pool, 4,
 		prefix.WithHasher(vllmhash.NewSHA256CBOR("42")), // PYTHONHASHSEED=42
 		prefix.WithObserver(events))
@@ -53,7 +53,7 @@ func ExampleRouter() {
 // storeBatch is the batch a server sends after caching p's full blocks of 4 tokens.
 func storeBatch(p *prefix.Prompt) *kvevents.Batch {
 	pool, _ := blocks.New(16, blocks.WithNullBlock())
-	events := kvevents.NewBatcher()
+	events, _ := kvevents.NewBatcher()
 	index, _ := prefix.New(pool, 4, prefix.WithHasher(vllmhash.NewSHA256CBOR("0")), prefix.WithObserver(events))
 	ids, _ := pool.Allocate(nil, len(p.Tokens)/4)
 	var cur prefix.Cursor

@@ -21,7 +21,7 @@ func FuzzDecodeApply(f *testing.F) {
 	p := prompt(prefix.Namespace{Salt: "s"}, 0, 32)
 	hs := vllmhash.PromptHashes(h, p, 4)
 	for _, opts := range [][]kvevents.Option{nil, {kvevents.WithIntHashes()}, {kvevents.WithoutExtraKeys()}} {
-		b := kvevents.NewBatcher(opts...)
+		b := newBatcher(f, opts...)
 		e := &prefix.BlockStored{HashSize: 32, BlockSize: 4, Namespace: p.Namespace, Tokens: p.Tokens[:16]}
 		for i := range 4 {
 			e.Hashes = append(e.Hashes, hs[i]...)
@@ -61,7 +61,7 @@ func FuzzDecodeApply(f *testing.F) {
 	}}})
 	f.Add(mp)
 	for _, opts := range [][]kvevents.Option{{kvevents.WithGroup(2), kvevents.WithMedium(kvevents.MediumDisk)}} {
-		b := kvevents.NewBatcher(opts...)
+		b := newBatcher(f, opts...)
 		pm := &prefix.Prompt{Namespace: prefix.Namespace{LoRA: "l", Salt: "s"}, Tokens: p.Tokens[:8], MM: []prefix.MMInput{{Hash: "img", Offset: 2, Length: 4}}}
 		hm := vllmhash.PromptHashesForm(h, pm, 4, prefix.MMKeyIdentifierOffset)
 		e := &prefix.BlockStored{HashSize: 32, BlockSize: 4, Namespace: pm.Namespace, Tokens: pm.Tokens,

@@ -29,7 +29,7 @@ func TestHostileTable(t *testing.T) {
 	c, err := cluster.NewClusterIndex(vllmhash.NewSHA256CBOR("42"), 16)
 	require.NoError(t, err)
 	e := &prefix.BlockStored{HashSize: 8, BlockSize: 16, Hashes: make([]byte, 8*perBatch), Blocks: make([]blocks.ID, perBatch), Tokens: make([]int32, 16*perBatch)}
-	bt := kvevents.NewBatcher(kvevents.WithIntHashes())
+	bt := newBatcher(t, kvevents.WithIntHashes())
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

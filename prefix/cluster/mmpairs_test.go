@@ -17,7 +17,7 @@ import (
 // under seed, in multimodal key form form) publishes when it caches p's full blocks.
 func serverEvents(t *testing.T, seed string, form prefix.MMKeyForm, p *prefix.Prompt, bs int) *kvevents.Batch {
 	t.Helper()
-	b := kvevents.NewBatcher()
+	b := newBatcher(t)
 	n := len(p.Tokens) / bs
 	pool, err := blocks.New(n)
 	require.NoError(t, err)

@@ -82,7 +82,7 @@ func TestClusterIndexStateMachine(t *testing.T) {
 			},
 			"clear": func(rt *rapid.T) {
 				s := rapid.SampledFrom(servers).Draw(rt, "server")
-				b := kvevents.NewBatcher()
+				b := newBatcher(rt)
 				b.AllBlocksCleared()
 				require.NoError(rt, c.Apply(s, decode(rt, b.AppendBatch(nil, 1))))
 				clear(model[s])

@@ -27,19 +27,23 @@ type Batcher struct {
 	out    byteSink
 	outEnc *msgpack.Encoder
 	hdr    [headroom]byte
+
+	refused uint64 // events not encoded: see Refused
 }
 
 var _ prefix.Observer = (*Batcher)(nil)
 
 // NewBatcher returns an empty Batcher. Of the options, the encoding ones apply
 // (WithIntHashes, WithMedium, WithLoRAIDs, WithDataParallelRank, WithoutDataParallelRank,
-// WithoutExtraKeys, WithGroup); the others are the Publisher's.
-func NewBatcher(opts ...Option) *Batcher {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+// WithoutExtraKeys, WithGroup); the others are the Publisher's. An option a Decoder would
+// refuse to read back (a group above MaxGroup, a medium over MaxMediumBytes) is refused
+// with an error wrapping ErrInvalidArgument.
+func NewBatcher(opts ...Option) (*Batcher, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
-	return newBatcher(cfg)
+	return newBatcher(cfg), nil
 }
 
 func newBatcher(cfg config) *Batcher {
@@ -53,12 +57,22 @@ func newBatcher(cfg config) *Batcher {
 // Len returns the number of events in the open batch.
 func (b *Batcher) Len() int { return b.n }
 
+// Refused returns how many events the Batcher left out because a Decoder would refuse the
+// batch holding them: a LoRA name longer than MaxLoRANameBytes, a medium longer than
+// MaxMediumBytes, a group outside [0, MaxGroup]. One such event would cost every consumer
+// the whole batch; left out, it costs a routing miss on its blocks.
+func (b *Batcher) Refused() uint64 { return b.refused }
+
 // BlockStored encodes a BlockStored event: the chain's hashes, its parent's hash (None for
 // a chain that starts its namespace), every token, the block size, lora_id, medium,
 // lora_name, unless WithoutExtraKeys each block's extra keys in vLLM's order, and the
 // KV-cache group's index: the event's own (HasGroup, as a prefix.GroupTree reports), else
 // WithGroup's.
 func (b *Batcher) BlockStored(e *prefix.BlockStored) {
+	if !b.cfg.storable(e) {
+		b.refused++
+		return
+	}
 	nblocks := len(e.Blocks)
 	withExtra := !b.cfg.omitExtraKeys
 	group, hasGroup := b.group(e.Group, e.HasGroup)
@@ -122,6 +136,10 @@ func (b *Batcher) BlockStored(e *prefix.BlockStored) {
 
 // BlockRemoved encodes a BlockRemoved event listing every removed block's hash.
 func (b *Batcher) BlockRemoved(e *prefix.BlockRemoved) {
+	if !b.cfg.removable(e) {
+		b.refused++
+		return
+	}
 	fields := blockRemovedFields
 	group, hasGroup := b.group(e.Group, e.HasGroup)
 	if hasGroup {
@@ -144,7 +162,7 @@ func (b *Batcher) BlockRemoved(e *prefix.BlockRemoved) {
 // name their group), else WithGroup's.
 func (b *Batcher) group(g int, has bool) (int, bool) {
 	if has {
-		return max(g, 0), true
+		return g, true
 	}
 	return b.cfg.group, b.cfg.hasGroup
 }
@@ -346,4 +364,16 @@ func (b *Batcher) medium(m string) string {
 		return m
 	}
 	return b.cfg.medium
+}
+
+// storable and removable report whether a Decoder accepts what the event's fields become
+// on the wire (the configured ones were checked by newConfig): an event's own medium (a
+// tier's name), group and LoRA name come from the index, unchecked.
+func (c *config) storable(e *prefix.BlockStored) bool {
+	return len(e.Namespace.LoRA) <= MaxLoRANameBytes && len(e.Medium) <= MaxMediumBytes &&
+		(!e.HasGroup || e.Group >= 0 && e.Group <= MaxGroup)
+}
+
+func (c *config) removable(e *prefix.BlockRemoved) bool {
+	return len(e.Medium) <= MaxMediumBytes && (!e.HasGroup || e.Group >= 0 && e.Group <= MaxGroup)
 }

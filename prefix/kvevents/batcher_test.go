@@ -72,7 +72,7 @@ func TestBatcherWritesWhatVLLMWrites(t *testing.T) {
 		{"64-bit hashes", []kvevents.Option{kvevents.WithIntHashes()}, goldenIntBatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := kvevents.NewBatcher(append(tc.opts, kvevents.WithLoRAIDs(loraIDs))...)
+			b := newBatcher(t, append(tc.opts, kvevents.WithLoRAIDs(loraIDs))...)
 			observeGolden(t, b)
 			require.Equal(t, 4, b.Len())
 			got := b.AppendBatch(nil, goldenTS)
@@ -86,7 +86,7 @@ func TestBatcherWritesWhatVLLMWrites(t *testing.T) {
 // Every field's position and msgpack type, read back with a generic decoder that knows
 // nothing of this package.
 func TestBatchFieldsWithAGenericDecoder(t *testing.T) {
-	b := kvevents.NewBatcher(kvevents.WithLoRAIDs(loraIDs))
+	b := newBatcher(t, kvevents.WithLoRAIDs(loraIDs))
 	observeGolden(t, b)
 	var v any
 	require.NoError(t, msgpack.Unmarshal(b.AppendBatch(nil, goldenTS), &v))
@@ -135,7 +135,7 @@ func TestBatchFieldsWithAGenericDecoder(t *testing.T) {
 }
 
 func TestBatcherOptions(t *testing.T) {
-	b := kvevents.NewBatcher(kvevents.WithoutExtraKeys(), kvevents.WithoutDataParallelRank(), kvevents.WithMedium(""))
+	b := newBatcher(t, kvevents.WithoutExtraKeys(), kvevents.WithoutDataParallelRank(), kvevents.WithMedium(""))
 	observeGolden(t, b)
 	var v []any
 	require.NoError(t, msgpack.Unmarshal(b.AppendBatch(nil, 1), &v))
@@ -145,7 +145,7 @@ func TestBatcherOptions(t *testing.T) {
 	require.Nil(t, events[0].([]any)[6], "medium None")
 	require.Nil(t, events[1].([]any)[5], "no LoRA id mapping: lora_id None")
 
-	b = kvevents.NewBatcher(kvevents.WithDataParallelRank(3))
+	b = newBatcher(t, kvevents.WithDataParallelRank(3))
 	var w []any
 	require.NoError(t, msgpack.Unmarshal(b.AppendBatch(nil, 1), &w))
 	require.EqualValues(t, 3, w[2])
@@ -182,7 +182,7 @@ type llmdBlockRemoved struct {
 }
 
 func TestLLMDIndexerShapesDecodeOurBatches(t *testing.T) {
-	b := kvevents.NewBatcher(kvevents.WithLoRAIDs(loraIDs))
+	b := newBatcher(t, kvevents.WithLoRAIDs(loraIDs))
 	observeGolden(t, b)
 	var batch llmdBatch
 	require.NoError(t, msgpack.Unmarshal(b.AppendBatch(nil, goldenTS), &batch))
@@ -207,7 +207,7 @@ func TestBatcherDoesNotAllocate(t *testing.T) {
 	if invariant.Enabled {
 		t.Skip("allocation counts are meaningless with invariant checks on")
 	}
-	b := kvevents.NewBatcher()
+	b := newBatcher(t)
 	stored := &prefix.BlockStored{
 		Hashes: make([]byte, 8*32), HashSize: 32, Blocks: make([]blocks.ID, 8),
 		Tokens: seqTokens(100000, 100128), BlockSize: 16,

@@ -49,8 +49,12 @@ type Decoder struct {
 	strs    map[string]string // interned medium and LoRA names: a handful of values
 }
 
-// maxInterned bounds the interned strings, so a stream of distinct names cannot grow it.
-const maxInterned = 1024
+// maxInterned and maxInternedBytes bound the interned strings, so a stream of distinct
+// names cannot grow them: at most 1 MiB is kept.
+const (
+	maxInterned      = 1024
+	maxInternedBytes = MaxLoRANameBytes
+)
 
 // Decode decodes payload into b, reusing b's memory: the slices of a Batch that Decode
 // filled stay valid until the Batch is passed to Decode again. On error b holds a partial

@@ -37,13 +37,11 @@ func (d *Decoder) field(b *Batch, e *Event, name string) error {
 		}
 	case fieldMedium:
 		if e.HasMedium, err = d.notNil(); err == nil && e.HasMedium {
-			if e.Medium, err = d.internedString(); err == nil && len(e.Medium) > MaxMediumBytes {
-				err = fmt.Errorf("medium of %d bytes, at most %d", len(e.Medium), MaxMediumBytes)
-			}
+			e.Medium, err = d.boundedString(MaxMediumBytes)
 		}
 	case fieldLoRAName:
 		if e.HasLoRAName, err = d.notNil(); err == nil && e.HasLoRAName {
-			e.LoRAName, err = d.internedString()
+			e.LoRAName, err = d.boundedString(MaxLoRANameBytes)
 		}
 	case fieldExtraKeys:
 		err = d.extraKeys(e)
@@ -232,16 +230,23 @@ func (d *Decoder) rawString() ([]byte, error) {
 	return d.scratch, d.d.ReadFull(d.scratch)
 }
 
-func (d *Decoder) internedString() (string, error) {
+// boundedString reads a string of at most limit bytes, interned; a longer one is refused
+// before it is copied.
+func (d *Decoder) boundedString(limit int) (string, error) {
 	b, err := d.rawString()
 	if err != nil {
 		return "", err
+	}
+	if len(b) > limit {
+		return "", fmt.Errorf("%d bytes, at most %d", len(b), limit)
 	}
 	return d.intern(b), nil
 }
 
 // intern returns b as a string, shared with earlier equal strings: the same medium and
 // LoRA names come in every event, and a decoder that reuses its Batch allocates nothing.
+// It keeps at most maxInterned strings of at most maxInternedBytes each: what it keeps
+// outlives the payload, and a peer's long unknown map keys must not park memory in it.
 func (d *Decoder) intern(b []byte) string {
 	if s, ok := d.strs[string(b)]; ok {
 		return s
@@ -250,7 +255,7 @@ func (d *Decoder) intern(b []byte) string {
 	if d.strs == nil {
 		d.strs = make(map[string]string)
 	}
-	if len(d.strs) < maxInterned {
+	if len(d.strs) < maxInterned && len(s) <= maxInternedBytes {
 		d.strs[s] = s
 	}
 	return s

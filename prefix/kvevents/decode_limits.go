@@ -27,6 +27,11 @@ const (
 	// into the entry of every block of the event (llm-d's DeviceTier, a Redis hash field),
 	// so a longer one would let one event make it store megabytes per block.
 	MaxMediumBytes = 64
+	// MaxLoRANameBytes is the longest lora_name a Decoder accepts (and a Batcher writes).
+	// vLLM's are adapter names, an identifier such as a Hugging Face repository id (at
+	// most 96 characters a part); a consumer keys the blocks' chain by it, and a Decoder
+	// keeps the names it has seen, so an unbounded one let each payload park megabytes.
+	MaxLoRANameBytes = 1024
 	// maxSkipDepth bounds how deeply a skipped unknown element may nest.
 	maxSkipDepth = 32
 	// allocFactor and allocSlack bound what one Decode may build: the Go memory of its

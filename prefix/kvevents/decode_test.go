@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,7 +133,7 @@ func TestDecoderReuseDoesNotAllocate(t *testing.T) {
 	if invariant.Enabled {
 		t.Skip("allocation counts are meaningless with invariant checks on")
 	}
-	b := kvevents.NewBatcher(kvevents.WithoutExtraKeys())
+	b := newBatcher(t, kvevents.WithoutExtraKeys())
 	observeGolden(t, b)
 	payload := b.AppendBatch(nil, 1)
 	var d kvevents.Decoder
@@ -172,6 +173,13 @@ func FuzzDecodeBatch(f *testing.F) {
 		"group_idx": 3, "extra_keys": []any{[]any{[]any{"img", -5}}},
 	}}})
 	f.Add(mk)
+	// lora_name at MaxLoRANameBytes and one byte past it.
+	for _, n := range []int{kvevents.MaxLoRANameBytes, kvevents.MaxLoRANameBytes + 1} {
+		ln, _ := msgpack.Marshal([]any{1.0, []any{
+			[]any{"BlockStored", []any{uint64(1)}, nil, []any{1}, 1, nil, "GPU", strings.Repeat("l", n)},
+		}, 0})
+		f.Add(ln)
+	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var d kvevents.Decoder
 		var b kvevents.Batch
@@ -181,6 +189,11 @@ func FuzzDecodeBatch(f *testing.F) {
 				t.Fatalf("error does not wrap ErrMalformed: %v", err)
 			}
 			return
+		}
+		for _, e := range b.Events {
+			if len(e.LoRAName) > kvevents.MaxLoRANameBytes || len(e.Medium) > kvevents.MaxMediumBytes || e.Group < 0 || e.Group > kvevents.MaxGroup {
+				t.Fatalf("decoded an event past the bounds: lora_name %d bytes, medium %d, group %d", len(e.LoRAName), len(e.Medium), e.Group)
+			}
 		}
 		// What we decode is well-formed msgpack to a generic decoder too, with the same
 		// number of events. The generic decoder only walks the structure (Skip), so that

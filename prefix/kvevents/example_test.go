@@ -15,7 +15,7 @@ import (
 // them. (A real server publishes through a transport, such as package kvevents/zmq.)
 func Example() {
 	pool, _ := blocks.New(16, blocks.WithNullBlock())
-	events := kvevents.NewBatcher()
+	events, _ := kvevents.NewBatcher()
 	index, _ := prefix.New(pool, 4,
 		prefix.WithHasher(vllmhash.NewSHA256CBOR("42")), // PYTHONHASHSEED=42
 		prefix.WithObserver(events))
@@ -59,5 +59,5 @@ func ExampleRecorder() {
 	// Output:
 	// batch 0
 	// batch 1
-	// {Sealed:2 Published:2 DroppedBatches:0 DroppedEvents:0 SendErrors:0}
+	// {Sealed:2 Published:2 DroppedBatches:0 DroppedEvents:0 SendErrors:0 RefusedEvents:0}
 }

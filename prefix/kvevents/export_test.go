@@ -17,7 +17,10 @@ func AppendMsgpackTokens(dst []byte, toks []int32) []byte { return appendMsgpack
 func RecordThenEncode(emit func(prefix.Observer), ts float64, opts ...Option) []byte {
 	r := new(recording)
 	emit(recorderObserver{r})
-	b := NewBatcher(opts...)
+	b, err := NewBatcher(opts...)
+	if err != nil {
+		panic(err)
+	}
 	var rp replayer
 	rp.replay(r, b)
 	return b.AppendBatch(nil, ts)

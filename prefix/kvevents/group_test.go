@@ -69,7 +69,7 @@ func TestBatcherWithGroup(t *testing.T) {
 		{"without extra keys", []kvevents.Option{kvevents.WithoutExtraKeys()}, []any{nil, "GPU", nil, nil, int8(1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bat := kvevents.NewBatcher(append(tc.opts, kvevents.WithGroup(1))...)
+			bat := newBatcher(t, append(tc.opts, kvevents.WithGroup(1))...)
 			bat.BlockStored(stored)
 			bat.BlockRemoved(removed)
 			payload := bat.AppendBatch(nil, 1)
@@ -91,7 +91,7 @@ func TestBatcherWithGroup(t *testing.T) {
 			}
 
 			// Group 0 is written too, as vLLM writes it.
-			bat = kvevents.NewBatcher(append(tc.opts, kvevents.WithGroup(0))...)
+			bat = newBatcher(t, append(tc.opts, kvevents.WithGroup(0))...)
 			bat.BlockRemoved(removed)
 			b, err = kvevents.DecodeBatch(bat.AppendBatch(nil, 1))
 			require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestBatcherWithGroup(t *testing.T) {
 	}
 
 	// Without WithGroup the events keep the form before it (the golden tests check its bytes).
-	bat := kvevents.NewBatcher()
+	bat := newBatcher(t)
 	bat.BlockRemoved(removed)
 	var raw []any
 	require.NoError(t, msgpack.Unmarshal(bat.AppendBatch(nil, 1), &raw))

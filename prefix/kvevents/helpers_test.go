@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/prefix/kvevents"
 )
 
 // Block hashes of vLLM's sha256_cbor with PYTHONHASHSEED=42 (see package vllmhash's
@@ -31,4 +33,11 @@ func seqTokens(from, to int32) []int32 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// newBatcher is kvevents.NewBatcher, failing the test on an error.
+func newBatcher(t require.TestingT, opts ...kvevents.Option) *kvevents.Batcher {
+	b, err := kvevents.NewBatcher(opts...)
+	require.NoError(t, err)
+	return b
 }

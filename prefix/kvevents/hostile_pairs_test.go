@@ -48,7 +48,7 @@ func TestDecodeHostileNewFields(t *testing.T) {
 		{"offset uint64 max", gpu, mp([]any{[]any{[]any{"img", uint64(math.MaxUint64)}}}), group0, ""},
 		{"medium TAPE", mp("TAPE"), mp(nil), group0, ""},
 		{"medium of MaxMediumBytes", mp(strings.Repeat("m", kvevents.MaxMediumBytes)), mp(nil), group0, ""},
-		{"medium past MaxMediumBytes", mp(strings.Repeat("m", kvevents.MaxMediumBytes+1)), mp(nil), group0, "medium of"},
+		{"medium past MaxMediumBytes", mp(strings.Repeat("m", kvevents.MaxMediumBytes+1)), mp(nil), group0, "medium: 65 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := kvevents.DecodeBatch(storedWith(tc.medium, tc.extraKeys, tc.group))

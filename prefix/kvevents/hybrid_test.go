@@ -144,7 +144,7 @@ func TestHybridEventsReplayPerGroup(t *testing.T) {
 // ResetPrefixCache reports one AllBlocksCleared, after which the Manager holds nothing
 // cached and a replay holds nothing; it refuses while a sequence is admitted.
 func TestHybridResetPrefixCache(t *testing.T) {
-	bat := kvevents.NewBatcher()
+	bat := newBatcher(t)
 	m, err := hybrid.New(hybrid.Config{
 		Groups:    []hybrid.Spec{hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 8}},
 		NumBlocks: 32, Observer: bat,

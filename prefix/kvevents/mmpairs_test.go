@@ -38,7 +38,7 @@ func TestBatcherEncodesMMPairsAsVLLM(t *testing.T) {
 		obs  func(t *testing.T) (prefix.Observer, func() []byte)
 	}{
 		{"batcher", func(t *testing.T) (prefix.Observer, func() []byte) {
-			b := kvevents.NewBatcher()
+			b := newBatcher(t)
 			return b, func() []byte { return b.AppendBatch(nil, goldenTS) }
 		}},
 		{"recorder", func(t *testing.T) (prefix.Observer, func() []byte) {

@@ -1,6 +1,9 @@
 package kvevents
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Option configures a Batcher or a Recorder (and, through it, a transport's publisher).
 type Option func(*config)
@@ -19,6 +22,25 @@ type config struct {
 	// Recorder only.
 	queueBatches   int
 	maxBatchEvents int
+
+	err error // the first option that was refused
+}
+
+// newConfig applies opts to the defaults; an option out of range is refused with an error
+// wrapping ErrInvalidArgument, so that no Batcher writes what a Decoder must refuse.
+func newConfig(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg, cfg.err
+}
+
+// refuse records the first refused option.
+func (c *config) refuse(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+	}
 }
 
 func defaultConfig() config {
@@ -38,8 +60,16 @@ func wallClock() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 // with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1, instead of the hash bytes.
 func WithIntHashes() Option { return func(c *config) { c.intHashes = true } }
 
-// WithMedium sets the medium of every event (default MediumGPU); "" publishes None.
-func WithMedium(m string) Option { return func(c *config) { c.medium = m } }
+// WithMedium sets the medium of every event (default MediumGPU); "" publishes None. A
+// medium longer than MaxMediumBytes, which a Decoder refuses, is refused.
+func WithMedium(m string) Option {
+	return func(c *config) {
+		if len(m) > MaxMediumBytes {
+			c.refuse("WithMedium of %d bytes, at most %d", len(m), MaxMediumBytes)
+		}
+		c.medium = m
+	}
+}
 
 // WithLoRAIDs maps a LoRA name to the integer adapter id that vLLM publishes as lora_id
 // (deprecated there in favour of lora_name, kept for older consumers). Without it, or when
@@ -66,9 +96,15 @@ func WithoutExtraKeys() Option { return func(c *config) { c.omitExtraKeys = true
 // and medium, as vLLM's hybrid allocator does for the KV-cache group an index caches (vLLM
 // writes it for every group, 0 included; a store without extra keys then writes
 // extra_keys as None before it). Without it the events have no group_idx: vLLM's form
-// before the hybrid allocator, which every consumer reads. A negative g is taken as 0.
+// before the hybrid allocator, which every consumer reads. A g outside [0, MaxGroup],
+// which a Decoder refuses, is refused.
 func WithGroup(g int) Option {
-	return func(c *config) { c.group, c.hasGroup = max(g, 0), true }
+	return func(c *config) {
+		if g < 0 || g > MaxGroup {
+			c.refuse("WithGroup(%d) out of [0, %d]", g, MaxGroup)
+		}
+		c.group, c.hasGroup = g, true
+	}
 }
 
 // WithTimestamps sets the source of batch timestamps, in seconds (default: the wall clock,

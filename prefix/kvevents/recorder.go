@@ -46,7 +46,7 @@ type Recorder struct {
 	high       highWater // the sender's
 	senderDone chan struct{}
 
-	sealed, published, droppedBatches, droppedEvents, sendErrors counter
+	sealed, published, droppedBatches, droppedEvents, sendErrors, refused counter
 }
 
 var _ prefix.Observer = (*Recorder)(nil)
@@ -69,6 +69,9 @@ type RecorderStats struct {
 	DroppedBatches, DroppedEvents uint64
 	// SendErrors counts batches the Sink refused.
 	SendErrors uint64
+	// RefusedEvents counts events left out of their batch because a Decoder would refuse
+	// the batch holding them (see Batcher.Refused).
+	RefusedEvents uint64
 }
 
 // ErrInvalidArgument is wrapped by the errors returned for bad arguments: a nil Sink, a
@@ -89,9 +92,9 @@ func NewRecorder(sink Sink, opts ...Option) (*Recorder, error) {
 	if sink == nil {
 		return nil, ErrNilSink
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.queueBatches > MaxQueue || cfg.maxBatchEvents > MaxQueue {
 		return nil, fmt.Errorf("%w: queue of %d batches, %d events a batch (at most %d each)", ErrInvalidArgument, cfg.queueBatches, cfg.maxBatchEvents, MaxQueue)
@@ -115,20 +118,29 @@ func NewRecorder(sink Sink, opts ...Option) (*Recorder, error) {
 }
 
 // BlockStored copies the event into the open batch. After Close events are dropped and
-// counted.
+// counted; an event a Decoder would refuse (see Batcher.Refused) is left out and counted
+// in RefusedEvents.
 func (r *Recorder) BlockStored(e *prefix.BlockStored) {
 	if r.closed {
 		r.droppedEvents.add(1)
+		return
+	}
+	if !r.cfg.storable(e) {
+		r.refused.add(1)
 		return
 	}
 	r.cur.blockStored(e)
 	r.maybeFlush()
 }
 
-// BlockRemoved copies the event into the open batch.
+// BlockRemoved copies the event into the open batch, as BlockStored does.
 func (r *Recorder) BlockRemoved(e *prefix.BlockRemoved) {
 	if r.closed {
 		r.droppedEvents.add(1)
+		return
+	}
+	if !r.cfg.removable(e) {
+		r.refused.add(1)
 		return
 	}
 	r.cur.blockRemoved(e)
@@ -253,6 +265,7 @@ func (r *Recorder) Stats() RecorderStats {
 		DroppedBatches: r.droppedBatches.get(),
 		DroppedEvents:  r.droppedEvents.get(),
 		SendErrors:     r.sendErrors.get(),
+		RefusedEvents:  r.refused.get(),
 	}
 }
 

@@ -67,7 +67,7 @@ func TestRecordingEncodesAsTheBatcher(t *testing.T) {
 				}
 			}
 		}
-		direct := kvevents.NewBatcher()
+		direct := newBatcher(rt)
 		emit(direct)
 		require.Equal(rt, hex.EncodeToString(direct.AppendBatch(nil, 3)), hex.EncodeToString(kvevents.RecordThenEncode(emit, 3)))
 	})

@@ -214,7 +214,7 @@ func TestSlowSubscribersCannotBlockOrHideLosses(t *testing.T) {
 // fakePubSending is a PUB endpoint that sends the given sequence numbers, each with a
 // valid batch, after the subscription.
 func fakePubSending(t *testing.T, seqs ...uint64) string {
-	b := kvevents.NewBatcher()
+	b := newBatcher(t)
 	b.AllBlocksCleared()
 	payload := b.AppendBatch(nil, 1)
 	return fakePub(t, func(nc net.Conn) {
@@ -291,4 +291,11 @@ func TestPublisherRefusesHugeSizes(t *testing.T) {
 		require.ErrorIs(t, err, kvevents.ErrInvalidArgument)
 		require.Nil(t, p)
 	}
+}
+
+// newBatcher is kvevents.NewBatcher, failing the test on an error.
+func newBatcher(t require.TestingT, opts ...kvevents.Option) *kvevents.Batcher {
+	b, err := kvevents.NewBatcher(opts...)
+	require.NoError(t, err)
+	return b
 }
