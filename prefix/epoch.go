@@ -37,6 +37,9 @@ func (x *Index) BumpEpoch(ns Namespace) uint32 {
 	}
 	c.epochs[ns]++
 	e := c.epochs[ns]
+	if x.tiers != nil {
+		x.tiers.gen++ // a lower-tier walk kept from before used the old epoch's keys
+	}
 	if r := x.rootOf(ns); r != 0 {
 		x.root(r).retired = true
 		c.retiredLive++

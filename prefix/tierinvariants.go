@@ -84,7 +84,7 @@ func (x *Index) checkTiers() error {
 			continue
 		}
 		live++
-		if got, ok := ts.byKey[en.key]; !ok || got != int32(e) {
+		if got := ts.byKey.find(en.key, ts.ents); got != int32(e) {
 			return fmt.Errorf("entry %d is not found under its key", e)
 		}
 		held := false
@@ -105,8 +105,17 @@ func (x *Index) checkTiers() error {
 			}
 		}
 	}
-	if live != len(ts.byKey) || live+len(ts.freeE) != len(ts.ents) {
-		return fmt.Errorf("%d live entries, %d keys, %d free of %d", live, len(ts.byKey), len(ts.freeE), len(ts.ents))
+	keys := 0
+	for _, s := range ts.byKey.slots {
+		if s != 0 {
+			keys++
+			if !ts.ents[s-1].live {
+				return fmt.Errorf("the key table names entry %d, which is free", s-1)
+			}
+		}
+	}
+	if live != keys || keys != ts.byKey.n || live+len(ts.freeE) != len(ts.ents) {
+		return fmt.Errorf("%d live entries, %d keys (%d counted), %d free of %d", live, keys, ts.byKey.n, len(ts.freeE), len(ts.ents))
 	}
 	demoting := 0
 	for n := int32(1); int(n) <= x.nb; n++ {

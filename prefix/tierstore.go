@@ -76,7 +76,7 @@ type tierStore struct {
 	hash  []byte  // per entry, its event hash then its parent's (only with an observer)
 	hs    int
 	freeE []int32
-	byKey map[uint64]int32
+	byKey entryTable // live entries by chained key (tiertable.go)
 
 	devEnt  []int32 // per device node: entry+1, 0 for none
 	devRefs []int32 // per device block: pool references held by in-flight copies
@@ -92,6 +92,12 @@ type tierStore struct {
 	hitQueue []hitMark   // blocks that reached WriteAfterHits' threshold (tierdevice.go)
 	demoting int         // device blocks being demoted (flagDemote)
 	stats    [MaxTiers]TierStats
+
+	// PeekLower's last walk, for PrepareLoad (tierlookup.go); gen changes whenever an
+	// entry is made or freed, an epoch is bumped or the tiers reset: a walk kept from
+	// before may then find other entries, and is not used.
+	peek lowerPeek
+	gen  uint64
 }
 
 func (x *Index) initTiers(c *TierConfig) error {
@@ -107,7 +113,7 @@ func (x *Index) initTiers(c *TierConfig) error {
 	if most > 0 && c.BlockBytes > math.MaxInt64/most {
 		return &SizeError{What: "block bytes", N: c.BlockBytes, Max: math.MaxInt64 / most}
 	}
-	ts := &tierStore{cfg: *c, byKey: make(map[uint64]int32), plans: make(map[TransferID]*planRec)}
+	ts := &tierStore{cfg: *c, plans: make(map[TransferID]*planRec)}
 	ts.cfg.Tiers = append([]TierSpec(nil), c.Tiers...)
 	total := 0
 	for _, s := range ts.cfg.Tiers {
@@ -134,6 +140,7 @@ func (x *Index) initTiers(c *TierConfig) error {
 	// within startDeviceStore: one entry more than the slots.
 	total++
 	ts.ents = make([]tierEntry, total)
+	ts.byKey.init(total)
 	ts.toks = make([]int32, total*x.bs)
 	ts.freeE = make([]int32, total)
 	for i := range ts.freeE {
@@ -188,8 +195,8 @@ func (ts *tierStore) entryTokens(e int32, bs int) []int32 {
 
 // findEntry returns the entry of key whose parent key and tokens are these, or -1.
 func (x *Index) findEntry(key, parent uint64, toks []int32) int32 {
-	e, ok := x.tiers.byKey[key]
-	if !ok {
+	e := x.tiers.byKey.find(key, x.tiers.ents)
+	if e < 0 {
 		return -1
 	}
 	en := &x.tiers.ents[e]
@@ -204,7 +211,7 @@ func (x *Index) findEntry(key, parent uint64, toks []int32) int32 {
 func (x *Index) newEntryFromNode(n int32) int32 {
 	ts := x.tiers
 	nd := &x.nodes[n]
-	if _, taken := ts.byKey[nd.key]; taken || len(ts.freeE) == 0 {
+	if len(ts.freeE) == 0 || ts.byKey.find(nd.key, ts.ents) >= 0 {
 		return -1
 	}
 	e := ts.freeE[len(ts.freeE)-1]
@@ -221,7 +228,8 @@ func (x *Index) newEntryFromNode(n int32) int32 {
 		buf := x.appendHash(ts.hash[off:off], n)
 		x.appendHash(buf, p)
 	}
-	ts.byKey[nd.key] = e
+	ts.byKey.insert(e, nd.key)
+	ts.gen++
 	ts.devEnt[n] = e + 1
 	return e
 }
@@ -239,7 +247,8 @@ func (ts *tierStore) freeEntryIfEmpty(e int32) {
 	if en.dev != 0 {
 		ts.devEnt[en.dev] = 0
 	}
-	delete(ts.byKey, en.key)
+	ts.byKey.remove(e, en.key, ts.ents)
+	ts.gen++
 	*en = tierEntry{}
 	ts.freeE = append(ts.freeE, e)
 }
@@ -444,7 +453,8 @@ func (x *Index) resetTiers() {
 	for e := len(ts.ents) - 1; e >= 0; e-- {
 		ts.freeE = append(ts.freeE, int32(e))
 	}
-	clear(ts.byKey)
+	ts.byKey.clear()
+	ts.gen++
 	clear(ts.devEnt)
 	ts.hitQueue = ts.hitQueue[:0]
 	ts.demoting = 0 // Reset dropped every device block, flagged ones too
