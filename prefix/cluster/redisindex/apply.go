@@ -28,8 +28,8 @@ import (
 // Redis (the read rides in the same round trip, after the writes), so a batch costs one
 // round trip plus one per event with a parent or removals. A batch storing or removing
 // more than MaxBatchBlocks blocks is refused with ErrTooLarge before anything is written.
-// On ErrUnavailable part of the batch may be applied: apply it again (every write is
-// idempotent).
+// On ErrUnavailable or ErrRefused part of the batch may be applied: apply it again (every
+// write is idempotent).
 func (x *Index) ApplyContext(ctx context.Context, server string, b *kvevents.Batch) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrInvalid)

@@ -132,15 +132,60 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
-// execErr is the error of a pipeline's Exec that the caller must return: none for a reply
-// error of one command (redis.Nil, WRONGTYPE on a key of another application), which that
-// command's result shows, and ErrUnavailable for a failure to talk to Redis at all.
-func execErr(err error) error {
+// execErr is the error of a pipeline's Exec (cmds, err) that the caller must return:
+// ErrUnavailable for a failure to talk to Redis at all, and ErrRefused naming the first
+// command Redis answered with an error (OOM at maxmemory, READONLY on a replica, LOADING
+// after a restart, NOPERM under an ACL, a write onto a key of another type), whose result
+// would otherwise read as empty. Some replies are no failure: redis.Nil (nothing there),
+// a prune script's NOSCRIPT, which exec reruns with EVAL, and WRONGTYPE on a read, which
+// is a key under the layout's names that another application holds: not an entry, so
+// skipped as lookups skip fields that are not entries (a Clear or a Lookup over a shared
+// database must not fail for good on someone else's key).
+func execErr(cmds []redis.Cmder, err error) error {
 	var rerr redis.Error
-	if err == nil || errors.As(err, &rerr) {
+	if err == nil {
 		return nil
 	}
-	return unavailable(err)
+	if !errors.As(err, &rerr) {
+		return unavailable(err)
+	}
+	for _, c := range cmds {
+		if err := cmdErr(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmdErr is ErrRefused naming c and its key, if Redis answered c with an error that is a
+// failure (see execErr); ErrUnavailable if it never answered.
+func cmdErr(c redis.Cmder) error {
+	err := c.Err()
+	if err == nil || errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return nil
+	}
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		switch c.Name() {
+		case "hkeys", "zrange", "zrevrange": // the layout's reads
+			return nil
+		}
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return unavailable(err)
+	}
+	name := c.Name()
+	if args := c.Args(); len(args) > 1 {
+		switch strings.ToLower(name) {
+		case "evalsha", "eval":
+			if len(args) > 3 {
+				name = fmt.Sprintf("%s (%v)", name, args[3]) // the script's first key
+			}
+		default:
+			name = fmt.Sprintf("%s %v", name, args[1])
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", ErrRefused, name, err)
 }
 
 // RequestKeyString is a request key as llm-d names its hash: the decimal number.
@@ -178,8 +223,7 @@ func (x *Index) Add(ctx context.Context, engineKeys, requestKeys []uint64, entri
 	defer cancel()
 	pipe := x.rdb.Pipeline()
 	queueAdd(ctx, pipe, engineKeys, requestKeys, fields(entries))
-	_, err := pipe.Exec(ctx)
-	return execErr(err)
+	return execErr(pipe.Exec(ctx))
 }
 
 func fields(entries []Entry) []any {
@@ -211,11 +255,11 @@ func queueAdd(ctx context.Context, pipe redis.Pipeliner, engineKeys, requestKeys
 func (x *Index) RequestKey(ctx context.Context, engineKey uint64) (key uint64, ok bool, err error) {
 	ctx, cancel := x.ctx(ctx)
 	defer cancel()
-	vals, err := x.rdb.ZRevRange(ctx, EngineKeyString(engineKey), 0, 0).Result()
-	if err != nil {
-		return 0, false, unavailable(err)
+	cmd := x.rdb.ZRevRange(ctx, EngineKeyString(engineKey), 0, 0)
+	if err := cmdErr(cmd); err != nil {
+		return 0, false, err
 	}
-	return firstKey(vals)
+	return firstKey(cmd.Val())
 }
 
 func firstKey(vals []string) (uint64, bool, error) {
@@ -336,8 +380,8 @@ func (x *Index) clearPage(ctx context.Context, server string, cursor *uint64) er
 		hkeys = append(hkeys, pipe.HKeys(ctx, k))
 	}
 	if len(names) > 0 {
-		if _, err := pipe.Exec(ctx); execErr(err) != nil {
-			return execErr(err)
+		if err := execErr(pipe.Exec(ctx)); err != nil {
+			return err
 		}
 		for i, cmd := range hkeys {
 			var stale []string

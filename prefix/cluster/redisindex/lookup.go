@@ -27,8 +27,8 @@ func (x *Index) Lookup(ctx context.Context, requestKeys []uint64, servers []stri
 	for i, k := range requestKeys {
 		cmds[i] = pipe.HKeys(ctx, RequestKeyString(k))
 	}
-	if _, err := pipe.Exec(ctx); execErr(err) != nil {
-		return nil, execErr(err)
+	if err := execErr(pipe.Exec(ctx)); err != nil {
+		return nil, err
 	}
 	out := make([][]Entry, 0, len(requestKeys))
 	for _, cmd := range cmds {

@@ -59,7 +59,7 @@ func queuePrune(ctx context.Context, pipe redis.Pipeliner, s *redis.Script, keys
 // answered NOSCRIPT, and returns the error execErr makes of the whole.
 func (x *Index) exec(ctx context.Context, pipe redis.Pipeliner) error {
 	cmds, err := pipe.Exec(ctx)
-	if err = execErr(err); err != nil {
+	if err = execErr(cmds, err); err != nil {
 		return err
 	}
 	for _, c := range cmds {
@@ -70,7 +70,7 @@ func (x *Index) exec(ctx context.Context, pipe redis.Pipeliner) error {
 		if err != nil {
 			return err
 		}
-		if err := execErr(s.Eval(ctx, x.rdb, keys).Err()); err != nil {
+		if err := cmdErr(s.Eval(ctx, x.rdb, keys)); err != nil {
 			return err
 		}
 	}
