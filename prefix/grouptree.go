@@ -21,8 +21,8 @@ import (
 // ancestors that nothing keeps, when the last one goes: leaf-only by construction.
 // Namespaces (LoRA adapter, cache salt) are separate roots.
 //
-// Entries have a residency (Tier): Device only, for now; see groupTiers for the seam a host
-// or disk tier plugs into. Every call is O(units or entries touched) and allocates only
+// Entries have a residency (Tier): the device's lists, and with SetTiers a host, disk or
+// user tier's copies (grouptree_tiers.go); a node stays while any tier holds an entry. Every call is O(units or entries touched) and allocates only
 // when the tree grows past its largest size so far. A GroupTree is not safe for
 // concurrent use.
 type GroupTree struct {
@@ -49,6 +49,8 @@ type GroupTree struct {
 
 	ev     *groupEvents // nil: no observer, and nothing computed for events
 	evPath []Node
+
+	tiers *gtierStore // nil: no lower tiers (SetTiers)
 }
 
 // Node names one logical prefix of a GroupTree. RootNode is the zero namespace's root;
@@ -230,6 +232,9 @@ func (t *GroupTree) newNode() Node {
 	}
 	if t.ev != nil {
 		t.ev.addNode()
+	}
+	if t.tiers != nil {
+		t.tiers.addNode(t.ng)
 	}
 	return n
 }

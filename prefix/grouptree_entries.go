@@ -101,7 +101,7 @@ func (t *GroupTree) Cache(b blocks.ID, n Node, g int) error {
 	}
 	i := t.link(r, x, b, n, g)
 	if t.ev != nil && r.head[i] == int32(b) {
-		t.emitOne(b, n, g)
+		t.emitOne(b, n, g, "")
 	}
 	return nil
 }
@@ -170,12 +170,12 @@ func (t *GroupTree) emitChains(g int, ids []blocks.ID, path []Node, k int) {
 			continue
 		}
 		if from >= 0 {
-			t.emitChain(g, ids, path, k, from, i)
+			t.emitChain(g, ids, path, k, from, i, "")
 			from = -1
 		}
 	}
 	if from >= 0 {
-		t.emitChain(g, ids, path, k, from, len(ids))
+		t.emitChain(g, ids, path, k, from, len(ids), "")
 	}
 }
 
@@ -265,7 +265,7 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 			}
 			r.prefixes[g]--
 			if t.ev != nil {
-				t.emitRemoved(b, n, g)
+				t.emitRemoved(b, n, g, "")
 			}
 		}
 	} else {
@@ -277,6 +277,9 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 	x.node, x.next = 0, 0
 	nd.entries--
 	r.cached[g]--
+	if t.tiers != nil {
+		t.deviceGone(n, g)
+	}
 	t.maybeFree(n)
 	return nil
 }

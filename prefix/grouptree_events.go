@@ -116,8 +116,9 @@ func (t *GroupTree) ancestor(n Node, k int) Node {
 }
 
 // emitChain reports ids[from:to], group g's blocks at path[(i+1)k-1], each the first of
-// its (node, group), as one chain.
-func (t *GroupTree) emitChain(g int, ids []blocks.ID, path []Node, k, from, to int) {
+// its (node, group), as one chain in medium ("" for the device; ids are then a lower
+// tier's slots).
+func (t *GroupTree) emitChain(g int, ids []blocks.ID, path []Node, k, from, to int, medium string) {
 	ev := t.ev
 	first := path[(from+1)*k-1]
 	par := t.ancestor(first, k)
@@ -136,7 +137,7 @@ func (t *GroupTree) emitChain(g int, ids []blocks.ID, path []Node, k, from, to i
 	ev.buf, ev.toks = buf, toks
 	e := &ev.stored
 	*e = BlockStored{Hashes: buf[np:], HashSize: ev.hs, Blocks: ids[from:to], Tokens: toks, BlockSize: k * t.unit,
-		Namespace: t.namespaceOf(ev.nsRoot[first]), Group: g, HasGroup: true}
+		Namespace: t.namespaceOf(ev.nsRoot[first]), Group: g, HasGroup: true, Medium: medium}
 	if np > 0 {
 		e.Parent = buf[:np]
 	}
@@ -144,13 +145,14 @@ func (t *GroupTree) emitChain(g int, ids []blocks.ID, path []Node, k, from, to i
 	*e = BlockStored{}
 }
 
-// emitOne reports block b, just cached as the first of (n, g).
-func (t *GroupTree) emitOne(b blocks.ID, n Node, g int) {
+// emitOne reports block b (a slot of medium's tier, for a lower tier), just cached as the
+// first of (n, g) in its tier.
+func (t *GroupTree) emitOne(b blocks.ID, n Node, g int, medium string) {
 	ev := t.ev
 	k := ev.k[g]
 	path := ev.pathTo(t, n, k)
 	ev.ids = append(ev.ids[:0], b)
-	t.emitChain(g, ev.ids, path, k, 0, 1)
+	t.emitChain(g, ev.ids, path, k, 0, 1, medium)
 }
 
 // pathTo returns the k nodes ending at n, top first, in scratch.
@@ -167,20 +169,24 @@ func (ev *groupEvents) pathTo(t *GroupTree, n Node, k int) []Node {
 	return p
 }
 
-// emitRemoved reports that (n, g) lost its last block, b.
-func (t *GroupTree) emitRemoved(b blocks.ID, n Node, g int) {
+// emitRemoved reports that (n, g) lost its last block, b, in medium's tier.
+func (t *GroupTree) emitRemoved(b blocks.ID, n Node, g int, medium string) {
 	ev := t.ev
 	ev.ids = append(ev.ids[:0], b)
-	ev.removed = BlockRemoved{Hashes: ev.hashOf(n), HashSize: ev.hs, Blocks: ev.ids, Group: g, HasGroup: true}
+	ev.removed = BlockRemoved{Hashes: ev.hashOf(n), HashSize: ev.hs, Blocks: ev.ids, Group: g, HasGroup: true, Medium: medium}
 	ev.obs.BlockRemoved(&ev.removed)
 	ev.removed = BlockRemoved{}
 }
 
-// Clear uncaches every entry of every group, as vLLM's reset_prefix_cache, and reports
-// one AllBlocksCleared. It refuses, with ErrBlocksHeld and changing nothing, while any
-// node is pinned (a sequence positioned in the tree). The caller keeps its refcounts and
-// free list: the blocks are merely no longer cached.
+// Clear uncaches every entry of every group in every tier, as vLLM's reset_prefix_cache
+// (but its lower tiers too), and reports one AllBlocksCleared. It refuses, changing
+// nothing, with ErrBlocksHeld while any node is pinned (a sequence positioned in the tree)
+// and with ErrTransfersPending while a transfer is in flight. The caller keeps its
+// refcounts and free list: the blocks are merely no longer cached.
 func (t *GroupTree) Clear() error {
+	if t.PendingTransfers() > 0 {
+		return ErrTransfersPending
+	}
 	held := 0
 	for n := range t.Nodes() {
 		held += int(t.nodes[n].pins)
@@ -195,6 +201,9 @@ func (t *GroupTree) Clear() error {
 		if r.ent[b].node != 0 {
 			_ = t.UncacheAs(blocks.ID(b), EvictReset)
 		}
+	}
+	if t.tiers != nil {
+		t.clearTiers()
 	}
 	t.ev = ev
 	if ev != nil {

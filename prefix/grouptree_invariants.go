@@ -9,7 +9,9 @@ import "fmt"
 //   - every live node is found in the child table under its parent by its key and tokens
 //     (namespace roots through their namespace instead), its hint is a live child or none,
 //     its children count is right, and it has an entry, a child or a pin: no dead node;
-//   - the zero namespace's root caches nothing, and neither does any namespace root.
+//   - the zero namespace's root caches nothing, and neither does any namespace root;
+//   - with lower tiers, each tier's books (checkTiers), its entries counted as their
+//     nodes' entries.
 //
 // Pins are counted, not checked against their holders: the owner of the tree knows
 // which sequences sit where (Pins and Nodes let it compare).
@@ -53,6 +55,11 @@ func (t *GroupTree) CheckInvariants() error {
 			if perGroup[g] != r.cached[g] || lists[g] != r.prefixes[g] {
 				return fmt.Errorf("tier %v group %d: %d cached in %d lists, counted %d in %d", Tier(ti), g, perGroup[g], lists[g], r.cached[g], r.prefixes[g])
 			}
+		}
+	}
+	if t.tiers != nil {
+		if err := t.checkTiers(perNode); err != nil {
+			return err
 		}
 	}
 	if perNode[0] != 0 {

@@ -33,19 +33,9 @@ func (x *Index) checkTiers() error {
 	for i := range ts.lv {
 		l := &ts.lv[i]
 		t := Tier(i + 1)
-		seen := make([]bool, l.spec.Capacity)
-		for _, s := range l.free {
-			if s < 0 || int(s) >= l.spec.Capacity || seen[s] || l.owner[s] != 0 {
-				return fmt.Errorf("tier %d: free slot %d listed twice, out of range or owned", t, s)
-			}
-			seen[s] = true
-		}
 		res, pend, cand := 0, 0, 0
 		for s, o := range l.owner {
 			if o == 0 {
-				if !seen[s] {
-					return fmt.Errorf("tier %d: slot %d neither free nor owned", t, s)
-				}
 				continue
 			}
 			en := &ts.ents[o-1]
@@ -70,11 +60,8 @@ func (x *Index) checkTiers() error {
 				cand++
 			}
 		}
-		if res != l.resident || pend != l.pending || res+pend+len(l.free) != l.spec.Capacity {
-			return fmt.Errorf("tier %d: %d resident, %d pending, %d free, counted %d, %d", t, res, pend, len(l.free), l.resident, l.pending)
-		}
-		if l.policy.Len() != cand {
-			return fmt.Errorf("tier %d: %d eviction candidates but %d candidate slots", t, l.policy.Len(), cand)
+		if err := l.checkCounts(t, res, pend, cand, func(s int32) bool { return l.owner[s] != 0 }); err != nil {
+			return err
 		}
 	}
 	live := 0

@@ -31,7 +31,20 @@ type planRec struct {
 	runs []Run
 }
 
-func (ts *tierStore) newPlan(kind TransferKind) *planRec {
+// planBook is the transfers of one tree's tiers (an Index's or a GroupTree's): the stores
+// prepared since the last TakePlans, every prepared transfer by ID until it completes, the
+// loads not yet handed out, and spare records for reuse.
+type planBook struct {
+	queue  []tierOp // stores prepared since the last TakePlans
+	plans  map[TransferID]*planRec
+	ready  []*planRec // prepared loads not yet handed out
+	spare  []*planRec
+	nextID TransferID
+}
+
+func newPlanBook() planBook { return planBook{plans: make(map[TransferID]*planRec)} }
+
+func (ts *planBook) newPlan(kind TransferKind) *planRec {
 	var r *planRec
 	if k := len(ts.spare); k > 0 {
 		r = ts.spare[k-1]
@@ -44,6 +57,75 @@ func (ts *tierStore) newPlan(kind TransferKind) *planRec {
 	ts.plans[r.id] = r
 	return r
 }
+
+// flushStores turns the queued stores into one plan per pair of tiers, sorted by source
+// so that runs coalesce, after match has given each group of ops (stores into one tier,
+// sorted by source) its destination slots, and appends them to dst.
+func (ts *planBook) flushStores(dst []Plan, bb int64, stats *[MaxTiers]TierStats, match func(ops []tierOp)) []Plan {
+	if len(ts.queue) == 0 {
+		return dst
+	}
+	slices.SortStableFunc(ts.queue, func(a, b tierOp) int {
+		if c := cmp.Compare(a.from, b.from); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.to, b.to); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.src, b.src)
+	})
+	for i := 0; i < len(ts.queue); {
+		j := i
+		for j < len(ts.queue) && ts.queue[j].from == ts.queue[i].from && ts.queue[j].to == ts.queue[i].to {
+			j++
+		}
+		match(ts.queue[i:j])
+		r := ts.newPlan(Store)
+		r.ops = append(r.ops, ts.queue[i:j]...)
+		dst = appendPlans(dst, r, bb, stats)
+		i = j
+	}
+	ts.queue = ts.queue[:0]
+	return dst
+}
+
+// flushReady appends the prepared loads not handed out yet to dst.
+func (ts *planBook) flushReady(dst []Plan, bb int64, stats *[MaxTiers]TierStats) []Plan {
+	for i, r := range ts.ready {
+		dst = appendPlans(dst, r, bb, stats)
+		ts.ready[i] = nil
+	}
+	ts.ready = ts.ready[:0]
+	return dst
+}
+
+// takePlan removes transfer id from the book, and returns it.
+func (ts *planBook) takePlan(id TransferID) (*planRec, bool) {
+	r, found := ts.plans[id]
+	if !found {
+		return nil, false
+	}
+	delete(ts.plans, id)
+	// A load completed before TakePlans handed it out (a cancel) must leave ready too, or
+	// the record, recycled below, would be handed out stale, even twice once reused.
+	for i, q := range ts.ready {
+		if q == r {
+			ts.ready = slices.Delete(ts.ready, i, i+1)
+			break
+		}
+	}
+	return r, true
+}
+
+// recycle keeps a completed transfer's record for reuse.
+func (ts *planBook) recycle(r *planRec) {
+	r.ops, r.runs = r.ops[:0], r.runs[:0]
+	ts.spare = append(ts.spare, r)
+}
+
+// pending is the number of transfers prepared and not yet completed, with each store not
+// yet in a plan counted on its own.
+func (ts *planBook) pending() int { return len(ts.plans) + len(ts.queue) }
 
 // TakePlans starts the write-back demotions the free-block watermark asks for, then
 // appends to dst every transfer prepared since the last call (write-through and
@@ -58,34 +140,8 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 	}
 	x.startHitStores()
 	x.demoteAhead()
-	if len(ts.queue) > 0 {
-		slices.SortStableFunc(ts.queue, func(a, b tierOp) int {
-			if c := cmp.Compare(a.from, b.from); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.to, b.to); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.src, b.src)
-		})
-		for i := 0; i < len(ts.queue); {
-			j := i
-			for j < len(ts.queue) && ts.queue[j].from == ts.queue[i].from && ts.queue[j].to == ts.queue[i].to {
-				j++
-			}
-			x.matchSlots(ts.queue[i:j])
-			r := ts.newPlan(Store)
-			r.ops = append(r.ops, ts.queue[i:j]...)
-			dst = x.emitPlans(dst, r)
-			i = j
-		}
-		ts.queue = ts.queue[:0]
-	}
-	for i, r := range ts.ready {
-		dst = x.emitPlans(dst, r)
-		ts.ready[i] = nil
-	}
-	ts.ready = ts.ready[:0]
+	dst = ts.flushStores(dst, ts.cfg.BlockBytes, &ts.stats, x.matchSlots)
+	dst = ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
 	x.mutated()
 	return dst
 }
@@ -96,11 +152,7 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 // so which entry takes which is free to choose.
 func (x *Index) matchSlots(ops []tierOp) {
 	ts := x.tiers
-	slots := ts.slotBuf[:0]
-	for _, op := range ops {
-		slots = append(slots, op.dst)
-	}
-	slices.Sort(slots)
+	slots := sortedDst(ts.slotBuf[:0], ops)
 	ts.slotBuf = slots
 	l := &ts.lv[ops[0].to-1]
 	for i := range ops {
@@ -111,8 +163,18 @@ func (x *Index) matchSlots(ops []tierOp) {
 	}
 }
 
-// emitPlans coalesces r's ops into runs and appends one Plan per source tier of r.
-func (x *Index) emitPlans(dst []Plan, r *planRec) []Plan {
+// sortedDst appends ops' destination slots to slots, in ascending order.
+func sortedDst(slots []int32, ops []tierOp) []int32 {
+	for _, op := range ops {
+		slots = append(slots, op.dst)
+	}
+	slices.Sort(slots)
+	return slots
+}
+
+// appendPlans coalesces r's ops into runs and appends one Plan per source tier of r, each
+// block bb bytes, counting the plans into their destination tiers' stats.
+func appendPlans(dst []Plan, r *planRec, bb int64, stats *[MaxTiers]TierStats) []Plan {
 	r.runs = r.runs[:0]
 	for i := 0; i < len(r.ops); {
 		op := r.ops[i]
@@ -132,8 +194,8 @@ func (x *Index) emitPlans(dst []Plan, r *planRec) []Plan {
 		for _, rn := range r.runs[start:] {
 			n += int(rn.Blocks)
 		}
-		dst = append(dst, Plan{ID: r.id, Kind: r.kind, From: op.from, To: op.to, Blocks: n, Bytes: int64(n) * x.tiers.cfg.BlockBytes})
-		x.tiers.stats[op.to].Plans++
+		dst = append(dst, Plan{ID: r.id, Kind: r.kind, From: op.from, To: op.to, Blocks: n, Bytes: int64(n) * bb})
+		stats[op.to].Plans++
 	}
 	// Runs are sliced only now: appending to r.runs may have moved it.
 	at := 0
@@ -165,18 +227,9 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 	if ts == nil {
 		return TransferResult{}, ErrNoTiers
 	}
-	r, found := ts.plans[id]
+	r, found := ts.takePlan(id)
 	if !found {
 		return TransferResult{}, fmt.Errorf("%w: %d", ErrUnknownTransfer, id)
-	}
-	delete(ts.plans, id)
-	// A load completed before TakePlans handed it out (a cancel) must leave ready too, or
-	// the record, recycled below, would be handed out stale, even twice once reused.
-	for i, q := range ts.ready {
-		if q == r {
-			ts.ready = slices.Delete(ts.ready, i, i+1)
-			break
-		}
 	}
 	res := TransferResult{Kind: r.kind, Blocks: len(r.ops), OK: ok}
 	if len(r.ops) > 0 {
@@ -216,8 +269,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 			x.devUnpin(blocks.ID(op.dst), false)
 		}
 	}
-	r.ops, r.runs = r.ops[:0], r.runs[:0]
-	ts.spare = append(ts.spare, r)
+	ts.recycle(r)
 	x.mutated()
 	return res, nil
 }
@@ -228,7 +280,7 @@ func (x *Index) PendingTransfers() int {
 	if x.tiers == nil {
 		return 0
 	}
-	return len(x.tiers.plans) + len(x.tiers.queue)
+	return x.tiers.pending()
 }
 
 // emitTierStored reports entry e newly resident in lower tier t, at slot s.

@@ -1,7 +1,6 @@
 package prefix
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -60,12 +59,8 @@ type tierEntry struct {
 }
 
 type tierLevel struct {
-	spec     TierSpec
-	owner    []int32 // slot -> entry+1
-	free     []int32 // free slots, the lowest last (handed out first)
-	policy   evict.Policy
-	resident int
-	pending  int
+	slotLevel
+	owner []int32 // slot -> entry+1
 }
 
 type tierStore struct {
@@ -81,11 +76,7 @@ type tierStore struct {
 	devEnt  []int32 // per device node: entry+1, 0 for none
 	devRefs []int32 // per device block: pool references held by in-flight copies
 
-	queue    []tierOp // stores prepared since the last TakePlans
-	plans    map[TransferID]*planRec
-	ready    []*planRec // prepared loads not yet handed out
-	spare    []*planRec
-	nextID   TransferID
+	planBook
 	evIDs    []blocks.ID // scratch of lower-tier events
 	slotBuf  []int32     // scratch of matchSlots
 	walkBuf  []tierOp    // scratch of PrepareLoad
@@ -113,27 +104,15 @@ func (x *Index) initTiers(c *TierConfig) error {
 	if most > 0 && c.BlockBytes > math.MaxInt64/most {
 		return &SizeError{What: "block bytes", N: c.BlockBytes, Max: math.MaxInt64 / most}
 	}
-	ts := &tierStore{cfg: *c, plans: make(map[TransferID]*planRec)}
+	ts := &tierStore{cfg: *c, planBook: newPlanBook()}
 	ts.cfg.Tiers = append([]TierSpec(nil), c.Tiers...)
 	total := 0
 	for _, s := range ts.cfg.Tiers {
-		l := tierLevel{spec: s, owner: make([]int32, s.Capacity), free: make([]int32, s.Capacity)}
-		for i := range l.free {
-			l.free[i] = int32(s.Capacity - 1 - i)
-		}
-		var err error
-		if s.Policy == nil {
-			l.policy, err = evict.NewLRU(s.Capacity)
-		} else {
-			l.policy, err = s.Policy(s.Capacity, x.clock)
-		}
+		sl, err := newSlotLevel(s, x.clock)
 		if err != nil {
-			return fmt.Errorf("%w: tier policy: %w", ErrInvalidArgument, err)
+			return err
 		}
-		if l.policy == nil {
-			return ErrInvalidArgument
-		}
-		ts.lv = append(ts.lv, l)
+		ts.lv = append(ts.lv, tierLevel{slotLevel: sl, owner: make([]int32, s.Capacity)})
 		total += s.Capacity
 	}
 	// Every live entry owns a lower-tier slot, and a new one waits for its slot only
@@ -272,12 +251,10 @@ func (x *Index) reserve(t Tier, e int32) bool {
 	if len(l.free) == 0 && !x.makeRoom(t) {
 		return false
 	}
-	s := l.free[len(l.free)-1]
-	l.free = l.free[:len(l.free)-1]
+	s := l.take()
 	l.owner[s] = e + 1
 	en := &ts.ents[e]
 	en.slot[t-1], en.st[t-1], en.leaving[t-1], en.pins[t-1] = s+1, slotPending, false, 0
-	l.pending++
 	return true
 }
 
@@ -322,9 +299,7 @@ func (x *Index) dropSlot(t Tier, e int32) {
 	l := &ts.lv[t-1]
 	en := &ts.ents[e]
 	s := en.slot[t-1] - 1
-	switch en.st[t-1] {
-	case slotResident:
-		l.resident--
+	if en.st[t-1] == slotResident {
 		ts.stats[t].Evicted++
 		if !en.heldBelow(t) {
 			ts.stats[t].Lost++
@@ -332,11 +307,9 @@ func (x *Index) dropSlot(t Tier, e int32) {
 		if x.obs != nil {
 			x.emitTierRemoved(t, e, s)
 		}
-	case slotPending:
-		l.pending--
 	}
 	l.owner[s] = 0
-	l.free = append(l.free, s)
+	l.put(s, en.st[t-1] == slotResident)
 	en.slot[t-1], en.st[t-1], en.pins[t-1], en.leaving[t-1] = 0, slotNone, 0, false
 	ts.freeEntryIfEmpty(e)
 }
@@ -383,8 +356,7 @@ func (x *Index) slotResidentNow(t Tier, e int32) {
 	en := &ts.ents[e]
 	en.st[t-1] = slotResident
 	en.touched[t-1] = x.clock.Now()
-	l.pending--
-	l.resident++
+	l.landed()
 	if x.obs != nil {
 		x.emitTierStored(t, e, en.slot[t-1]-1)
 	}
@@ -411,8 +383,7 @@ func (x *Index) failSlot(t Tier, e int32) {
 	}
 	l := &ts.lv[t-1]
 	s := en.slot[t-1] - 1
-	l.resident--
-	l.pending++
+	l.hide()
 	en.st[t-1] = slotPending
 	ts.stats[t].Evicted++
 	if !en.heldBelow(t) {
@@ -441,12 +412,7 @@ func (x *Index) resetTiers() {
 	for i := range ts.lv {
 		l := &ts.lv[i]
 		clear(l.owner)
-		l.free = l.free[:0]
-		for s := l.spec.Capacity - 1; s >= 0; s-- {
-			l.free = append(l.free, int32(s))
-		}
-		l.policy.Reset()
-		l.resident, l.pending = 0, 0
+		l.reset()
 	}
 	clear(ts.ents)
 	ts.freeE = ts.freeE[:0]

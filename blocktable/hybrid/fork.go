@@ -31,6 +31,12 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 	if _, dup := m.seqs[child]; dup {
 		return seqErr("fork", child, errDup)
 	}
+	if _, dup := m.swapped[child]; dup {
+		return seqErr("fork", child, errDup)
+	}
+	if p.loading != 0 {
+		return seqErr("fork", parent, errInvalid) // its loaded blocks are not cached yet
+	}
 	for g := range m.specs {
 		for _, b := range p.tables[g][:m.ceil(g, p.computed)] {
 			if b != blocks.NullID && m.st.ref(b) == math.MaxInt32 {

@@ -22,7 +22,8 @@ import (
 type store struct {
 	q          *blocks.FreeQueue
 	t          *prefix.GroupTree
-	unhashedUp bool // free uncached blocks to the front (vLLM's newer order)
+	unhashedUp bool       // free uncached blocks to the front (vLLM's newer order)
+	tiers      *tierState // the device's side of the lower tiers (tiers.go), nil without
 
 	evictions uint64
 	dropped   uint64
@@ -163,6 +164,9 @@ func (s *store) cacheChain(g int, ids []blocks.ID, path []prefix.Node, k int) {
 // and a later eviction is the policy's unless they are released early again.
 func (s *store) takeTable(ids []blocks.ID, early bool) {
 	must(s.q.RetainTable(ids))
+	if s.tiers != nil {
+		s.hitRun(ids)
+	}
 	if early {
 		for _, b := range ids {
 			s.win[b] = false

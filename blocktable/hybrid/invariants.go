@@ -71,8 +71,9 @@ func (m *Manager) CheckInvariants() error {
 		}
 	}
 	for b := 1; b < nb; b++ {
+		refs[b] += t.TransferRefs(blocks.ID(b)) // held by copies in flight
 		if r := q.RefCount(blocks.ID(b)); r != refs[b] {
-			return fmt.Errorf("block %d: refcount %d, held %d times", b, r, refs[b])
+			return fmt.Errorf("block %d: refcount %d, held %d times (transfers included)", b, r, refs[b])
 		}
 	}
 	if t.IsCached(blocks.NullID) {
@@ -93,6 +94,11 @@ func (m *Manager) CheckInvariants() error {
 			if spec.Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID {
 				return fmt.Errorf("node %d: group %d (full attention) cached below an uncached parent", n, g)
 			}
+		}
+	}
+	if m.st.tiers != nil {
+		if err := m.checkTiers(); err != nil {
+			return err
 		}
 	}
 	return m.checkOrder()

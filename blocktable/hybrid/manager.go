@@ -49,6 +49,12 @@ type Config struct {
 	// Preemption orders victims for Preempt (a policy of package evict: fcfs, priority,
 	// progress, cost, or one's own). Nil means newest first (vLLM's FCFS default).
 	Preemption evict.Preemption
+	// Tiers, when set, gives the prefix index lower tiers (host, disk, a user's own), as
+	// prefix.WithTiers gives an Index: blocks the device evicts stay findable there by
+	// tier 1's write policy, admission loads what they hold (AdmitTiered), TakePlans and
+	// CompleteTransfer drive the copies, and Swap preemption demotes into them (tiers.go).
+	// Nil: no lower tiers, and none of this costs anything.
+	Tiers *prefix.TierConfig
 }
 
 // Request is what Admit needs of a new sequence.
@@ -143,10 +149,11 @@ type Manager struct {
 	// copies are the copy-on-write operations since the last TakeCopies (fork.go).
 	copies []CopyOp
 
-	preempt  evict.Preemption
-	clock    uint64 // logical arrival clock: one tick per Admit and Fork
-	pre      preemptScratch
-	counters Stats // the counters Stats reports beside the pool's
+	preempt    evict.Preemption
+	clock      uint64 // logical arrival clock: one tick per Admit and Fork
+	pre        preemptScratch
+	counters   Stats      // the counters Stats reports beside the pool's
+	tierCounts TierCounts // the lower tiers' counters (tiers.go)
 
 	// ordered is preempt when it is an evict.OrderedPreemption: order then keeps the
 	// running sequences in its order (order.go), re-placed as they grow when
@@ -162,6 +169,11 @@ type Manager struct {
 	// lowGroup is the group that last lowered the fixed point in hit (-1: none), and
 	// lowFrom the length it was given: what Explain reports.
 	lowGroup, lowFrom int
+
+	// loads files the sequences whose load is in flight, swapped the sequences Swap
+	// preemption put into the lower tiers (tiers.go, swap.go).
+	loads   map[prefix.TransferID]blocktable.SeqID
+	swapped map[blocktable.SeqID]*swapRec
 }
 
 type seq struct {
@@ -200,6 +212,11 @@ type seq struct {
 	id   blocktable.SeqID
 	pos  int32
 	info evict.Candidate
+	// loading is the load in flight into the sequence's blocks from loadFrom to loadTo
+	// tokens (0: none); until it completes nothing past loadFrom is cached.
+	loading          prefix.TransferID
+	loadFrom, loadTo int
+	loadResumed      bool // the load is a Resumed admission's: not counted in LoadedTokens
 }
 
 // New builds a Manager.
@@ -284,11 +301,17 @@ func New(cfg Config) (*Manager, error) {
 		m.sparse, m.interval = true, cfg.RetentionInterval
 	}
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
-	m.view.st = m.st
+	m.view.st, m.view.align, m.view.devUnits = m.st, m.align, noLowerUnits
 	if cfg.Observer != nil {
 		if err := m.st.t.SetObserver(cfg.Observer, cfg.Hasher, m.k); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Tiers != nil {
+		if err := m.st.t.SetTiers(*cfg.Tiers); err != nil {
+			return nil, err
+		}
+		m.st.tiers = newTierState(cfg.Tiers, cfg.NumBlocks)
 	}
 	return m, nil
 }
@@ -321,6 +344,10 @@ type cachedView struct {
 	path []prefix.Node
 	kind []int
 	k    int
+	// devUnits is where the device's lists end and the lower tiers' begin, in match
+	// units (noLowerUnits: the device alone); align marks Mamba align groups.
+	devUnits int
+	align    []bool
 }
 
 // Cached implements Cached: block i of the kind's groups is cached in every one of them.
@@ -330,6 +357,9 @@ func (v *cachedView) Cached(i int) bool {
 		return false
 	}
 	n := v.path[u]
+	if u >= v.devUnits {
+		return v.lowerCached(n)
+	}
 	for _, g := range v.kind {
 		if v.st.first(n, g) == blocks.NullID {
 			return false
@@ -511,18 +541,35 @@ const maxSeqTokens = math.MaxInt32
 // order, as vLLM's allocate_slots. The prompt's full blocks are cached. It returns the hit
 // in tokens. On error nothing changes.
 func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
+	r, err := m.admit(id, req)
+	return r.Hit, err
+}
+
+// AdmitTiered is Admit for a Manager with lower tiers (Config.Tiers): past the device hit,
+// the longest hit every group can serve from the lower tiers is loaded into blocks the
+// sequence owns (AdmitResult.Load, which TakePlans hands out), and the sequence runs once
+// CompleteTransfer confirms the load. Without tiers it is Admit.
+func (m *Manager) AdmitTiered(id blocktable.SeqID, req *Request) (AdmitResult, error) {
+	return m.admit(id, req)
+}
+
+func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) {
+	var r AdmitResult
 	if req == nil || len(req.Prompt) == 0 || req.MaxTokens < len(req.Prompt) {
-		return 0, seqErr("admit", id, errInvalid)
+		return r, seqErr("admit", id, errInvalid)
 	}
 	if req.MaxTokens > maxSeqTokens { // newSeq sizes the tables and tokens by it
-		return 0, &blocktable.SizeError{Op: "admit", Seq: id, What: "max tokens", N: req.MaxTokens, Max: maxSeqTokens}
+		return r, &blocktable.SizeError{Op: "admit", Seq: id, What: "max tokens", N: req.MaxTokens, Max: maxSeqTokens}
 	}
 	if _, ok := m.seqs[id]; ok {
-		return 0, seqErr("admit", id, errDup)
+		return r, seqErr("admit", id, errDup)
+	}
+	if _, ok := m.swapped[id]; ok {
+		return r, seqErr("admit", id, errDup)
 	}
 	s := m.newSeq(req)
 	n := len(req.Prompt)
-	hit := 0
+	hit, full := 0, 0
 	if !req.SkipCacheRead {
 		limit := n - 1
 		if req.HitLimit > 0 {
@@ -530,20 +577,29 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		}
 		m.walk(s, limit/m.unit)
 		hit = m.hit(s, limit)
+		// full is the hit with the lower tiers' continuation: the blocks past the device
+		// hit, up to full, are loaded (tiers.go).
+		if m.st.tiers != nil && hit < limit {
+			full = max(hit, m.hitLower(s, limit, hit))
+		}
+	}
+	if full == 0 {
+		full = hit
 	}
 	slots := n
 	if req.Prefill > 0 {
-		slots = min(n, hit+req.Prefill)
+		slots = min(n, full+req.Prefill)
 	}
 	need := 0
 	for g, spec := range m.specs {
 		bs := m.bs[g]
 		required := (slots + bs - 1) / bs
-		hb, skip := 0, 0
-		if hit > 0 && m.participates(g) {
-			hb = hit / bs
-			skip = min(spec.Skipped(hit)/bs, hb)
-			for i := skip; i < hb; i++ {
+		hb, skip, dev := 0, 0, 0
+		if full > 0 && m.participates(g) {
+			hb = full / bs
+			skip = min(spec.Skipped(full)/bs, hb)
+			dev = m.deviceEnd(g, hit, full)
+			for i := skip; i < dev; i++ {
 				if m.st.ref(m.blockAt(s, g, i)) == 0 {
 					need++
 				}
@@ -555,11 +611,11 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 			}
 			continue
 		}
-		need += max(required-max(skip, hb), 0)
+		need += max(required-dev, 0)
 	}
 	if need > m.st.free() {
 		m.spare = append(m.spare, s)
-		return 0, outOfBlocks("admit", id, need, m.st.free())
+		return r, outOfBlocks("admit", id, need, m.st.free())
 	}
 	// Extend the matched path over the prompt's full units now, and pin its end, so that
 	// the evictions below cannot free a node of it and commit need not walk it again.
@@ -571,23 +627,30 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 		m.st.pin(s.pinned)
 	}
 	for g, spec := range m.specs {
-		if hit == 0 || !m.participates(g) {
+		if full == 0 || !m.participates(g) {
 			continue
 		}
-		hb := hit / m.bs[g]
-		skip := min(spec.Skipped(hit)/m.bs[g], hb)
+		hb := full / m.bs[g]
+		skip := min(spec.Skipped(full)/m.bs[g], hb)
+		dev := m.deviceEnd(g, hit, full)
 		t := s.tables[g]
-		for i := range hb {
+		for i := range dev {
 			if i < skip {
 				t = append(t, blocks.NullID)
 			} else {
 				t = append(t, m.blockAt(s, g, i))
 			}
 		}
-		m.st.takeTable(t[skip:hb], m.skips[g])
-		s.tables[g], s.numCached[g] = t, hb
+		m.st.takeTable(t[skip:dev], m.skips[g])
+		s.tables[g], s.numCached[g] = t, dev
+		r.Tiers.Blocks[prefix.Device] += dev - skip
 	}
 	m.grow(s, slots, slots)
+	s.id = id
+	if full > hit {
+		m.prepareLoad(s, hit, full, &r)
+		s.loadResumed = req.Resumed
+	}
 	m.commit(s, slots)
 	s.computed = slots
 	m.clock++
@@ -606,7 +669,8 @@ func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
 	if invariant.Enabled {
 		invariant.Check(m.CheckInvariants)
 	}
-	return hit, nil
+	r.Hit = hit
+	return r, nil
 }
 
 // grow allocates, group by group, the blocks s needs for tokens slots (main of them the
@@ -646,6 +710,9 @@ func (m *Manager) copyShared(s *seq, g int, t []blocks.ID) {
 // commit caches s's full blocks up to tokens, group by group, and moves its pin to the
 // deepest node of its path.
 func (m *Manager) commit(s *seq, tokens int) {
+	if s.loading != 0 {
+		tokens = min(tokens, s.loadFrom) // the loaded blocks are cached once they hold their KV
+	}
 	units := 0
 	for g := range m.specs {
 		if !m.caches[g] {
@@ -658,7 +725,8 @@ func (m *Manager) commit(s *seq, tokens int) {
 		units = max(units, full*m.k[g])
 		m.extend(s, full*m.k[g])
 		t := s.tables[g]
-		if nc := s.numCached[g]; !m.sparse {
+		nc := s.numCached[g]
+		if !m.sparse {
 			m.st.cacheChain(g, t[nc:full], s.path[nc*m.k[g]:], m.k[g])
 		} else {
 			for i := nc; i < full; i++ {
@@ -666,6 +734,9 @@ func (m *Manager) commit(s *seq, tokens int) {
 					m.st.cache(t[i], s.path[(i+1)*m.k[g]-1], g)
 				}
 			}
+		}
+		if m.st.tiers != nil {
+			m.st.cachedRun(t[nc:full])
 		}
 		s.numCached[g] = full
 	}
@@ -861,6 +932,10 @@ func (m *Manager) releaseSkipped(s *seq) {
 func (m *Manager) Finish(id blocktable.SeqID) error {
 	s, ok := m.lookup(id)
 	if !ok {
+		if _, out := m.swapped[id]; out {
+			delete(m.swapped, id) // swapped out: nothing held but its tokens
+			return nil
+		}
 		return seqErr("finish", id, errUnknown)
 	}
 	m.releaseAll(s)

@@ -105,9 +105,11 @@ func (m *Manager) candidate(id blocktable.SeqID, s *seq) evict.Candidate {
 // candidates together fall short, or the policy's choice does, it preempts nobody and
 // returns an *blocks.OutOfBlocksError saying what they would free.
 //
-// Only blocktable.Recompute is supported: req.Mode Swap fails with blocktable.ErrNoHostPool,
-// since the hybrid Manager has no host pool (swapping becomes a use of the host tier of
-// issue 16).
+// req.Mode Swap needs lower tiers (Config.Tiers; else it fails with
+// blocktable.ErrNoHostPool): the victims' blocks that only they hold are demoted into
+// tier 1 and return to the free queue as their copies complete (TakePlans,
+// CompleteTransfer), so Preempted.Freed counts what is free at once; Resume brings a
+// victim back (swap.go).
 //
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
@@ -118,8 +120,8 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	if req.Need < 0 || req.Mode > blocktable.Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", errInvalid, req.Need, req.Mode)
 	}
-	if req.Mode == blocktable.Swap {
-		return dst, fmt.Errorf("hybrid: preempt: swap mode needs a host tier; the hybrid Manager preempts in recompute mode only: %w", blocktable.ErrNoHostPool)
+	if req.Mode == blocktable.Swap && m.st.tiers == nil {
+		return dst, fmt.Errorf("hybrid: preempt: swap mode needs lower tiers (Config.Tiers): %w", blocktable.ErrNoHostPool)
 	}
 	if req.Need == 0 {
 		return dst, nil
@@ -167,7 +169,7 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 		return dst, outOfBlocks("preempt", 0, req.Need, gain)
 	}
 	for _, i := range p.victims[:k] {
-		v, err := m.PreemptSeq(p.ids[i], blocktable.Recompute)
+		v, err := m.PreemptSeq(p.ids[i], req.Mode)
 		if err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
 		}
@@ -203,7 +205,7 @@ func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable
 		m.walked = append(m.walked, s)
 	}
 	for i, s := range m.walked {
-		v, err := m.PreemptSeq(s.id, blocktable.Recompute)
+		v, err := m.PreemptSeq(s.id, req.Mode)
 		if err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
 		}
@@ -213,9 +215,10 @@ func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable
 	return dst, nil
 }
 
-// PreemptSeq preempts one sequence chosen by the caller, in recompute mode: it releases
-// every group's blocks (the cached ones stay cached) and forgets the sequence, as Finish.
-// Swap mode fails with blocktable.ErrNoHostPool (see Preempt).
+// PreemptSeq preempts one sequence chosen by the caller: it releases every group's blocks
+// (the cached ones stay cached) and forgets the sequence, as Finish. In Swap mode (lower
+// tiers only; else blocktable.ErrNoHostPool) the blocks only it holds are demoted into
+// tier 1 first, and the Manager keeps its tokens for Resume (see Preempt).
 func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (blocktable.Preempted, error) {
 	s, ok := m.lookup(id)
 	if !ok {
@@ -224,12 +227,17 @@ func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (
 	switch mode {
 	case blocktable.Recompute:
 	case blocktable.Swap:
-		return blocktable.Preempted{}, seqErr("preempt", id, blocktable.ErrNoHostPool)
+		if m.st.tiers == nil {
+			return blocktable.Preempted{}, seqErr("preempt", id, blocktable.ErrNoHostPool)
+		}
 	default:
 		return blocktable.Preempted{}, seqErr("preempt", id, errInvalid)
 	}
 	before := m.st.free()
 	v := blocktable.Preempted{Seq: id, Mode: mode, Tokens: len(s.tokens)}
+	if mode == blocktable.Swap {
+		m.swapOut(s)
+	}
 	m.releaseAll(s)
 	if len(m.copies) > 0 {
 		m.dropStaleCopies()

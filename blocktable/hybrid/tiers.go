@@ -1,0 +1,345 @@
+package hybrid
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// Lower tiers (Config.Tiers), for maintainers. The tree keeps the lower tiers' books
+// (prefix.GroupTree.SetTiers: slots, policies, plans, copies between lower tiers); the
+// store keeps the device's side, since it owns the free queue and sees the hits: it holds
+// one reference on a device block for each copy that reads or fills it, starts the
+// device's copies into tier 1 by tier 1's write policy (write-through when a block is
+// cached, after N hits, write-back ahead of need: the first FreeTarget blocks of the free
+// queue, its next victims, are demoted before an allocation reaches them), and evicts a
+// demoted block once its copy is confirmed, to the queue's front.
+//
+// A lookup finds the device hit first (the fixed point over the device's lists), then the
+// longest hit every group can serve with the blocks past the device hit read from the
+// lower tiers (cachedView.devUnits): full attention needs every block, a sliding window
+// only those inside its window, Mamba only the state at the hit. Those blocks are loaded
+// into blocks the sequence owns, which are cached only once the load completes: until
+// then no other sequence can hit KV that is not there yet. Mamba groups in align mode
+// take no lower-tier hits.
+
+// tierState is the device's side of the lower tiers.
+type tierState struct {
+	write      prefix.WritePolicy // tier 1's
+	hitsN      uint32
+	freeTarget int
+	demote     []bool // per block: a write-back demotion in flight
+	demoting   int
+	hits       []uint32 // per block: hits since it was cached (WriteAfterHits)
+	hitQueue   []blocks.ID
+	ahead      []blocks.ID
+	done       []blocks.ID
+	loads      []prefix.GroupLoad
+}
+
+func newTierState(c *prefix.TierConfig, numBlocks int) *tierState {
+	return &tierState{write: c.Tiers[0].Write, hitsN: c.Tiers[0].Hits, freeTarget: c.FreeTarget,
+		demote: make([]bool, numBlocks), hits: make([]uint32, numBlocks)}
+}
+
+// prepareStore prepares the copy of cached block b into tier 1 and holds b for it (a
+// queued block leaves the queue); demote marks it to leave the device once copied.
+func (s *store) prepareStore(b blocks.ID, demote bool) bool {
+	if !s.t.PrepareStore(b) {
+		return false
+	}
+	must(s.q.Retain(b))
+	if ts := s.tiers; demote && !ts.demote[b] {
+		ts.demote[b] = true
+		ts.demoting++
+	}
+	return true
+}
+
+// cachedRun runs tier 1's write policy for blocks just cached.
+func (s *store) cachedRun(ids []blocks.ID) {
+	ts := s.tiers
+	through := ts.write == prefix.WriteThrough || ts.write == prefix.WriteAfterHits && ts.hitsN <= 1
+	for _, b := range ids {
+		if b == blocks.NullID || !s.t.IsCached(b) {
+			continue
+		}
+		ts.hits[b] = 0
+		if through {
+			s.prepareStore(b, false)
+		}
+	}
+}
+
+// hitRun counts a hit on each of ids (WriteAfterHits): a block reaching the threshold is
+// stored by the next TakePlans (reserving a slot now could evict a block an admission
+// found in the tier and is about to load).
+func (s *store) hitRun(ids []blocks.ID) {
+	ts := s.tiers
+	if ts.write != prefix.WriteAfterHits {
+		return
+	}
+	for _, b := range ids {
+		if b == blocks.NullID {
+			continue
+		}
+		if ts.hits[b]++; ts.hits[b] == ts.hitsN {
+			ts.hitQueue = append(ts.hitQueue, b)
+		}
+	}
+}
+
+// startStores starts the copies TakePlans hands out with the tree's: blocks that reached
+// the hit threshold, then write-back demotions of the free queue's next victims.
+func (s *store) startStores() {
+	ts := s.tiers
+	for _, b := range ts.hitQueue {
+		if s.t.IsCached(b) && ts.hits[b] >= ts.hitsN {
+			s.prepareStore(b, false)
+		}
+	}
+	ts.hitQueue = ts.hitQueue[:0]
+	if ts.freeTarget == 0 || ts.write != prefix.WriteBack {
+		return
+	}
+	left := ts.freeTarget - ts.demoting
+	buf := ts.ahead[:0]
+	for b := range s.q.All() {
+		if left <= 0 {
+			break
+		}
+		left--
+		if e, ok := s.t.Entry(b); ok && !s.t.HeldBelow(e.Node, e.Group) {
+			buf = append(buf, b)
+		}
+	}
+	for _, b := range buf {
+		s.prepareStore(b, true)
+	}
+	ts.ahead = buf[:0]
+}
+
+// transferDone drops the reference a completed copy held on device block b (a store's
+// source, a load's destination). A demoted block only the copy held leaves the device
+// once copied, to the queue's front, uncached; if the copy failed it stays cached, the
+// queue's next victim.
+func (s *store) transferDone(b blocks.ID, store, ok bool) {
+	ts := s.tiers
+	if store && ts.demote[b] {
+		ts.demote[b] = false
+		ts.demoting--
+		if s.ref(b) == 1 {
+			if ok && s.t.IsCached(b) {
+				s.evict(b)
+			}
+			must(s.q.ReleaseToFront(b))
+			return
+		}
+	}
+	s.release(b)
+}
+
+// AdmitResult says what AdmitTiered did.
+type AdmitResult struct {
+	// Hit is the device hit in tokens: KV the sequence shares and must not compute.
+	Hit int
+	// LoadTokens are the tokens after Hit that lower tiers hold: the sequence's own blocks
+	// for them are being loaded (transfer Load, which TakePlans hands out). The caller
+	// computes neither Hit nor these tokens, and runs the sequence once CompleteTransfer
+	// confirms the load; if it fails, it computes them after all (CompleteTransfer says).
+	LoadTokens int
+	// Load names the load transfer, 0 when LoadTokens is 0.
+	Load prefix.TransferID
+	// Tiers counts the blocks, over all groups, the sequence takes from each tier:
+	// Blocks[Device] shared from the device, the others loaded (their sum is Lower).
+	Tiers prefix.TierHit
+}
+
+// LoadDone says what completing a transfer meant for the Manager's sequences (as
+// blocktable.LoadDone).
+type LoadDone = blocktable.LoadDone
+
+// hitLower is the longest hit every group can serve with the blocks past the device hit
+// read from the lower tiers.
+func (m *Manager) hitLower(s *seq, limit, hit int) int {
+	m.view.devUnits = hit / m.unit
+	h := m.hit(s, limit)
+	m.view.devUnits = noLowerUnits
+	return h
+}
+
+// noLowerUnits is cachedView.devUnits for a lookup of the device alone.
+const noLowerUnits = int(^uint(0) >> 1)
+
+// lowerCached reports whether a lower tier holds block n of every group of the view's
+// kind (no Mamba align group takes one).
+func (v *cachedView) lowerCached(n prefix.Node) bool {
+	for _, g := range v.kind {
+		if v.align[g] || v.st.t.LowerTier(n, g) == prefix.Device {
+			return false
+		}
+	}
+	return true
+}
+
+// deviceEnd is where group g's device blocks end in a hit of full tokens whose first hit
+// tokens are on the device: past it, up to full/bs, the blocks are loaded.
+func (m *Manager) deviceEnd(g, hit, full int) int {
+	hb := full / m.bs[g]
+	skip := min(m.specs[g].Skipped(full)/m.bs[g], hb)
+	if full == hit {
+		return hb
+	}
+	return max(skip, hit/m.bs[g])
+}
+
+// prepareLoad prepares the load of s's blocks from the device hit to full tokens.
+func (m *Manager) prepareLoad(s *seq, hit, full int, r *AdmitResult) {
+	ts := m.st.tiers
+	lds := ts.loads[:0]
+	for g := range m.specs {
+		if !m.participates(g) {
+			continue
+		}
+		for i := m.deviceEnd(g, hit, full); i < full/m.bs[g]; i++ {
+			n := s.path[(i+1)*m.k[g]-1]
+			lds = append(lds, prefix.GroupLoad{Node: n, Group: g, Dst: s.tables[g][i]})
+			r.Tiers.Blocks[m.st.t.LowerTier(n, g)]++
+			r.Tiers.Lower++
+		}
+	}
+	ts.loads = lds
+	id, err := m.st.t.PrepareLoad(lds)
+	if err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: hybrid: preparing the load the lookup found: %v", err))
+	}
+	for _, ld := range lds {
+		must(m.st.q.Retain(ld.Dst))
+	}
+	s.loading, s.loadFrom, s.loadTo = id, hit, full
+	if m.loads == nil {
+		m.loads = make(map[prefix.TransferID]blocktable.SeqID)
+	}
+	m.loads[id] = s.id
+	r.Load, r.LoadTokens = id, full-hit
+}
+
+// TakePlans appends the transfer plans to dst (the tree's, after the device's stores: the
+// demotions below Config.Tiers.FreeTarget, write-through and hit-threshold copies, and the
+// loads of admitted sequences), and returns dst. The server executes them and confirms
+// each with CompleteTransfer, as blocktable.Manager's. Without tiers it returns dst.
+func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
+	if m.st.tiers == nil {
+		return dst
+	}
+	m.st.startStores()
+	return m.st.t.TakePlans(dst)
+}
+
+// CompleteTransfer confirms transfer id with the server's outcome: the copy's device
+// blocks are handed back (a demoted block leaves the device once copied). For a
+// sequence's load, ok caches its loaded blocks; failed evicts the keys from their tiers
+// and leaves the blocks the sequence's own, for it to compute (LoadDone.ComputeTokens),
+// and caches them as admission would have. A sequence finished or preempted while its
+// load was in flight is simply gone: its blocks return to the free queue here. It fails
+// with prefix.ErrNoTiers without tiers and prefix.ErrUnknownTransfer for an unknown id,
+// changing nothing.
+func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, error) {
+	ts := m.st.tiers
+	if ts == nil {
+		return LoadDone{}, prefix.ErrNoTiers
+	}
+	r, dev, err := m.st.t.CompleteTransfer(id, ok, ts.done[:0])
+	if err != nil {
+		return LoadDone{}, err
+	}
+	ts.done = dev
+	for _, b := range dev {
+		m.st.transferDone(b, r.Kind == prefix.Store, ok)
+	}
+	done := LoadDone{Result: r}
+	if seqID, found := m.loads[id]; found {
+		delete(m.loads, id)
+		if s, live := m.seqs[seqID]; live && s.loading == id {
+			s.loading = 0
+			done.Seq, done.Loaded = seqID, true
+			tokens := uint64(s.loadTo - s.loadFrom)
+			if ok && !s.loadResumed {
+				m.tierCounts.LoadedTokens += tokens
+			} else if !ok {
+				done.ComputeTokens = int(tokens)
+				m.tierCounts.LoadFailedTokens += tokens
+			}
+			m.commit(s, s.computed)
+		}
+	}
+	if invariant.Enabled {
+		invariant.Check(m.CheckInvariants)
+	}
+	return done, nil
+}
+
+// TierCounts are the Manager's counters of its lower tiers, beside prefix.TierStats.
+type TierCounts struct {
+	// LoadedTokens and LoadFailedTokens count the tokens of loads from lower tiers that
+	// completed ok (for admissions that are not Resumed) and that failed.
+	LoadedTokens, LoadFailedTokens uint64
+	// SwapOuts and SwapIns count the sequences Swap preemption put into the tiers and
+	// Resume brought back.
+	SwapOuts, SwapIns uint64
+}
+
+// TierCounts returns the lower tiers' counters.
+func (m *Manager) TierCounts() TierCounts { return m.tierCounts }
+
+// PendingTransfers is the number of transfers prepared and not yet completed.
+func (m *Manager) PendingTransfers() int { return m.st.t.PendingTransfers() }
+
+// TierStats returns tier t's counters (prefix.TierStats; the zero value for a tier the
+// Manager lacks). The device's Pending is the blocks being demoted.
+func (m *Manager) TierStats(t prefix.Tier) prefix.TierStats {
+	st := m.st.t.TierStatsOf(t)
+	if t == prefix.Device && m.st.tiers != nil {
+		st.Pending = m.st.tiers.demoting
+	}
+	return st
+}
+
+// NumTiers is the number of tiers, the device included (1 without Config.Tiers).
+func (m *Manager) NumTiers() int { return m.st.t.NumTiers() }
+
+// Loading returns the load transfer sequence id waits for (0: none).
+func (m *Manager) Loading(id blocktable.SeqID) (prefix.TransferID, error) {
+	s, ok := m.lookup(id)
+	if !ok {
+		return 0, seqErr("loading", id, errUnknown)
+	}
+	return s.loading, nil
+}
+
+// checkTiers verifies the device's side of the tiers: demotions counted, each held by a
+// copy, and every loading sequence filed under its transfer.
+func (m *Manager) checkTiers() error {
+	ts := m.st.tiers
+	n := 0
+	for b, d := range ts.demote {
+		if d {
+			n++
+			if m.st.t.TransferRefs(blocks.ID(b)) == 0 {
+				return fmt.Errorf("block %d is being demoted with no copy in flight", b)
+			}
+		}
+	}
+	if n != ts.demoting {
+		return fmt.Errorf("%d blocks flagged demoting, counted %d", n, ts.demoting)
+	}
+	for id, s := range m.seqs {
+		if s.loading != 0 && m.loads[s.loading] != id {
+			return fmt.Errorf("seq %d waits for load %d, filed under seq %d", id, s.loading, m.loads[s.loading])
+		}
+	}
+	return nil
+}

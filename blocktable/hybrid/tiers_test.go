@@ -1,0 +1,141 @@
+package hybrid_test
+
+import (
+	"testing"
+
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/stretchr/testify/require"
+)
+
+// tiered is full attention and a 4-token window over 12 usable blocks, with a host tier.
+func tiered(t *testing.T, spec prefix.TierSpec, freeTarget int) *hybrid.Manager {
+	t.Helper()
+	spec.Medium = prefix.MediumCPU
+	m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
+		hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 4},
+	}, NumBlocks: 13, Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{spec}, BlockBytes: 64, FreeTarget: freeTarget}})
+	require.NoError(t, err)
+	return m
+}
+
+// completeAll takes every plan and completes it with ok, returning the loads' outcomes.
+func completeAll(t *testing.T, m *hybrid.Manager, ok bool) []hybrid.LoadDone {
+	t.Helper()
+	var out []hybrid.LoadDone
+	seen := map[prefix.TransferID]bool{}
+	for _, p := range m.TakePlans(nil) {
+		if seen[p.ID] {
+			continue
+		}
+		seen[p.ID] = true
+		d, err := m.CompleteTransfer(p.ID, ok || p.Kind == prefix.Store)
+		require.NoError(t, err)
+		if d.Loaded {
+			out = append(out, d)
+		}
+		require.NoError(t, m.CheckInvariants())
+	}
+	return out
+}
+
+// A prefix written through to the host and evicted from the device is found there again:
+// full attention loads every block, the window only the block inside it; a failed load
+// evicts the keys and the sequence computes the span.
+func TestHybridTierLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ok      bool
+		compute int
+	}{{"ok", true, 0}, {"failed", false, 16}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteThrough}, 0)
+			p1 := seqTokens(17, 0)
+			_, err := m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+			require.NoError(t, err)
+			require.Empty(t, completeAll(t, m, true))
+			require.Equal(t, 8, m.TierStats(1).Resident, "4 full blocks of each group")
+			require.NoError(t, m.Finish(1))
+			_, err = m.Admit(2, &hybrid.Request{Prompt: seqTokens(24, 1000), MaxTokens: 24}) // evicts all of 1's
+			require.NoError(t, err)
+			completeAll(t, m, true)
+			require.NoError(t, m.Finish(2))
+			require.Zero(t, m.Match(p1), "nothing of 1 on the device")
+
+			r, err := m.AdmitTiered(3, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+			require.NoError(t, err)
+			require.Equal(t, 0, r.Hit)
+			require.Equal(t, 16, r.LoadTokens)
+			require.Equal(t, 5, r.Tiers.Lower, "4 full-attention blocks and the window's last")
+			require.Equal(t, 5, r.Tiers.Blocks[1])
+			id, err := m.Loading(3)
+			require.NoError(t, err)
+			require.Equal(t, r.Load, id)
+			require.Zero(t, m.Match(p1), "loading blocks are not cached yet")
+			done := completeAll(t, m, tc.ok)
+			require.Len(t, done, 1)
+			require.Equal(t, blocktable.SeqID(3), done[0].Seq)
+			require.Equal(t, tc.compute, done[0].ComputeTokens)
+			require.Equal(t, 16, m.Match(p1), "cached once the load completed (or computed)")
+			if !tc.ok {
+				require.Equal(t, uint64(5), m.TierStats(1).LoadFailed)
+				require.Equal(t, uint64(16), m.TierCounts().LoadFailedTokens)
+			} else {
+				require.Equal(t, uint64(16), m.TierCounts().LoadedTokens)
+			}
+			require.NoError(t, m.Finish(3))
+			completeAll(t, m, true)
+			require.Equal(t, 12, m.Stats().Free, "nothing leaked")
+			require.NoError(t, m.CheckInvariants())
+		})
+	}
+}
+
+// Swap preemption demotes the victim's blocks into the host; Resume loads them back.
+func TestHybridTierSwap(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteBack}, 0)
+	p1 := seqTokens(17, 0)
+	_, err := m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+	require.NoError(t, err)
+	v, err := m.PreemptSeq(1, blocktable.Swap)
+	require.NoError(t, err)
+	require.Equal(t, 2, v.Freed, "the partial blocks; the 8 cached ones wait for their copies")
+	require.True(t, m.Swapped(1))
+	_, err = m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+	require.ErrorIs(t, err, blocktable.ErrDuplicateSeq)
+	completeAll(t, m, true)
+	require.Equal(t, 12, m.Stats().Free)
+	require.Zero(t, m.Match(p1), "demoted: off the device")
+	r, err := m.Resume(1)
+	require.NoError(t, err)
+	require.Equal(t, 16, r.LoadTokens)
+	require.False(t, m.Swapped(1))
+	require.Len(t, completeAll(t, m, true), 1)
+	require.NoError(t, m.Finish(1))
+	require.Equal(t, hybrid.TierCounts{LoadedTokens: 0, SwapOuts: 1, SwapIns: 1}, m.TierCounts(), "a resumed load is not counted as a hit")
+	require.Equal(t, 12, m.Stats().Free)
+}
+
+// Write-back ahead of need: below the free-block watermark, the free queue's next
+// victims are copied down and leave the device once copied, so no allocation waits.
+func TestHybridTierDemoteAhead(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteBack}, 12)
+	p1 := seqTokens(17, 0)
+	_, err := m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(1))
+	plans := m.TakePlans(nil)
+	require.Len(t, plans, 1)
+	require.Equal(t, 8, plans[0].Blocks)
+	require.Equal(t, int64(8*64), plans[0].Bytes)
+	require.Equal(t, 8, m.TierStats(prefix.Device).Pending)
+	require.Equal(t, 4, m.Stats().Free, "blocks in flight are unavailable")
+	require.NoError(t, m.CheckInvariants())
+	_, err = m.CompleteTransfer(plans[0].ID, true)
+	require.NoError(t, err)
+	require.Equal(t, 12, m.Stats().Free)
+	require.Zero(t, m.Match(p1))
+	require.Equal(t, 8, m.TierStats(1).Resident)
+	require.NoError(t, m.CheckInvariants())
+}

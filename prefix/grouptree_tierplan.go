@@ -1,0 +1,191 @@
+package prefix
+
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// PrepareStore prepares the copy of device block b into tier 1 (a write-through copy, a
+// demotion, a swap), for the (node, group) b is cached for, unless a lower tier already
+// holds or receives that entry or tier 1 has no room. It reports whether it prepared the
+// copy; the owner then holds one more reference on b (TransferRefs) until
+// CompleteTransfer hands b back, so that b is neither evicted nor reused meanwhile.
+// TakePlans hands the copy out.
+func (t *GroupTree) PrepareStore(b blocks.ID) bool {
+	ts := t.tiers
+	if ts == nil {
+		return false
+	}
+	e, ok := t.Entry(b)
+	if !ok || t.HeldBelow(e.Node, e.Group) {
+		return false
+	}
+	s, ok := t.reserveSlot(1, e.Node, e.Group)
+	if !ok {
+		return false
+	}
+	ts.devRefs[b]++
+	ts.queue = append(ts.queue, tierOp{from: Device, to: 1, src: int32(b), dst: s})
+	return true
+}
+
+// GroupLoad is one block of a load: group Group's block at node Node, from the fastest
+// lower tier holding it, into device block Dst.
+type GroupLoad struct {
+	Node  Node
+	Group int
+	Dst   blocks.ID
+}
+
+// PrepareLoad prepares the promotion of loads' blocks into their device blocks, which
+// the owner holds, has not cached, and holds once more for the load until
+// CompleteTransfer hands them back: the sources stay pinned in their tiers, and TakePlans
+// hands the load out as one Plan per source tier, all with the returned ID. It fails,
+// changing nothing, with ErrNoTiers without tiers, ErrInvalidArgument for no loads or a
+// destination out of the pool, cached, named twice or already a load's, and ErrNotCached
+// for a (node, group) no lower tier holds.
+func (t *GroupTree) PrepareLoad(loads []GroupLoad) (TransferID, error) {
+	ts := t.tiers
+	if ts == nil {
+		return 0, ErrNoTiers
+	}
+	if len(loads) == 0 {
+		return 0, fmt.Errorf("%w: nothing to load", ErrInvalidArgument)
+	}
+	var err error
+	i := 0
+	for ; i < len(loads); i++ {
+		ld := loads[i]
+		d := ld.Dst
+		switch {
+		case uint(d)-1 >= uint(len(ts.devRefs))-1 || t.IsCached(d) || ts.devRefs[d] != 0:
+			err = &BlockError{Op: "prepare load", ID: d, Err: ErrInvalidArgument}
+		case !t.isPrefixNode(ld.Node) || t.LowerTier(ld.Node, ld.Group) == Device:
+			err = &BlockError{Op: "prepare load", ID: d, Err: ErrNotCached}
+		}
+		if err != nil {
+			break
+		}
+		ts.devRefs[d] = -1 // named once; a destination's devRefs is 0 until it loads
+	}
+	for _, ld := range loads[:i] {
+		ts.devRefs[ld.Dst] = 0
+	}
+	if err != nil {
+		return 0, err
+	}
+	r := ts.newPlan(Load)
+	for _, ld := range loads {
+		tier := t.LowerTier(ld.Node, ld.Group)
+		s := ts.lv[tier-1].at[int(ld.Node)*t.ng+ld.Group] - 1
+		t.pinSlot(tier, s)
+		r.ops = append(r.ops, tierOp{from: tier, to: Device, src: s, dst: int32(ld.Dst)})
+		ts.devRefs[ld.Dst]++
+	}
+	sortOpsByTier(r.ops)
+	ts.ready = append(ts.ready, r)
+	return r.id, nil
+}
+
+// TakePlans appends to dst every transfer prepared since the last call as plans (stores
+// into each tier coalesced into runs, then the loads), and returns dst. The owner starts
+// its device-side stores (write-back ahead of need, hits) before calling it. Plans' Runs
+// stay valid until their transfer completes.
+func (t *GroupTree) TakePlans(dst []Plan) []Plan {
+	ts := t.tiers
+	if ts == nil {
+		return dst
+	}
+	dst = ts.flushStores(dst, ts.cfg.BlockBytes, &ts.stats, t.matchSlots)
+	return ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
+}
+
+// matchSlots gives ops (stores into one tier, sorted by source) their reserved slots in
+// ascending order, so that consecutive sources land in consecutive slots: the slots are
+// pending reservations alike, so which (node, group) takes which is free to choose.
+func (t *GroupTree) matchSlots(ops []tierOp) {
+	ts := t.tiers
+	l := &ts.lv[ops[0].to-1]
+	slots := sortedDst(ts.slotBuf[:0], ops)
+	nodes, grps := ts.nodeBuf[:0], ts.grpBuf[:0]
+	for _, op := range ops {
+		nodes, grps = append(nodes, l.node[op.dst]), append(grps, l.group[op.dst])
+	}
+	for i := range ops {
+		s := slots[i]
+		ops[i].dst = s
+		l.node[s], l.group[s] = nodes[i], grps[i]
+		l.at[int(nodes[i])*t.ng+int(grps[i])] = s + 1
+	}
+	ts.slotBuf, ts.nodeBuf, ts.grpBuf = slots, nodes, grps
+}
+
+// CompleteTransfer confirms transfer id with the server's outcome, and appends to dev the
+// device blocks the transfer held (a store's sources, a load's destinations), whose
+// reference the owner now releases. ok: a store's destination holds the block; a load's
+// destinations hold the KV (the owner caches them). Failed: a store's destination is
+// dropped; a load's source keys are evicted from their tiers, and the owner computes those
+// blocks. A load completed before TakePlans handed it out is cancelled. An unknown id fails
+// with ErrUnknownTransfer and changes nothing.
+func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (TransferResult, []blocks.ID, error) {
+	ts := t.tiers
+	if ts == nil {
+		return TransferResult{}, dev, ErrNoTiers
+	}
+	r, found := ts.takePlan(id)
+	if !found {
+		return TransferResult{}, dev, fmt.Errorf("%w: %d", ErrUnknownTransfer, id)
+	}
+	res := TransferResult{Kind: r.kind, Blocks: len(r.ops), OK: ok}
+	if len(r.ops) > 0 {
+		res.From, res.To = r.ops[0].from, r.ops[0].to
+	}
+	bb := uint64(ts.cfg.BlockBytes)
+	for _, op := range r.ops {
+		countDone(&ts.stats, r.kind, op, ok, bb)
+		switch {
+		case r.kind == Store && ok:
+			t.slotResidentNow(op.to, op.dst)
+		case r.kind == Store:
+			t.dropSlot(op.to, op.dst)
+		case ok:
+			ts.lv[op.from-1].touched[op.src] = ts.clock.Tick()
+		default:
+			t.failSlot(op.from, op.src)
+		}
+		switch {
+		case r.kind == Load:
+			t.unpinSlot(op.from, op.src)
+			ts.devRefs[op.dst]--
+			dev = append(dev, blocks.ID(op.dst))
+		case op.from == Device:
+			ts.devRefs[op.src]--
+			dev = append(dev, blocks.ID(op.src))
+		default:
+			t.unpinSlot(op.from, op.src)
+		}
+	}
+	ts.recycle(r)
+	return res, dev, nil
+}
+
+// countDone counts one block of a completed transfer in stats: a store into its
+// destination tier (and out of its source), a load out of its source tier (and into the
+// device), or the failure of either.
+func countDone(stats *[MaxTiers]TierStats, kind TransferKind, op tierOp, ok bool, bb uint64) {
+	switch {
+	case kind == Store && ok:
+		stats[op.to].Stored++
+		stats[op.to].BytesIn += bb
+		stats[op.from].BytesOut += bb
+	case kind == Store:
+		stats[op.to].StoreFailed++
+	case ok:
+		stats[op.from].Loaded++
+		stats[op.from].BytesOut += bb
+		stats[Device].BytesIn += bb
+	default:
+		stats[op.from].LoadFailed++
+	}
+}
