@@ -37,10 +37,14 @@ import (
 // Missing or unusable fields give a *FieldError naming the field (wrapping
 // ErrMissingField or ErrBadConfig). Defaults taken are listed in the spec's Notes. The
 // parameter count is not in config.json: set Params (or WeightBytes) to size the weights.
-// A config over MaxConfigBytes is refused unread; encoding/json bounds the nesting depth.
+// A config over MaxConfigBytes is refused unread, one nesting deeper than MaxConfigDepth
+// with ErrConfigTooDeep before it is decoded.
 func ParseHFConfig(data []byte) (ModelSpec, error) {
 	if len(data) > MaxConfigBytes {
 		return ModelSpec{}, fmt.Errorf("%w: config.json is %d bytes, over the %d a config.json can need", ErrBadConfig, len(data), MaxConfigBytes)
+	}
+	if err := checkDepth(data); err != nil {
+		return ModelSpec{}, err
 	}
 	var root map[string]any
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -73,6 +77,41 @@ func ParseHFConfig(data []byte) (ModelSpec, error) {
 // kilobytes (Llama 4 Scout's, among the largest, under 2 KiB); a reader of a file should
 // stop at MaxConfigBytes+1 bytes rather than load a hostile file whole.
 const MaxConfigBytes = 1 << 20
+
+// MaxConfigDepth bounds how deeply a config.json ParseHFConfig reads nests objects and
+// arrays. Published configs nest 2 or 3 levels (a compressed-tensors quantization_config
+// about 5); encoding/json alone accepts 10,000, a recursion and a map or slice per level.
+const MaxConfigDepth = 64
+
+// checkDepth refuses data whose brackets outside strings nest deeper than MaxConfigDepth:
+// one pass over at most MaxConfigBytes, no allocation. Whether data is JSON at all is
+// left to the decoder; a stray closing bracket never takes the count below 0.
+func checkDepth(data []byte) error {
+	depth, inString := 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte, a quote among them
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > MaxConfigDepth {
+				return fmt.Errorf("%w: more than %d levels at byte %d", ErrConfigTooDeep, MaxConfigDepth, i)
+			}
+		case '}', ']':
+			depth = max(depth-1, 0)
+		}
+	}
+	return nil
+}
 
 type hfConfig struct {
 	root  map[string]any

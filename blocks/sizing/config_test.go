@@ -245,6 +245,10 @@ func FuzzParseHFConfig(f *testing.F) {
 	}
 	f.Add([]byte(`{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8}`))
 	f.Add([]byte(`{"text_config": {"num_hidden_layers": 2e9, "num_attention_heads": 4, "head_dim": 1}}`))
+	// Nesting at and past MaxConfigDepth, and brackets in a string.
+	f.Add([]byte(validWith(nested(MaxConfigDepth-1, true))))
+	f.Add([]byte(validWith(nested(MaxConfigDepth, false))))
+	f.Add([]byte(validWith(`"\"` + strings.Repeat("[", 100) + `"`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseHFConfig(data)
 		if err != nil {

@@ -30,6 +30,10 @@ var (
 	ErrInvalidArgument = errors.New("sizing: invalid argument")
 )
 
+// ErrConfigTooDeep: a model config whose objects and arrays nest more than MaxConfigDepth
+// levels. It wraps ErrBadConfig.
+var ErrConfigTooDeep = fmt.Errorf("%w: nested too deeply", ErrBadConfig)
+
 // SizeError says which input failed to parse as a size and why. It wraps ErrBadSize.
 type SizeError struct {
 	Input  string
