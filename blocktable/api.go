@@ -17,7 +17,7 @@ type SeqID uint64
 
 // CopyOp is one block copy the server must execute on the device before the step that
 // uses Dst: copy-on-write after a fork (Src is the shared block, Dst the sequence's new
-// private copy), or one leg of a swap (device to host, or host to device).
+// private copy).
 type CopyOp struct {
 	Src, Dst blocks.ID
 }
@@ -30,11 +30,13 @@ const (
 	// index, so readmission re-hits them unless they were evicted) and forgets the
 	// sequence: the scheduler admits it again later with its prompt and generated tokens.
 	Recompute PreemptMode = iota
-	// Swap copies every block of the victim to the host pool (Config.HostPool), releases
-	// its device blocks and keeps the sequence, swapped out, until SwapIn brings it back.
-	// Without a host pool, over an index with lower tiers (prefix.WithTiers), it demotes
-	// the victim's blocks through the tiers' transfer plans instead, and Resume brings it
-	// back (tiers.go).
+	// Swap keeps the victim's KV in the index's lower tiers and the sequence, swapped
+	// out, until Resume brings it back: its full blocks are held in the tiers
+	// (prefix.Index.Hold), copied into tier 1 through the tiers' transfer plans where no
+	// lower tier has them yet, and its device blocks are released (see tiers.go). It needs
+	// an index built prefix.WithTiers (without one, Swap fails with ErrSwapNeedsTiers): the
+	// tiers are kvpage's only host memory. A server without prefix sharing builds that
+	// index anyway, with a host tier; its prompts are simply rarely shared.
 	Swap
 )
 
@@ -64,8 +66,6 @@ type Config struct {
 	// prefix.WithClock). The Manager stamps each admission with Tick, which orders
 	// arrivals for preemption. Nil means a private evict.Counter.
 	Clock evict.Clock
-	// HostPool stands for host memory in Swap mode. Nil disables swapping.
-	HostPool *blocks.Pool
 	// FullPromptHit lets a prefix hit cover the whole prompt. By default a hit is capped so
 	// that at least one prompt token is left to compute, as vLLM caps it at len-1: the
 	// model needs the last prompt token's logits.
@@ -158,12 +158,16 @@ type Preempted struct {
 	// Tokens is the victim's length when preempted (what recompute mode will compute
 	// again, minus any prefix hit at readmission).
 	Tokens int
-	// Freed is how many blocks became available (free or reclaimable) on the device.
+	// Freed is how many blocks became available (free or reclaimable) on the device at
+	// once.
 	Freed int
-	// SwapOut is the copy plan of a swap, {Src: device block, Dst: host block} per block
-	// of the victim's table, in table order. The server executes it before reusing the
-	// device blocks. SwapIn returns the reverse plan.
-	SwapOut []CopyOp
+	// Awaiting is how many more become available once the victim's copies into the lower
+	// tiers (Swap mode) are done: its demoted blocks, and the cached blocks above them that
+	// they keep in the tree. They count as unavailable until then: until TakePlans hands
+	// their plans out under TierConfig.StreamOrdered, until CompleteTransfer confirms
+	// them otherwise. Freed + Awaiting is what the victim's release frees, the figure
+	// Preempt counts against Need. 0 in Recompute mode.
+	Awaiting int
 }
 
 // SeqState is a sequence's lifecycle state.
@@ -172,7 +176,8 @@ type SeqState uint8
 const (
 	// Running sequences hold device blocks and can grow.
 	Running SeqState = iota + 1
-	// Swapped sequences hold host blocks only; SwapIn brings them back.
+	// Swapped sequences hold no device block, only their tokens and a hold on their KV
+	// in the lower tiers; Resume brings them back.
 	Swapped
 )
 
@@ -210,10 +215,12 @@ type Stats struct {
 	// Cached counts blocks in the prefix index; Evictable those that repeated leaf
 	// eviction can free now (the index's Reclaimable).
 	Cached, Evictable int
-	// HostInUse counts host blocks held by swapped sequences.
+	// HostInUse counts the lower-tier blocks held for swapped sequences
+	// (prefix.Index.HeldBlocks of their holds).
 	HostInUse int
 
-	// Admitted, Finished, Aborted, Forks, Preemptions, SwapIns count calls that succeeded.
+	// Admitted, Finished, Aborted, Forks, Preemptions, SwapIns (Resume) count calls that
+	// succeeded.
 	Admitted, Finished, Aborted, Forks, Preemptions, SwapIns uint64
 	// CopyOnWrites counts blocks copied on first write after a fork or truncation.
 	CopyOnWrites uint64

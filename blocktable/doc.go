@@ -37,8 +37,8 @@
 // block to the index as it fills (through a per-sequence prefix.Cursor, O(1) per block),
 // so concurrent requests hit it before the first finishes. Finish caches the full blocks
 // and releases everything; Abort releases without caching more. Preempt asks an
-// evict.Preemption policy for victims and releases them (Recompute) or copies them to a
-// host pool (Swap, with SwapIn to bring them back). A sequence preempted in Recompute
+// evict.Preemption policy for victims and releases them (Recompute) or keeps their KV in
+// the index's lower tiers (Swap, with Resume to bring them back; see below). A sequence preempted in Recompute
 // mode is forgotten; admitted again, it re-hits its own blocks unless they were evicted.
 // Preempt's accounting is exact: a victim's release counts what the pool and the index
 // would really make available (a cached block stays pinned while a block below it is
@@ -47,10 +47,18 @@
 // With an ordered policy (evict.OrderedPreemption: fcfs, priority, progress) a Preempt
 // costs what its victims hold, not what every running sequence holds.
 //
-// SwapIn takes again, from the index, the blocks of the sequence's committed prefix that
-// are still cached (no copy, no new block) and restores only the rest from the host, as
-// private copies; if part of its committed path was evicted meanwhile, the next commit
-// caches those copies again.
+// Swap preemption is the lower tiers' own mechanism (an index built prefix.WithTiers; there
+// is no second host pool): the victim's full blocks are held in the tiers
+// (prefix.Index.Hold), those no lower tier has yet copied into tier 1 through the tiers'
+// transfer plans (TakePlans, CompleteTransfer), and its device blocks released. A held
+// block is evicted from no tier until the sequence resumes, finishes or is aborted; only
+// a failed copy or a Reset drops it. Preempt refuses a swap tier 1 cannot take
+// (*prefix.TierFullError, nothing changed) and reports per victim what is free at once
+// (Preempted.Freed) and what frees once its copies are done (Preempted.Awaiting). Resume
+// admits the sequence again: its prefix is a device hit where the device still caches
+// it, a load from the tiers past that, and the partial last block is computed again. A
+// server without prefix sharing that wants Swap builds the index anyway, with a host
+// tier; without tiers Swap fails with ErrSwapNeedsTiers.
 //
 // A sliding window (Config.SlidingWindow) runs without a prefix index: New refuses both
 // together (ErrWindowWithIndex), since this Manager would never match a window's blocks.
@@ -61,7 +69,8 @@
 // # Errors
 //
 // Bad input and lack of memory return errors wrapping a sentinel (ErrUnknownSeq,
-// ErrDuplicateSeq, ErrNotRunning, blocks.ErrOutOfBlocks, ErrShortBuffer, ErrNoHostPool,
+// ErrDuplicateSeq, ErrNotRunning, blocks.ErrOutOfBlocks, ErrShortBuffer, ErrSwapNeedsTiers,
+// prefix.ErrTierFull,
 // ErrInvalidArgument, ErrTooLarge, ErrWindowWithIndex), tested with errors.Is, and leave every structure
 // exactly as it was. Every size, count and position is checked against the pool's
 // capacity in slots before any arithmetic on it: a request the pool could never hold

@@ -50,8 +50,8 @@ func (m *Manager) WriteState(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " nulls=%d reserved=%d committed=%d hit=%d priority=%d arrival=%d cows=%d",
 			s.t.nulls, s.t.Reserved(), s.committed(), s.hit, s.priority, s.arrival, s.t.cows)
-		if len(s.host) > 0 {
-			fmt.Fprintf(&b, " host=%v", s.host)
+		if s.state == Swapped && m.index != nil {
+			fmt.Fprintf(&b, " held=%d", m.index.HeldBlocks(s.hold))
 		}
 		b.WriteByte('\n')
 	}

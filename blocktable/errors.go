@@ -19,12 +19,18 @@ var (
 	ErrUnknownSeq = errors.New("blocktable: unknown sequence")
 	// ErrDuplicateSeq: the ID is already in use.
 	ErrDuplicateSeq = errors.New("blocktable: duplicate sequence")
-	// ErrNotRunning: the sequence is swapped out (or, for SwapIn, not swapped).
+	// ErrNotRunning: the sequence is swapped out (or, for Resume, not swapped).
 	ErrNotRunning = errors.New("blocktable: sequence not in the required state")
 	// ErrShortBuffer: a caller's slice cannot hold the result.
 	ErrShortBuffer = errors.New("blocktable: buffer too short")
-	// ErrNoHostPool: Swap mode without Config.HostPool.
-	ErrNoHostPool = errors.New("blocktable: no host pool for swapping")
+	// ErrSwapNeedsTiers: Swap mode without an index built prefix.WithTiers. Swap keeps a
+	// victim's KV in the index's lower tiers, kvpage's only host memory (Config.HostPool,
+	// a second pool beside them, is gone): build the index with a host tier, even without
+	// prefix sharing, or preempt in Recompute mode.
+	ErrSwapNeedsTiers = errors.New("blocktable: swap needs an index with lower tiers (prefix.WithTiers)")
+	// ErrNoHostPool is ErrSwapNeedsTiers under its former name, kept so that errors.Is
+	// tests written for it still match.
+	ErrNoHostPool = ErrSwapNeedsTiers
 	// ErrInvalidArgument: an empty prompt, a negative count, a position or length out of
 	// range, a bad configuration. It matches blocks.ErrInvalidArgument, as the
 	// invalid-argument errors of every package a server embeds do: one errors.Is test

@@ -15,11 +15,13 @@ import (
 // the fuzzer) and checks it against a reference model after every one:
 //
 //   - the model holds each sequence's tokens; the Manager must agree;
-//   - a fake device memory holds, per flat slot, the token written there. Every write the
-//     Manager allows goes through its slots, copy-on-writes and swaps are executed as a
-//     server would, and after each operation every position of every running sequence
-//     must read back its own token: no table ever points at another sequence's KV or at
-//     a block that was freed and reused, and every prefix hit really holds the prompt;
+//   - a fake device memory holds, per flat slot, the token written there, and a fake host
+//     memory per slot of the index's host tier. Every write the Manager allows goes
+//     through its slots, copy-on-writes and the tiers' plans (swaps, demotions, loads) are
+//     executed as a server would, and after each operation every position of every
+//     running sequence (but those whose load is in flight) must read back its own token:
+//     no table ever points at another sequence's KV or at a block that was freed and
+//     reused, and every prefix hit and every load really holds the prompt;
 //   - a failed operation leaves a deep snapshot of the state unchanged;
 //   - CheckInvariants holds (every refcount equals its holders) and, at the end, every
 //     block is back in the pool or the index.
@@ -27,7 +29,6 @@ type harness struct {
 	t      require.TestingT
 	m      *Manager
 	pool   *blocks.Pool
-	host   *blocks.Pool
 	index  *prefix.Index
 	bs     int
 	window int
@@ -41,6 +42,10 @@ type harness struct {
 	next         SeqID
 	lastAppend   map[SeqID]int // Len before the last append, for window checks
 	ops          int
+	// plans are the transfers handed out and not completed; loading the positions
+	// [from, to) of each sequence whose load is in flight.
+	plans   map[prefix.TransferID][]prefix.Plan
+	loading map[SeqID][2]int
 }
 
 type harnessConfig struct {
@@ -52,23 +57,25 @@ type harnessConfig struct {
 func newHarness(t require.TestingT, c harnessConfig) *harness {
 	pool, err := blocks.New(c.blocks, blocks.WithNullBlock())
 	require.NoError(t, err)
-	host, err := blocks.New(c.hostBlocks)
-	require.NoError(t, err)
 	clock := &evict.Counter{}
-	cfg := Config{Pool: pool, BlockSize: c.bs, HostPool: host, SlidingWindow: c.window, Clock: clock, Preemption: c.preemption}
+	cfg := Config{Pool: pool, BlockSize: c.bs, SlidingWindow: c.window, Clock: clock, Preemption: c.preemption}
 	var idx *prefix.Index
 	if c.index {
-		idx, err = prefix.New(pool, c.bs, prefix.WithClock(clock))
+		// Swap keeps its victims in the host tier (write-back, so that evicted prefixes go
+		// there too).
+		idx, err = prefix.New(pool, c.bs, prefix.WithClock(clock), prefix.WithTiers(prefix.TierConfig{
+			Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: c.hostBlocks}}, BlockBytes: 1,
+		}))
 		require.NoError(t, err)
 		cfg.Index = idx
 	}
 	m, err := New(cfg)
 	require.NoError(t, err)
 	h := &harness{
-		t: t, m: m, pool: pool, host: host, index: idx, bs: c.bs, window: c.window,
+		t: t, m: m, pool: pool, index: idx, bs: c.bs, window: c.window,
 		dev: make([]int32, c.blocks*c.bs), hostMem: make([]int32, c.hostBlocks*c.bs),
 		seqs: map[SeqID][]int32{}, swapped: map[SeqID]bool{}, ns: map[SeqID]int{},
-		lastAppend: map[SeqID]int{},
+		lastAppend: map[SeqID]int{}, plans: map[prefix.TransferID][]prefix.Plan{}, loading: map[SeqID][2]int{},
 	}
 	for i := range h.dev {
 		h.dev[i] = -1
@@ -124,7 +131,7 @@ func tokensFor(seed, n int) []int32 {
 type snapshotState struct {
 	Stats Stats
 	Refs  []int
-	Host  []int
+	Host  prefix.TierStats
 	Seqs  map[SeqID]SeqInfo
 	Toks  map[SeqID][]int32
 	Evict int
@@ -135,8 +142,8 @@ func (h *harness) snapshot() snapshotState {
 	for i := range h.pool.NumBlocks() {
 		s.Refs = append(s.Refs, h.pool.RefCount(blocks.ID(i)))
 	}
-	for i := range h.host.NumBlocks() {
-		s.Host = append(s.Host, h.host.RefCount(blocks.ID(i)))
+	if h.index != nil {
+		s.Host = h.index.TierStatsOf(1)
 	}
 	for id := range h.seqs {
 		info, err := h.m.Seq(id)
@@ -183,7 +190,11 @@ func (h *harness) verify() {
 			// Positions the next token attends to are kept; older ones may be gone.
 			first = max(0, h.lastAppend[id]-h.window+1)
 		}
+		ld := h.loading[id]
 		for pos := first; pos < len(toks); pos++ {
+			if pos >= ld[0] && pos < ld[1] {
+				continue // its load is in flight
+			}
 			slot, err := h.m.Slot(id, pos)
 			require.NoError(h.t, err, "seq %d pos %d", id, pos)
 			require.Equal(h.t, toks[pos], h.dev[slot], "seq %d pos %d reads another KV (slot %d)", id, pos, slot)
@@ -245,18 +256,19 @@ func (h *harness) apply(o op) {
 			h.failed(before, err, blocks.ErrOutOfBlocks, ErrDuplicateSeq, ErrTooLarge)
 			return
 		}
+		dry.Load = res.Load // a dry run prepares no transfer
 		require.Equal(h.t, dry, res)
 		require.Equal(h.t, 0, res.HitTokens%h.bs)
-		require.Less(h.t, res.HitTokens, len(prompt), "a hit leaves one token to compute")
+		require.Less(h.t, res.HitTokens+res.LoadTokens, len(prompt), "a hit leaves one token to compute")
 		h.next++
 		h.seqs[id] = slices.Clone(prompt)
 		h.ns[id] = ns
 		h.lastAppend[id] = 0
-		h.write(id, res.HitTokens, prompt[res.HitTokens:])
+		h.admitted(id, res)
 	case 2, 3: // append a decode step or a chunk, maybe with lookahead
 		id, ok := h.pick(false, o.a)
-		if !ok {
-			return
+		if _, loading := h.loading[id]; !ok || loading {
+			return // a server runs no step of a sequence whose KV is still loading
 		}
 		toks := tokensFor(o.b, 1+o.c%(h.bs+2))
 		if o.kind%numOps == 2 {
@@ -284,7 +296,7 @@ func (h *harness) apply(o op) {
 			child = id // duplicate: refused
 		}
 		if err := h.m.Fork(id, child); err != nil {
-			h.failed(before, err, ErrDuplicateSeq)
+			h.failed(before, err, ErrDuplicateSeq, ErrNotRunning) // a parent still loading
 			return
 		}
 		h.next++
@@ -293,7 +305,7 @@ func (h *harness) apply(o op) {
 		h.lastAppend[child] = h.lastAppend[id]
 	case 5: // truncate (rejected draft tokens)
 		id, ok := h.pick(false, o.a)
-		if !ok {
+		if _, loading := h.loading[id]; !ok || loading {
 			return
 		}
 		n := len(h.seqs[id]) - o.b%(h.bs+1)
@@ -334,27 +346,29 @@ func (h *harness) apply(o op) {
 		}
 		out, err := h.m.Preempt(PreemptRequest{Need: 1 + o.c%8, Mode: mode, Protect: protect}, nil)
 		if err != nil {
-			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge, ErrSwapNeedsTiers, prefix.ErrTierFull)
 			return
 		}
 		for _, p := range out {
 			require.NotContains(h.t, protect, p.Seq)
 			h.preempted(p)
 		}
-	case 9: // swap in
+	case 9: // resume a swapped sequence, or execute the transfers in flight
+		if o.b%2 == 0 {
+			h.transfers(o.c%5 != 4)
+			return
+		}
 		id, ok := h.pick(true, o.a)
 		if !ok {
 			return
 		}
-		plan, err := h.m.SwapIn(id, nil)
+		res, err := h.m.Resume(id)
 		if err != nil {
 			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
 			return
 		}
-		for _, c := range plan {
-			h.copyBlock(h.dev, c.Src, c.Dst, h.hostMem)
-		}
 		delete(h.swapped, id)
+		h.admitted(id, res)
 	case 10: // evict cached blocks, or preempt one chosen sequence
 		if o.b%2 == 0 && h.index != nil {
 			h.index.Evict(1 + o.c%4)
@@ -366,7 +380,7 @@ func (h *harness) apply(o op) {
 		}
 		p, err := h.m.PreemptSeq(id, PreemptMode(o.c%2))
 		if err != nil {
-			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge, ErrSwapNeedsTiers, prefix.ErrTierFull)
 			return
 		}
 		h.preempted(p)
@@ -375,10 +389,8 @@ func (h *harness) apply(o op) {
 
 func (h *harness) preempted(p Preempted) {
 	require.Equal(h.t, len(h.seqs[p.Seq]), p.Tokens)
+	delete(h.loading, p.Seq)
 	if p.Mode == Swap {
-		for _, c := range p.SwapOut {
-			h.copyBlock(h.hostMem, c.Src, c.Dst, h.dev)
-		}
 		h.swapped[p.Seq] = true
 		return
 	}
@@ -389,7 +401,61 @@ func (h *harness) preempted(p Preempted) {
 	h.forget(p.Seq)
 }
 
+// admitted writes what an admission (or a Resume) left id to compute: past its device
+// hit and its load, which lands when its transfer completes.
+func (h *harness) admitted(id SeqID, res AdmitResult) {
+	from := res.HitTokens + res.LoadTokens
+	if res.LoadTokens > 0 {
+		h.loading[id] = [2]int{res.HitTokens, from}
+	}
+	h.write(id, from, h.seqs[id][from:res.Tokens])
+}
+
+// transfers takes the plans and completes every transfer in flight with ok, executing
+// the copies of those that succeed between the fake memories as a server would; a failed
+// load is computed by its sequence.
+func (h *harness) transfers(ok bool) {
+	for _, p := range h.m.TakePlans(nil) {
+		h.plans[p.ID] = append(h.plans[p.ID], p)
+	}
+	ids := make([]prefix.TransferID, 0, len(h.plans))
+	for id := range h.plans {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if ok {
+			for _, p := range h.plans[id] {
+				for _, r := range p.Runs {
+					for k := range r.Blocks {
+						src, dst := blocks.ID(r.Src+k), blocks.ID(r.Dst+k)
+						if p.Kind == prefix.Store {
+							h.copyBlock(h.hostMem, src, dst, h.dev)
+						} else {
+							h.copyBlock(h.dev, src, dst, h.hostMem)
+						}
+					}
+				}
+			}
+		}
+		delete(h.plans, id)
+		d, err := h.m.CompleteTransfer(id, ok)
+		require.NoError(h.t, err)
+		if !d.Loaded {
+			continue
+		}
+		ld := h.loading[d.Seq]
+		delete(h.loading, d.Seq)
+		if d.ComputeTokens > 0 && !h.swapped[d.Seq] {
+			require.Equal(h.t, ld[1]-ld[0], d.ComputeTokens)
+			toks := h.seqs[d.Seq]
+			h.write(d.Seq, ld[0], toks[ld[0]:min(ld[1], len(toks))])
+		}
+	}
+}
+
 func (h *harness) forget(id SeqID) {
+	delete(h.loading, id)
 	delete(h.seqs, id)
 	delete(h.swapped, id)
 	delete(h.ns, id)
@@ -405,9 +471,13 @@ func (h *harness) finishAll() {
 	}
 	require.NoError(h.t, h.m.CheckInvariants())
 	if h.index != nil {
+		h.transfers(true)
+		h.transfers(true) // stores started by the completions
+		require.Zero(h.t, h.index.PendingTransfers())
+		require.Zero(h.t, h.m.Stats().HostInUse, "lower-tier blocks still held")
 		require.NoError(h.t, h.index.Reset())
+		require.Zero(h.t, h.index.TierStatsOf(1).Resident, "host blocks leaked")
 	}
 	require.Equal(h.t, h.pool.Capacity(), h.pool.NumFree(), "device blocks leaked")
-	require.Equal(h.t, h.host.Capacity(), h.host.NumFree(), "host blocks leaked")
 	require.NoError(h.t, h.pool.CheckInvariants())
 }

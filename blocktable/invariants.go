@@ -21,20 +21,20 @@ func (m *Manager) CheckInvariants() error {
 		}
 	}
 	holders := make([]int32, m.pool.NumBlocks())
-	var hostHolders []int32
-	if m.cfg.HostPool != nil {
-		hostHolders = make([]int32, m.cfg.HostPool.NumBlocks())
-	}
 	for id, s := range m.seqs {
 		if s.id != id {
 			return fmt.Errorf("seq %d is filed under %d", s.id, id)
 		}
-		if s.inTiers {
-			// Swapped out into the tiers (tiers.go): its tokens only, no table, no cursor.
-			if s.state != Swapped || len(s.t.ids) != 0 || s.t.tokens != 0 || s.committed() != 0 || len(s.host) != 0 {
-				return fmt.Errorf("seq %d, swapped into the tiers, holds a table or host blocks", id)
+		if s.state == Swapped {
+			// Swapped out into the tiers (tiers.go): its tokens and its hold only, no table,
+			// no cursor.
+			if len(s.t.ids) != 0 || s.t.tokens != 0 || s.committed() != 0 {
+				return fmt.Errorf("seq %d, swapped into the tiers, holds a table", id)
 			}
 			continue
+		}
+		if s.hold != 0 {
+			return fmt.Errorf("running seq %d keeps a hold on the lower tiers", id)
 		}
 		if len(s.tokens) != s.t.tokens {
 			return fmt.Errorf("seq %d has %d tokens but its table %d", id, len(s.tokens), s.t.tokens)
@@ -50,25 +50,8 @@ func (m *Manager) CheckInvariants() error {
 			if err := s.t.CheckInvariants(); err != nil {
 				return fmt.Errorf("seq %d: %w", id, err)
 			}
-			if len(s.host) != 0 {
-				return fmt.Errorf("running seq %d holds %d host blocks", id, len(s.host))
-			}
 			for _, b := range s.t.ids[s.t.nulls:] {
 				holders[b]++
-			}
-		case Swapped:
-			live := s.t.ids[s.t.nulls:]
-			if len(s.host) != len(live) {
-				return fmt.Errorf("swapped seq %d holds %d host blocks for %d table entries", id, len(s.host), len(live))
-			}
-			for i, h := range s.host {
-				if live[i] != h {
-					return fmt.Errorf("swapped seq %d: entry %d is %d, host block %d", id, i, live[i], h)
-				}
-				if int(h) >= len(hostHolders) {
-					return fmt.Errorf("swapped seq %d holds unknown host block %d", id, h)
-				}
-				hostHolders[h]++
 			}
 		default:
 			return fmt.Errorf("seq %d in unknown state %d", id, s.state)
@@ -102,15 +85,6 @@ func (m *Manager) CheckInvariants() error {
 	for i, s := range m.near {
 		if s != nil && (m.seqs[s.id] != s || uint64(s.id)&uint64(len(m.near)-1) != uint64(i)) {
 			return fmt.Errorf("near-cache slot %d names seq %d, which is not filed there", i, s.id)
-		}
-	}
-	for i, h := range hostHolders {
-		id := blocks.ID(i)
-		if m.cfg.HostPool.HasNullBlock() && id == blocks.NullID {
-			continue
-		}
-		if got := m.cfg.HostPool.RefCount(id); got != int(h) {
-			return fmt.Errorf("host block %d has refcount %d but %d holders", id, got, h)
 		}
 	}
 	return nil

@@ -78,6 +78,10 @@ type Manager struct {
 	// loads maps each pending load transfer to its sequence (tiers.go).
 	loads  map[prefix.TransferID]SeqID
 	tiered bool // the index has lower tiers
+	// swapIDs and gains are Preempt's scratch in Swap mode: the victims' blocks to hold,
+	// and what each victim's release frees (preempt.go).
+	swapIDs []blocks.ID
+	gains   []int
 }
 
 // sequence is the Manager's record of one sequence.
@@ -93,7 +97,6 @@ type sequence struct {
 	promptLen int
 	priority  int
 	arrival   uint64
-	host      []blocks.ID     // host blocks of a swapped sequence, one per live table entry
 	pos       int32           // position in Manager.order, -1 when not in it
 	info      evict.Candidate // scratch for the ordered policy's comparisons (order.go)
 	// stale marks a sequence computed with the weights of an earlier epoch of its
@@ -110,8 +113,9 @@ type sequence struct {
 	loading    prefix.TransferID
 	loadBlocks int
 	resumed    bool
-	// inTiers marks a sequence swapped out into the index's lower tiers (tiers.go).
-	inTiers bool
+	// hold keeps a swapped sequence's KV in the lower tiers until it resumes, finishes
+	// or is aborted (tiers.go).
+	hold prefix.HoldID
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -122,7 +126,7 @@ func (s *sequence) committed() int { return s.cur.Blocks() }
 // index's own (the same pool, block size and clock), or New fails with ErrInvalidArgument
 // rather than let a later call break an invariant. Every size is checked: a block size
 // outside [1, prefix.MaxBlockSize], a watermark outside [0, 1) (NaN included), a negative
-// window, a host pool that is the device pool. A sliding window with an Index fails with
+// window. A sliding window with an Index fails with
 // ErrWindowWithIndex: the window's prefix caching is blocktable/hybrid's.
 func New(cfg Config) (*Manager, error) {
 	if x := cfg.Index; x != nil {
@@ -158,8 +162,6 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, ErrWindowWithIndex)
 	case cfg.SlidingWindow > 0 && !cfg.Pool.HasNullBlock():
 		return nil, fmt.Errorf("%w: a sliding window needs a pool with a null block", ErrInvalidArgument)
-	case cfg.HostPool == cfg.Pool:
-		return nil, fmt.Errorf("%w: Config.HostPool is the device pool", ErrInvalidArgument)
 	}
 	m := &Manager{
 		cfg:      cfg,
@@ -219,8 +221,8 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 	} else {
 		s = &sequence{}
 	}
-	tokens, ids, host := s.tokens[:0], s.t.ids[:0], s.host[:0]
-	*s = sequence{id: id, state: Running, tokens: tokens, host: host, pos: -1}
+	tokens, ids := s.tokens[:0], s.t.ids[:0]
+	*s = sequence{id: id, state: Running, tokens: tokens, pos: -1}
 	s.t = Table{pool: m.pool, bs: m.bs, window: m.cfg.SlidingWindow, ids: ids, release: m.release}
 	return s
 }
@@ -554,7 +556,8 @@ func (m *Manager) appended(s *sequence, res AppendResult) AppendResult {
 
 // Finish commits seq's full blocks to the prefix index and releases all of its blocks;
 // cached blocks become evictable once nobody holds them. The ID is then free for reuse.
-// A swapped sequence is finished like Abort (its KV is on the host).
+// A swapped sequence is finished like Abort (its KV is in the lower tiers), its hold
+// released.
 func (m *Manager) Finish(seq SeqID) error {
 	s, err := m.lookup("finish", seq)
 	if err != nil {
@@ -570,7 +573,8 @@ func (m *Manager) Finish(seq SeqID) error {
 }
 
 // Abort releases all of seq's blocks without committing anything more (blocks already
-// committed stay cached). A swapped sequence's host blocks are released too.
+// committed stay cached). A swapped sequence's hold on the lower tiers is released: its
+// blocks there become evictable.
 func (m *Manager) Abort(seq SeqID) error {
 	s, err := m.lookup("abort", seq)
 	if err != nil {
@@ -584,11 +588,8 @@ func (m *Manager) Abort(seq SeqID) error {
 
 // drop releases everything s holds and forgets it.
 func (m *Manager) drop(s *sequence) {
-	if s.state == Swapped && !s.inTiers {
-		if err := m.cfg.HostPool.Release(s.host...); err != nil {
-			panic(fmt.Sprintf("kvpage: broken invariant: releasing host blocks of seq %d: %v", s.id, err))
-		}
-		s.host = s.host[:0]
+	if s.state == Swapped {
+		m.releaseHold(s)
 	} else if err := s.t.Release(); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d: %v", s.id, err))
 	}

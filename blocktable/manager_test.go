@@ -16,7 +16,6 @@ type stack struct {
 	m    *Manager
 	pool *blocks.Pool
 	idx  *prefix.Index
-	host *blocks.Pool
 }
 
 // newStack builds a stack with usable blocks of bs tokens; cfg's Pool, Index, BlockSize
@@ -30,7 +29,7 @@ func newStack(t *testing.T, usable, bs int, cfg Config) *stack {
 	cfg.Pool, cfg.Index, cfg.BlockSize, cfg.Clock = pool, idx, bs, clock
 	m, err := New(cfg)
 	require.NoError(t, err)
-	return &stack{m: m, pool: pool, idx: idx, host: cfg.HostPool}
+	return &stack{m: m, pool: pool, idx: idx}
 }
 
 // done finishes every sequence and checks that nothing leaked: invariants hold, and once
@@ -42,13 +41,20 @@ func (s *stack) done(t *testing.T) {
 		require.NoError(t, s.m.Finish(id))
 	}
 	require.NoError(t, s.m.CheckInvariants())
+	if s.idx.NumTiers() > 1 {
+		s.completeAll(t, true)
+		for range s.idx.NumTiers() { // stores cascade one tier per round
+			s.completeAll(t, true)
+		}
+		for t1 := prefix.Tier(1); int(t1) < s.idx.NumTiers(); t1++ {
+			require.Zero(t, s.idx.TierStatsOf(t1).Pending, "tier %d: copies left in flight", t1)
+		}
+	}
 	st := s.m.Stats()
 	require.Equal(t, st.Capacity, st.Free+st.Evictable, "blocks held after every sequence finished")
+	require.Zero(t, st.HostInUse, "lower-tier blocks still held")
 	require.NoError(t, s.idx.Reset())
 	requireNoLeak(t, s.pool)
-	if s.host != nil {
-		require.Equal(t, s.host.Capacity(), s.host.NumFree(), "host blocks leaked")
-	}
 }
 
 // state is everything observable about a Manager, for "a failed call changes nothing".
@@ -368,58 +374,67 @@ func TestManagerPreemptionPolicy(t *testing.T) {
 	s.done(t)
 }
 
+// Swap keeps the victim in the tiers: its full blocks are held there (HostInUse), the
+// partial one is freed at once, the committed one awaits its copy, and Resume loads the
+// held block back; Abort of a swapped sequence releases its hold.
 func TestManagerSwapOutAndIn(t *testing.T) {
-	host, err := blocks.New(8)
+	s := newTieredStack(t, 8, 4, 8, 0)
+	_, err := s.m.Admit(1, &Request{Prompt: seqOf(6, 1)})
 	require.NoError(t, err)
-	s := newStack(t, 8, 4, Config{HostPool: host})
-	_, err = s.m.Admit(1, &Request{Prompt: seqOf(6, 1)})
-	require.NoError(t, err)
-	row := slices.Clone(s.m.seqs[1].t.ids)
 	p, err := s.m.PreemptSeq(1, Swap)
 	require.NoError(t, err)
 	require.Equal(t, Swap, p.Mode)
-	require.Equal(t, []CopyOp{{Src: row[0], Dst: 0}, {Src: row[1], Dst: 1}}, p.SwapOut)
-	require.Equal(t, 2, p.Freed, "the partial block is freed, the committed one cached and evictable")
+	require.Equal(t, 1, p.Freed, "the partial block is free at once")
+	require.Equal(t, 1, p.Awaiting, "the committed block frees once its copy is done")
 	info, err := s.m.Seq(1)
 	require.NoError(t, err)
 	require.Equal(t, Swapped, info.State)
 	require.Equal(t, 1, s.m.Stats().Swapped)
-	require.Equal(t, 2, s.m.Stats().HostInUse)
+	require.Equal(t, 1, s.m.Stats().HostInUse)
 	_, err = s.m.Append(1, []int32{7}, 0)
 	require.ErrorIs(t, err, ErrNotRunning)
 	require.ErrorIs(t, s.m.Fork(1, 2), ErrNotRunning)
-	_, err = s.m.SwapIn(2, nil)
+	_, err = s.m.Resume(2)
 	require.ErrorIs(t, err, ErrUnknownSeq)
+	before := s.pool.Available()
+	s.completeAll(t, true)
+	require.Equal(t, before+p.Awaiting, s.pool.Available(), "Awaiting became available")
 
-	plan, err := s.m.SwapIn(1, nil)
+	res, err := s.m.Resume(1)
 	require.NoError(t, err)
-	back := s.m.seqs[1].t.ids
-	require.Equal(t, row[0], back[0], "the committed block is still cached: taken again, not copied")
-	require.Equal(t, []CopyOp{{Src: 1, Dst: back[1]}}, plan)
-	_, err = s.m.SwapIn(1, nil)
+	require.Equal(t, 4, res.LoadTokens, "the held block is loaded")
+	require.Zero(t, s.m.Stats().HostInUse, "the hold ends at Resume")
+	_, err = s.m.Resume(1)
 	require.ErrorIs(t, err, ErrNotRunning)
+	s.completeAll(t, true)
 	toks, _ := s.m.Tokens(1)
 	require.Equal(t, seqOf(6, 1), toks)
 	_, err = s.m.Append(1, []int32{7, 8, 9}, 0)
 	require.NoError(t, err)
 
-	// Swap by policy; then abort while swapped releases the host blocks.
+	// Swap by policy; then abort while swapped releases the hold.
 	out, err := s.m.Preempt(PreemptRequest{Need: 1, Mode: Swap}, nil)
 	require.NoError(t, err)
 	require.Len(t, out, 1)
+	require.Equal(t, 2, s.m.Stats().HostInUse)
 	require.NoError(t, s.m.Abort(1))
-	require.Equal(t, host.Capacity(), host.NumFree())
+	require.Zero(t, s.m.Stats().HostInUse)
 	s.done(t)
 }
 
-func TestManagerSwapNeedsHostPool(t *testing.T) {
+// Swap needs lower tiers: without them it is refused with ErrSwapNeedsTiers (which the
+// former name ErrNoHostPool still matches), changing nothing.
+func TestManagerSwapNeedsTiers(t *testing.T) {
 	s := newStack(t, 8, 4, Config{})
 	_, err := s.m.Admit(1, &Request{Prompt: seqOf(6, 1)})
 	require.NoError(t, err)
+	before := s.state(t)
 	_, err = s.m.PreemptSeq(1, Swap)
+	require.ErrorIs(t, err, ErrSwapNeedsTiers)
 	require.ErrorIs(t, err, ErrNoHostPool)
 	_, err = s.m.Preempt(PreemptRequest{Need: 1, Mode: Swap}, nil)
-	require.ErrorIs(t, err, ErrNoHostPool)
+	require.ErrorIs(t, err, ErrSwapNeedsTiers)
+	require.Equal(t, before, s.state(t))
 	s.done(t)
 }
 
@@ -471,7 +486,7 @@ func TestManagerTypedErrorsChangeNothing(t *testing.T) {
 		{"preempt unknown", func() error { _, err := s.m.PreemptSeq(9, Recompute); return err }, ErrUnknownSeq},
 		{"preempt bad mode", func() error { _, err := s.m.PreemptSeq(2, 7); return err }, ErrInvalidArgument},
 		{"preempt negative", func() error { _, err := s.m.Preempt(PreemptRequest{Need: -1}, nil); return err }, ErrInvalidArgument},
-		{"swap in running", func() error { _, err := s.m.SwapIn(2, nil); return err }, ErrNotRunning},
+		{"resume running", func() error { _, err := s.m.Resume(2); return err }, ErrNotRunning},
 		{"slot outside", func() error { _, err := s.m.Slot(2, 8); return err }, ErrInvalidArgument},
 		{"slot unknown", func() error { _, err := s.m.Slot(9, 0); return err }, ErrUnknownSeq},
 		{"fill slots outside", func() error { _, err := s.m.FillSlots(2, 9, 0, make([]int64, 2)); return err }, ErrInvalidArgument},

@@ -6,7 +6,7 @@ import "github.com/kvpage/kvpage/evict"
 // binary min-heap in the policy's order (ties by smallest ID), so that Preempt walks
 // victims from the front and plans the release of those alone: its cost is what the
 // victims hold (plus O(k log k) for k victims), not what every running sequence holds.
-// Admit, Fork and SwapIn push, a sequence that stops running is removed, and with a
+// Admit, Fork and Resume push, a sequence that stops running is removed, and with a
 // policy that reads progress a sequence whose tokens change is re-placed; each is
 // O(log n) and allocates nothing once the heap has grown.
 

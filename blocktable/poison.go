@@ -43,5 +43,4 @@ func poisonRecord(s *sequence) {
 	}
 	poisonTokens(s.tokens[:cap(s.tokens)])
 	poisonIDs(s.t.ids[:cap(s.t.ids)])
-	poisonIDs(s.host[:cap(s.host)])
 }

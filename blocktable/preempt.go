@@ -6,7 +6,6 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
-	"github.com/kvpage/kvpage/prefix"
 )
 
 // freeable is how many blocks preempting s alone would make available, sharing taken into
@@ -41,11 +40,16 @@ func (m *Manager) info(s *sequence, sole bool) evict.Candidate {
 // req.Protect), in its order, until req.Need more blocks are available (free or
 // reclaimable) than now, preempts them in req.Mode, and appends one Preempted per victim
 // to dst. When even all candidates together cannot free enough, or the policy's choice
-// cannot, or swap mode lacks host blocks for the victims, it preempts none and returns an
-// *blocks.OutOfBlocksError. The count is exact: what releasing the victims makes free (uncached
-// blocks left with no holder) or reclaimable (cached blocks left with no holder and nothing
-// held below them, and the ancestors they unpin, as prefix.Index.Reclaimable counts), so
-// after a successful Preempt at least req.Need more blocks are Available.
+// cannot, it preempts none and returns an *blocks.OutOfBlocksError; when, in Swap mode,
+// tier 1 cannot take the victims' blocks (prefix.Index.HoldNeed), it preempts none and
+// returns a *prefix.TierFullError (prefix.ErrTierFull). The count is exact: what releasing
+// the victims makes free (uncached blocks left with no holder) or reclaimable (cached
+// blocks left with no holder and nothing held below them, and the ancestors they unpin, as
+// prefix.Index.Reclaimable counts). In Recompute mode, after a successful Preempt at least
+// req.Need more blocks are Available. In Swap mode the victims' Freed + Awaiting add up to
+// at least req.Need: Freed blocks are available at once, Awaiting ones once their copies
+// into tier 1 are done (handed out by TakePlans under prefix.TierConfig.StreamOrdered,
+// confirmed by CompleteTransfer otherwise).
 //
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
@@ -59,8 +63,8 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	if req.Need < 0 || req.Mode > Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", ErrInvalidArgument, req.Need, req.Mode)
 	}
-	if req.Mode == Swap && m.cfg.HostPool == nil && !m.tiered {
-		return dst, &SeqError{Op: "preempt", Err: ErrNoHostPool}
+	if req.Mode == Swap && !m.tiered {
+		return dst, &SeqError{Op: "preempt", Err: ErrSwapNeedsTiers}
 	}
 	if req.Need == 0 {
 		return dst, nil
@@ -105,28 +109,28 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	// stops as soon as the shared blocks come free.
 	m.planBegin()
 	gain, k := 0, 0
+	m.gains = m.gains[:0]
 	for ; k < len(m.victims) && gain < req.Need; k++ {
-		gain += m.planRelease(m.seqs[m.infoIDs[m.victims[k]]])
+		g := m.planRelease(m.seqs[m.infoIDs[m.victims[k]]])
+		gain += g
+		m.gains = append(m.gains, g)
 	}
 	if gain < req.Need {
 		return dst, &SeqError{Op: "preempt", Err: &blocks.OutOfBlocksError{Requested: req.Need, Available: gain}}
 	}
 	m.victims = m.victims[:k]
-	if req.Mode == Swap && m.cfg.HostPool != nil {
-		host := 0
+	if req.Mode == Swap {
+		m.swapIDs = m.swapIDs[:0]
 		for _, i := range m.victims {
-			host += m.infos[i].Held
+			m.swapIDs = m.appendSwapIDs(m.swapIDs, m.seqs[m.infoIDs[i]])
 		}
-		if free := m.cfg.HostPool.NumFree(); host > free {
-			return dst, &SeqError{Op: "swap out", Err: &blocks.OutOfBlocksError{Requested: host, Available: free}}
+		if err := m.checkHoldRoom(0); err != nil {
+			return dst, err
 		}
 	}
-	for _, i := range m.victims {
-		p, err := m.PreemptSeq(m.infoIDs[i], req.Mode)
-		if err != nil {
-			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
-		}
-		dst = append(dst, p)
+	for j, i := range m.victims {
+		s, _ := m.running("preempt", m.infoIDs[i])
+		dst = append(dst, m.preemptSeq(s, req.Mode, m.gains[j]))
 	}
 	return dst, nil
 }
@@ -145,7 +149,8 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 	if len(m.order) > 0 {
 		m.frontier = append(m.frontier, 0)
 	}
-	gain, host := 0, 0
+	gain := 0
+	m.gains = m.gains[:0]
 	for gain < req.Need {
 		s, ok := m.orderNext()
 		if !ok {
@@ -154,21 +159,23 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 		if slices.Contains(req.Protect, s.id) {
 			continue
 		}
-		gain += m.planRelease(s)
-		host += len(s.t.ids) - s.t.nulls
+		g := m.planRelease(s)
+		gain += g
+		m.gains = append(m.gains, g)
 		m.walked = append(m.walked, s)
 	}
-	if req.Mode == Swap && m.cfg.HostPool != nil {
-		if free := m.cfg.HostPool.NumFree(); host > free {
-			return dst, &SeqError{Op: "swap out", Err: &blocks.OutOfBlocksError{Requested: host, Available: free}}
+	if req.Mode == Swap {
+		m.swapIDs = m.swapIDs[:0]
+		for _, s := range m.walked {
+			m.swapIDs = m.appendSwapIDs(m.swapIDs, s)
+		}
+		if err := m.checkHoldRoom(0); err != nil {
+			clear(m.walked)
+			return dst, err
 		}
 	}
 	for i, s := range m.walked {
-		p, err := m.PreemptSeq(s.id, req.Mode)
-		if err != nil {
-			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
-		}
-		dst = append(dst, p)
+		dst = append(dst, m.preemptSeq(s, req.Mode, m.gains[i]))
 		m.walked[i] = nil
 	}
 	return dst, nil
@@ -209,8 +216,10 @@ func sortInfos(infos []evict.Candidate, ids []SeqID) {
 }
 
 // PreemptSeq preempts one running sequence chosen by the caller, in mode. In Recompute
-// mode the sequence is forgotten (its committed blocks stay cached); in Swap mode its
-// blocks are copied to host blocks (Preempted.SwapOut) and it waits for SwapIn.
+// mode the sequence is forgotten (its committed blocks stay cached); in Swap mode its KV
+// is held in the lower tiers (tiers.go) and it waits for Resume. Swap fails with
+// ErrSwapNeedsTiers without lower tiers and with a *prefix.TierFullError when tier 1
+// cannot take its blocks, changing nothing.
 func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 	s, err := m.running("preempt", seq)
 	if err != nil {
@@ -219,113 +228,36 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 	if mode > Swap {
 		return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrInvalidArgument}
 	}
-	if mode == Swap && m.cfg.HostPool == nil && !m.tiered {
-		return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrNoHostPool}
+	gain := 0
+	if mode == Swap {
+		if !m.tiered {
+			return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrSwapNeedsTiers}
+		}
+		m.swapIDs = m.appendSwapIDs(m.swapIDs[:0], s)
+		if err := m.checkHoldRoom(seq); err != nil {
+			return Preempted{}, err
+		}
+		gain = m.freeable(s)
 	}
+	return m.preemptSeq(s, mode, gain), nil
+}
+
+// preemptSeq preempts running sequence s, whose release frees gain blocks (counted only
+// in Swap mode, where Awaiting is the part not available at once).
+func (m *Manager) preemptSeq(s *sequence, mode PreemptMode, gain int) Preempted {
 	before := m.pool.Available()
-	p := Preempted{Seq: seq, Mode: mode, Tokens: len(s.tokens)}
+	p := Preempted{Seq: s.id, Mode: mode, Tokens: len(s.tokens)}
 	switch mode {
 	case Recompute:
 		m.drop(s)
 	case Swap:
-		if m.cfg.HostPool == nil {
-			m.swapToTiers(s) // tiers.go
-			break
-		}
-		live := s.t.ids[s.t.nulls:]
-		host, err := m.cfg.HostPool.Allocate(s.host[:0], len(live))
-		if err != nil {
-			return Preempted{}, &SeqError{Op: "swap out", Seq: seq, Err: &blocks.OutOfBlocksError{Requested: len(live), Available: m.cfg.HostPool.NumFree()}}
-		}
-		s.host = host
-		p.SwapOut = make([]CopyOp, len(live))
-		for i, id := range live {
-			p.SwapOut[i] = CopyOp{Src: id, Dst: host[i]}
-		}
-		if err := s.t.release(live); err != nil {
-			panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d for swap: %v", seq, err))
-		}
-		// Keep the table's shape (its length, its null entries) for SwapIn; the live
-		// entries now name host blocks until then.
-		copy(live, host)
-		s.state = Swapped
-		m.orderRemove(s)
+		m.swapToTiers(s) // tiers.go
 	}
 	p.Freed = m.pool.Available() - before
+	if mode == Swap {
+		p.Awaiting = max(0, gain-p.Freed)
+	}
 	m.st.Preemptions++
 	m.check()
-	return p, nil
-}
-
-// SwapIn brings a swapped sequence back: it takes again the blocks of its committed prefix
-// that the index still caches (no copy needed), allocates device blocks for the rest of its
-// table and appends the reverse copy plan for those, {Src: host block, Dst: device block}
-// in table order, to dst; all the host blocks are released once the plan is returned (the
-// server executes it before the host blocks are reused). All or nothing. The restored
-// blocks past the cached prefix are the sequence's own, uncached copies; if part of its
-// committed path was evicted meanwhile, the next commit caches them again.
-func (m *Manager) SwapIn(seq SeqID, dst []CopyOp) ([]CopyOp, error) {
-	s, err := m.lookup("swap in", seq)
-	if err != nil {
-		return dst, err
-	}
-	if s.state != Swapped || s.inTiers {
-		return dst, &SeqError{Op: "swap in", Seq: seq, Err: ErrNotRunning} // in the tiers: Resume
-	}
-	live := s.t.ids[s.t.nulls:]
-	// The committed prefix as the index has it now: a sequence that caches has no null
-	// entries, so live is its whole table and the hit is a prefix of it.
-	m.hits = m.hits[:0]
-	var cur prefix.Cursor
-	rematch := m.caching() && s.t.nulls == 0 && s.committed() > 0
-	if rematch {
-		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:s.committed()*m.bs], MM: s.prompt.MM}
-		m.hits, cur = m.index.Peek(m.hits, &p, prefix.WholePrompt)
-	}
-	for _, id := range m.hits {
-		if m.pool.RefCount(id) == blocks.MaxRefCount {
-			return dst, &SeqError{Op: "swap in", Seq: seq, Err: &blocks.BlockError{Op: "retain", ID: id, Err: blocks.ErrRefCountOverflow}}
-		}
-	}
-	k := len(m.hits)
-	need, avail := len(live)-k, m.pool.Available()
-	if k > 0 && need > avail-k {
-		avail -= m.index.ReclaimableOf(m.hits) // hit blocks taken off the evictable set
-	}
-	if need > avail {
-		return dst, &SeqError{Op: "swap in", Seq: seq, Err: &blocks.OutOfBlocksError{Requested: need, Available: avail}}
-	}
-	if k > 0 {
-		if err := m.index.Acquire(m.hits); err != nil {
-			panic(fmt.Sprintf("kvpage: broken invariant: acquiring the cached prefix of seq %d: %v", seq, err))
-		}
-		copy(live, m.hits)
-	}
-	dev, err := m.pool.Allocate(m.hits[:0], need)
-	if err != nil {
-		panic(fmt.Sprintf("kvpage: broken invariant: %d blocks available but allocation failed: %v", need, err))
-	}
-	m.hits = dev
-	for i, id := range dev {
-		dst = append(dst, CopyOp{Src: s.host[k+i], Dst: id})
-	}
-	copy(live[k:], dev)
-	if err := m.cfg.HostPool.Release(s.host...); err != nil {
-		panic(fmt.Sprintf("kvpage: broken invariant: releasing host blocks of seq %d: %v", seq, err))
-	}
-	s.host = s.host[:0]
-	s.state = Running
-	// It holds its cached prefix from the root again and its own copies past it: untangled.
-	s.dup = false
-	m.leaveUnit(s)
-	m.orderPush(s)
-	if rematch {
-		// The cursor moves to the end of the path found now: the same path, or, if part of
-		// it was evicted while the sequence was swapped out, the end of what is still
-		// cached, so that the next commit caches the restored copies past it.
-		s.cur = cur
-	}
-	m.st.SwapIns++
-	m.check()
-	return dst, nil
+	return p
 }

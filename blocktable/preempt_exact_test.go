@@ -101,30 +101,32 @@ func TestManagerPreemptAllocatesNothing(t *testing.T) {
 	s.done(t)
 }
 
-// SwapIn copies from the host only what the index no longer caches: with the committed
-// path partly evicted while swapped out, it takes the cached head again, restores the rest
-// as private copies and commits them again, so the sequence keeps sharing its prefix.
-func TestManagerSwapInRehitsCachedPrefix(t *testing.T) {
-	host, err := blocks.New(8)
-	require.NoError(t, err)
-	s := newStack(t, 8, 4, Config{HostPool: host})
-	_, err = s.m.Admit(1, &Request{Prompt: seqOf(13, 1)}) // three committed blocks and one partial
+// Resume takes again what the device still caches and loads only the rest from the tiers:
+// with the committed path partly evicted from the device while swapped out, the cached head
+// is a device hit, the evicted tail a load of what the hold kept in the host tier.
+func TestManagerResumeRehitsCachedPrefix(t *testing.T) {
+	s := newTieredStack(t, 8, 4, 8, 0)
+	_, err := s.m.Admit(1, &Request{Prompt: seqOf(13, 1)}) // three committed blocks and one partial
 	require.NoError(t, err)
 	row := slices.Clone(s.m.seqs[1].t.ids)
 	_, err = s.m.PreemptSeq(1, Swap)
 	require.NoError(t, err)
-	require.Equal(t, 1, s.idx.Evict(1), "the tail of the committed path goes")
+	require.Equal(t, 0, s.idx.Evict(1), "blocks awaiting their copy are not evictable")
+	s.completeAll(t, true)
+	require.Equal(t, 0, s.idx.Stats().Cached, "demoted blocks left the device")
+	_, err = s.m.Admit(2, &Request{Prompt: seqOf(9, 1)}) // takes the first two blocks back
+	require.NoError(t, err)
+	s.completeAll(t, true)
 	require.Equal(t, 2, s.idx.Stats().Cached)
 
-	plan, err := s.m.SwapIn(1, nil)
+	res, err := s.m.Resume(1)
 	require.NoError(t, err)
+	require.Equal(t, 8, res.HitTokens, "the cached head is a device hit")
+	require.Equal(t, 4, res.LoadTokens, "the tail comes from the hold")
 	back := s.m.seqs[1].t.ids
-	require.Equal(t, row[:2], back[:2], "the cached head is taken again")
-	require.Equal(t, []CopyOp{{Src: 2, Dst: back[2]}, {Src: 3, Dst: back[3]}}, plan)
-	require.Equal(t, 2, s.m.seqs[1].committed())
-	_, err = s.m.Append(1, []int32{99}, 0) // the next commit caches the restored block 2
-	require.NoError(t, err)
-	require.True(t, s.idx.IsCached(back[2]))
+	require.Equal(t, s.m.seqs[2].t.ids[:2], back[:2])
+	_ = row
+	s.completeAll(t, true)
 	require.Equal(t, 3, s.m.seqs[1].committed())
 	s.done(t)
 }

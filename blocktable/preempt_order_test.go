@@ -96,10 +96,23 @@ func runLockstep(rt *rapid.T, a, b *Manager, onPreempt func()) {
 			require.Equal(rt, a.Finish(id), b.Finish(id))
 		case kind == 6:
 			id := pick()
-			pa, ea := a.SwapIn(id, nil)
-			pb, eb := b.SwapIn(id, nil)
+			pa, ea := a.Resume(id)
+			pb, eb := b.Resume(id)
 			require.Equal(rt, ea, eb)
 			require.Equal(rt, pa, pb)
+			if x%2 == 0 { // and complete the transfers in flight
+				pa, pb := a.TakePlans(nil), b.TakePlans(nil)
+				require.Equal(rt, pa, pb)
+				for i, p := range pa {
+					if i > 0 && pa[i-1].ID == p.ID {
+						continue // one transfer, several source tiers
+					}
+					da, ea := a.CompleteTransfer(p.ID, true)
+					db, eb := b.CompleteTransfer(p.ID, true)
+					require.Equal(rt, ea, eb)
+					require.Equal(rt, da, db)
+				}
+			}
 		default:
 			req := PreemptRequest{Need: 1 + x%9, Mode: PreemptMode(x % 2)}
 			if x%3 == 0 {
@@ -120,12 +133,12 @@ func runLockstep(rt *rapid.T, a, b *Manager, onPreempt func()) {
 func newLockstep(t require.TestingT, p evict.Preemption) *Manager {
 	pool, err := blocks.New(24, blocks.WithNullBlock())
 	require.NoError(t, err)
-	host, err := blocks.New(16)
-	require.NoError(t, err)
 	clock := &evict.Counter{}
-	idx, err := prefix.New(pool, 4, prefix.WithClock(clock))
+	idx, err := prefix.New(pool, 4, prefix.WithClock(clock), prefix.WithTiers(prefix.TierConfig{
+		Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 16}}, BlockBytes: 1,
+	}))
 	require.NoError(t, err)
-	m, err := New(Config{Pool: pool, Index: idx, HostPool: host, BlockSize: 4, Clock: clock, Preemption: p})
+	m, err := New(Config{Pool: pool, Index: idx, BlockSize: 4, Clock: clock, Preemption: p})
 	require.NoError(t, err)
 	return m
 }

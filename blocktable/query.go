@@ -134,7 +134,7 @@ func (m *Manager) Stats() Stats {
 			st.Running++
 		} else {
 			st.Swapped++
-			st.HostInUse += len(s.host)
+			st.HostInUse += m.index.HeldBlocks(s.hold)
 		}
 	}
 	if m.index != nil {

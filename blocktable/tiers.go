@@ -3,6 +3,7 @@ package blocktable
 import (
 	"fmt"
 
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -109,45 +110,95 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 	return done, nil
 }
 
-// Swap mode over the tiers. With lower tiers and no Config.HostPool, Swap preemption is
-// the tiers' own mechanism rather than a second one: the victim's full blocks are
-// committed, the ones only it holds are demoted (prefix.Index.Demote: copies into tier 1
-// that TakePlans hands out, each device block leaving once its copy is confirmed), and
-// its device blocks are released; the sequence keeps its tokens, swapped out. Resume
-// brings it back as a resumed admission: its prefix is found on the device, then in the
-// tiers, loaded, and the rest (at least the partial last block, which no tier holds) is
-// computed again. Preempted.Freed counts what is available at once; demoted blocks become
-// available as their copies complete.
+// Swap mode over the tiers: Swap preemption is the tiers' own mechanism, not a second
+// one. The victim's full blocks are committed and held in the lower tiers
+// (prefix.Index.Hold): the blocks a lower tier has already are held where they are, the
+// others are copied into tier 1 (TakePlans hands the copies out) and held there, and
+// those only the victim held leave the device once their copy is done. Its device blocks
+// are released; the sequence keeps its tokens, swapped out. A held block is evicted from
+// no tier until the sequence resumes, finishes or is aborted: only a failed copy (the
+// server's CompleteTransfer with ok false) or a Reset of the index drops it. Before any
+// of this, Preempt and PreemptSeq check that tier 1 can take the blocks to copy
+// (prefix.Index.HoldNeed) and refuse the swap otherwise. Resume brings the sequence back
+// as a resumed admission: its prefix is found on the device, then in the tiers, loaded,
+// and the rest (at least the partial last block, which no tier holds) is computed again.
+// Preempted.Freed counts what is available at once, Preempted.Awaiting what becomes
+// available as the copies are done.
 
-// swapToTiers is PreemptSeq's Swap mode over the tiers.
+// appendSwapIDs appends to dst the blocks swapping s out will hold: its committed path
+// as the index has it, and the full blocks past it that swapToTiers commits first (after
+// a Truncate whose path was partly evicted). A stale sequence holds nothing: its KV is
+// of an earlier epoch, and it is computed again.
+func (m *Manager) appendSwapIDs(dst []blocks.ID, s *sequence) []blocks.ID {
+	if s.stale {
+		return dst
+	}
+	k := s.committed()
+	if k > 0 {
+		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:k*m.bs], MM: s.prompt.MM}
+		dst, _ = m.index.Peek(dst, &p, prefix.WholePrompt)
+	}
+	if full := len(s.tokens) / m.bs; s.loading == 0 && full > k {
+		dst = append(dst, s.t.ids[k:full]...)
+	}
+	return dst
+}
+
+// checkHoldRoom refuses a swap of the blocks m.swapIDs that tier 1 cannot take.
+func (m *Manager) checkHoldRoom(seq SeqID) error {
+	if need, room := m.index.HoldNeed(m.swapIDs); need > room {
+		return &SeqError{Op: "swap out", Seq: seq, Err: &prefix.TierFullError{Requested: need, Available: room}}
+	}
+	return nil
+}
+
+// swapToTiers is Swap preemption of s, once checkHoldRoom has passed.
 func (m *Manager) swapToTiers(s *sequence) {
 	m.commitFull(s)
-	if k := s.committed(); k > 0 && !s.stale {
-		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:k*m.bs], MM: s.prompt.MM}
-		m.hits, _ = m.index.Peek(m.hits[:0], &p, prefix.WholePrompt)
-		m.index.Demote(m.hits)
+	m.swapIDs = m.appendSwapIDs(m.swapIDs[:0], s)
+	h, err := m.index.Hold(m.swapIDs)
+	if err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: holding seq %d's blocks that HoldNeed counted: %v", s.id, err))
 	}
 	if err := s.t.Release(); err != nil {
 		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d for swap: %v", s.id, err))
 	}
 	s.cur = prefix.Cursor{}
-	s.state, s.inTiers = Swapped, true
+	s.state, s.hold = Swapped, h
 	m.orderRemove(s)
+	m.leaveUnit(s) // it holds no device block any more (freeable.go)
+}
+
+// releaseHold ends a swapped sequence's hold on the lower tiers.
+func (m *Manager) releaseHold(s *sequence) {
+	if err := m.index.ReleaseHold(s.hold); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d's hold: %v", s.id, err))
+	}
+	s.hold = 0
 }
 
 // Resume brings back a sequence Swap preemption put into the lower tiers: it is admitted
 // again (as Request.Resumed, with its namespace, multimodal inputs, priority and every
 // token it had), matching its prefix on the device and loading what the tiers hold
-// (AdmitResult.Load); the caller computes the rest. It keeps its ID and prompt length;
-// its arrival is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks) it
-// stays swapped out. A sequence swapped to a host pool comes back with SwapIn instead.
+// (AdmitResult.Load); the caller computes the rest. Its hold on the tiers is then
+// released (the load pins what it reads). It keeps its ID and prompt length; its arrival
+// is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks) it stays
+// swapped out, its KV still held.
 func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	s, err := m.lookup("resume", seq)
 	if err != nil {
 		return AdmitResult{}, err
 	}
-	if s.state != Swapped || !s.inTiers {
+	if s.state != Swapped {
 		return AdmitResult{}, &SeqError{Op: "resume", Seq: seq, Err: ErrNotRunning}
+	}
+	if len(s.tokens) == 0 { // truncated to nothing before its swap: no admission to make
+		m.releaseHold(s)
+		s.state, s.arrival = Running, m.clock.Tick()
+		m.orderPush(s)
+		m.st.SwapIns++
+		m.check()
+		return AdmitResult{}, nil
 	}
 	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: s.prompt.MM, Priority: s.priority,
 		Retention: s.prompt.Retention, MaxTokens: cap(s.tokens), Resumed: true}
@@ -158,14 +209,17 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	if slot := uint64(seq) & uint64(len(m.near)-1); m.near[slot] == s {
 		m.near[slot] = nil
 	}
+	rejected := m.st.RejectedAdmissions
 	res, err := m.Admit(seq, &req)
 	if err != nil {
+		m.st.RejectedAdmissions = rejected // a refused Resume is no refused admission
 		m.file(s)
 		return AdmitResult{}, err
 	}
 	back := m.seqs[seq]
 	back.promptLen = s.promptLen
 	m.orderFix(back)
+	m.releaseHold(s)
 	m.recycle(s)
 	m.st.SwapIns++
 	m.check()

@@ -121,8 +121,8 @@ func TestManagerFailedLoadFallsBack(t *testing.T) {
 	_ = blocks.ID(0)
 }
 
-// TestSwapIntoTiers: without a host pool, Swap preemption demotes the victim's blocks
-// through the tiers' plans and Resume loads them back; nothing leaks.
+// TestSwapIntoTiers: Swap preemption holds the victim's blocks in the tiers, copying them
+// through the tiers' plans, and Resume loads them back; nothing leaks.
 func TestSwapIntoTiers(t *testing.T) {
 	s := newTieredStack(t, 12, 4, 8, 0)
 	_, err := s.m.Admit(1, &Request{Prompt: prompt(10, 13)})
@@ -135,11 +135,10 @@ func TestSwapIntoTiers(t *testing.T) {
 	got, err := s.m.Preempt(PreemptRequest{Need: 1, Mode: Swap}, nil)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	require.Nil(t, got[0].SwapOut, "the copies are the tiers' plans")
+	require.Equal(t, 1, got[0].Freed, "the partial block")
+	require.Equal(t, 4, got[0].Awaiting, "the 4 full blocks await their copy")
 	info, _ := s.m.Seq(1)
 	require.Equal(t, Swapped, info.State)
-	_, err = s.m.SwapIn(1, nil)
-	require.ErrorIs(t, err, ErrNotRunning, "a sequence in the tiers comes back with Resume")
 	plans := s.m.TakePlans(nil)
 	require.Len(t, plans, 1)
 	require.Equal(t, prefix.Store, plans[0].Kind)

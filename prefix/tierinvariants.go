@@ -119,5 +119,5 @@ func (x *Index) checkTiers() error {
 	if demoting != ts.demoting {
 		return fmt.Errorf("%d blocks flagged demoting, counted %d", demoting, ts.demoting)
 	}
-	return nil
+	return x.checkHolds()
 }

@@ -22,9 +22,10 @@ import (
 // Each lower tier has its slots (0..Capacity-1, what plans name), an owner per slot, a
 // free list that hands out the lowest slots first (so that copies coalesce), and its own
 // eviction policy from package evict over its slots. A slot is pending while a copy into
-// it is in flight, then resident. A slot is an eviction candidate when it is resident and
-// no copy reads it (pins) and it is not leaving: a leaving slot is dropped when its last
-// pin goes (a write-back to the tier below, or a failed load, marks it so). Lower tiers
+// it is in flight, then resident. A slot is an eviction candidate when it is resident, no
+// copy reads it (pins), no hold keeps it (tierhold.go) and it is not leaving: a leaving
+// slot is dropped when its last pin goes (a write-back to the tier below, or a failed
+// load, marks it so). Lower tiers
 // evict any candidate, not only leaves: a block whose parent left every tier cannot be
 // reached, and its tier's policy ages it out.
 //
@@ -56,6 +57,11 @@ type tierEntry struct {
 	leaving     [lowerTiers]bool   // drop the slot when its last pin goes
 	touched     [lowerTiers]uint64 // last access in the tier, for its policy
 	live        bool
+	// holds counts the holds on the entry (tierhold.go): a held entry is no eviction
+	// candidate in any tier. gen counts the entry's reuses, so that a hold never releases
+	// an entry freed and made again since.
+	holds int32
+	gen   uint32
 }
 
 type tierLevel struct {
@@ -89,6 +95,8 @@ type tierStore struct {
 	// before may then find other entries, and is not used.
 	peek lowerPeek
 	gen  uint64
+
+	holdBook // holds of swapped-out prefixes (tierhold.go)
 }
 
 func (x *Index) initTiers(c *TierConfig) error {
@@ -200,7 +208,7 @@ func (x *Index) newEntryFromNode(n int32) int32 {
 	for x.isBlock(r) {
 		r = x.nodes[r].parent
 	}
-	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: nd.hits, first: !x.isBlock(p), live: true}
+	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: nd.hits, first: !x.isBlock(p), live: true, gen: ts.ents[e].gen}
 	copy(ts.entryTokens(e, x.bs), x.blockTokens(n))
 	if ts.hash != nil {
 		off := int(e) * 2 * ts.hs
@@ -228,14 +236,14 @@ func (ts *tierStore) freeEntryIfEmpty(e int32) {
 	}
 	ts.byKey.remove(e, en.key, ts.ents)
 	ts.gen++
-	*en = tierEntry{}
+	*en = tierEntry{gen: en.gen + 1}
 	ts.freeE = append(ts.freeE, e)
 }
 
 // candidate reports whether entry e's slot in lower tier t (1-based) is evictable.
 func (en *tierEntry) candidate(t Tier) bool {
 	i := t - 1
-	return en.st[i] == slotResident && en.pins[i] == 0 && !en.leaving[i]
+	return en.st[i] == slotResident && en.pins[i] == 0 && !en.leaving[i] && en.holds == 0
 }
 
 func (x *Index) tierAdd(t Tier, e int32) {
@@ -414,7 +422,9 @@ func (x *Index) resetTiers() {
 		clear(l.owner)
 		l.reset()
 	}
-	clear(ts.ents)
+	for e := range ts.ents {
+		ts.ents[e] = tierEntry{gen: ts.ents[e].gen + 1} // every hold lapses
+	}
 	ts.freeE = ts.freeE[:0]
 	for e := len(ts.ents) - 1; e >= 0; e-- {
 		ts.freeE = append(ts.freeE, int32(e))

@@ -28,10 +28,10 @@ type badCase struct {
 }
 
 // badStack is a stack with something in every state: running sequences sharing blocks
-// after a fork, a swapped sequence, cached evictable blocks, a free block, a nearly full
-// host pool.
+// after a fork, a swapped sequence, cached evictable blocks, a free block, a host tier
+// with room for one more block.
 func badStack(t *testing.T) *kvtest.Env {
-	env := kvtest.New(t, kvtest.Config{Blocks: 17, BlockSize: 4, HostBlocks: 3})
+	env := kvtest.New(t, kvtest.Config{Blocks: 17, BlockSize: 4, HostBlocks: 2})
 	m := env.Manager
 	admit := func(name, prompt string, look int) {
 		_, err := m.Admit(env.Seq(name), &blocktable.Request{Prompt: kvtest.MustTokens(prompt), Lookahead: look})
@@ -337,22 +337,33 @@ func managerCases(t *testing.T) badGroup {
 			_, err := m.Preempt(blocktable.PreemptRequest{Need: 1, Protect: []blocktable.SeqID{a, b, e}}, nil)
 			return err
 		}, errs(blocks.ErrOutOfBlocks), false},
-		{"Manager.Preempt", "a swap larger than the host pool", func() error {
+		{"Manager.Preempt", "a swap larger than the host tier's room", func() error {
 			_, err := m.Preempt(blocktable.PreemptRequest{Need: 3, Mode: blocktable.Swap, Protect: []blocktable.SeqID{e}}, nil)
 			return err
-		}, errs(blocks.ErrOutOfBlocks), false},
+		}, errs(prefix.ErrTierFull), false},
 		{"Manager.PreemptSeq", "an unknown sequence", func() error { _, err := m.PreemptSeq(unknown, blocktable.Recompute); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.PreemptSeq", "a swapped sequence", func() error { _, err := m.PreemptSeq(c, blocktable.Recompute); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.PreemptSeq", "an unknown mode", func() error { _, err := m.PreemptSeq(a, 9); return err }, errs(blocktable.ErrInvalidArgument), false},
-		{"Manager.PreemptSeq", "a swap larger than the host pool", func() error { _, err := m.PreemptSeq(a, blocktable.Swap); return err }, errs(blocks.ErrOutOfBlocks), true},
-		{"Manager.SwapIn", "an unknown sequence", func() error { _, err := m.SwapIn(unknown, nil); return err }, errs(blocktable.ErrUnknownSeq), false},
-		{"Manager.SwapIn", "a running sequence", func() error { _, err := m.SwapIn(a, nil); return err }, errs(blocktable.ErrNotRunning), false},
-		{"Manager.SwapIn", "a device without room", func() error {
+		{"Manager.PreemptSeq", "a swap larger than the host tier's room", func() error { _, err := m.PreemptSeq(a, blocktable.Swap); return err }, errs(prefix.ErrTierFull), true},
+		{"Manager.Resume", "an unknown sequence", func() error { _, err := m.Resume(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
+		{"Manager.Resume", "a running sequence", func() error { _, err := m.Resume(a); return err }, errs(blocktable.ErrNotRunning), false},
+		{"Manager.Resume", "a device without room", func() error {
 			env.Shrink(env.Pool.Capacity())
 			defer env.Heal()
-			_, err := m.SwapIn(c, nil)
+			_, err := m.Resume(c)
 			return err
-		}, errs(blocks.ErrOutOfBlocks), false},
+		}, errs(blocks.ErrOutOfBlocks), true},
+		{"Index.Hold", "a block not cached", func() error {
+			tbl, _ := m.Blocks(e)
+			_, err := env.Index.Hold(tbl[len(tbl)-1:])
+			return err
+		}, errs(prefix.ErrNotCached), false},
+		{"Index.Hold", "more blocks than the host tier has room for", func() error {
+			tbl, _ := m.Blocks(a)
+			_, err := env.Index.Hold(tbl[:2])
+			return err
+		}, errs(prefix.ErrTierFull), false},
+		{"Index.ReleaseHold", "an unknown hold", func() error { return env.Index.ReleaseHold(1 << 40) }, errs(prefix.ErrUnknownHold), false},
 		{"Manager.Blocks", "a swapped sequence", func() error { _, err := m.Blocks(c); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Tokens", "an unknown sequence", func() error { _, err := m.Tokens(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Seq", "an unknown sequence", func() error { _, err := m.Seq(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
@@ -372,12 +383,12 @@ func noHostCases(t *testing.T) badGroup {
 	_, err := m.Admit(a, &blocktable.Request{Prompt: kvtest.MustTokens("0..5")})
 	require.NoError(t, err)
 	t.Cleanup(env.AbortAll)
-	return badGroup{name: "Manager/no-host-pool", snapshot: snapshotOf(env.Dump), check: env.Check, cases: []badCase{
-		{"Manager.Preempt", "swap mode without a host pool", func() error {
+	return badGroup{name: "Manager/no-host-tier", snapshot: snapshotOf(env.Dump), check: env.Check, cases: []badCase{
+		{"Manager.Preempt", "swap mode without lower tiers", func() error {
 			_, err := m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Swap}, nil)
 			return err
-		}, errs(blocktable.ErrNoHostPool), false},
-		{"Manager.PreemptSeq", "swap mode without a host pool", func() error { _, err := m.PreemptSeq(a, blocktable.Swap); return err }, errs(blocktable.ErrNoHostPool), false},
+		}, errs(blocktable.ErrSwapNeedsTiers), false},
+		{"Manager.PreemptSeq", "swap mode without lower tiers", func() error { _, err := m.PreemptSeq(a, blocktable.Swap); return err }, errs(blocktable.ErrSwapNeedsTiers), false},
 	}}
 }
 
@@ -423,7 +434,7 @@ var withoutInvalidInput = map[string]bool{
 	// blocktable/tiers_test.go, on an index with tiers.
 	"Index.NumTiers": true, "Index.TierStatsOf": true, "Index.TransferRefs": true, "Index.PendingTransfers": true,
 	"Index.PeekLower": true, "Index.RecordTierLookup": true, "Index.TakePlans": true, "Index.CompleteTransfer": true,
-	"Index.PrepareLoad": true, "Index.Demote": true, "Manager.TakePlans": true, "Manager.CompleteTransfer": true, "Manager.Resume": true,
+	"Index.PrepareLoad": true, "Index.Demote": true, "Index.HoldNeed": true, "Index.HeldBlocks": true, "Manager.TakePlans": true, "Manager.CompleteTransfer": true, "Manager.Resume": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
 	"Table.Fork": true, "Table.Len": true, "Table.Need": true, "Table.NumBlocks": true, "Table.Release": true,
 	"Table.Reserved":          true,

@@ -264,28 +264,60 @@ func (r *Runner) cmdPreempt(a *args) (string, error) {
 			m = "swap"
 		}
 		lines[i] = fmt.Sprintf("preempted %s mode=%s tokens=%d freed=%d", r.env.Name(p.Seq), m, p.Tokens, p.Freed)
-		if len(p.SwapOut) > 0 {
-			lines[i] += " swapout=" + formatCopies(p.SwapOut)
+		if p.Mode == blocktable.Swap {
+			lines[i] += fmt.Sprintf(" awaiting=%d", p.Awaiting)
 		}
 	}
 	return strings.Join(lines, "\n"), nil
 }
 
-func formatCopies(ops []blocktable.CopyOp) string {
-	parts := make([]string, len(ops))
-	for i, op := range ops {
-		parts[i] = fmt.Sprintf("%d->%d", op.Src, op.Dst)
-	}
-	return strings.Join(parts, ",")
-}
-
-func (r *Runner) cmdSwapIn(a *args) (string, error) {
+func (r *Runner) cmdResume(a *args) (string, error) {
 	id, err := r.seq(a, 0)
 	if err != nil {
 		return "", err
 	}
-	ops, err := r.env.Manager.SwapIn(id, nil)
-	return result(err, "ok copies="+formatCopies(ops)), a.done()
+	res, err := r.env.Manager.Resume(id)
+	return result(err, fmt.Sprintf("ok hit=%d load=%d tokens=%d", res.HitTokens, res.LoadTokens, res.Tokens)), a.done()
+}
+
+// cmdTransfers takes the Manager's plans and completes every transfer in flight.
+func (r *Runner) cmdTransfers(a *args) (string, error) {
+	ok := true
+	if v, set := a.str("ok"); set {
+		ok = v != "false"
+	}
+	if err := a.done(); err != nil {
+		return "", err
+	}
+	var lines []string
+	plans := r.env.Manager.TakePlans(nil)
+	for _, p := range plans {
+		kind := "store"
+		if p.Kind == prefix.Load {
+			kind = "load"
+		}
+		lines = append(lines, fmt.Sprintf("plan %d %s %d->%d blocks=%d", p.ID, kind, p.From, p.To, p.Blocks))
+	}
+	seen := map[prefix.TransferID]bool{}
+	for _, p := range plans {
+		if seen[p.ID] {
+			continue
+		}
+		seen[p.ID] = true
+		d, err := r.env.Manager.CompleteTransfer(p.ID, ok)
+		if err != nil {
+			return result(err, ""), nil
+		}
+		line := fmt.Sprintf("completed %d ok=%v", p.ID, ok)
+		if d.Loaded {
+			line += fmt.Sprintf(" seq=%s compute=%d", r.env.Name(d.Seq), d.ComputeTokens)
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return "ok none", nil
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 func (r *Runner) cmdEvict(a *args) (string, error) {

@@ -11,7 +11,7 @@ import (
 
 // WriteState writes the whole state of the stack to w as deterministic, diffable text:
 // the sequence names, the pool (free list in hand-out order, refcounts, counters,
-// faults), the host pool, the prefix tree (every cached block, its tokens, refcount,
+// faults), the host tier, the prefix tree (every cached block, its tokens, refcount,
 // last access, and the eviction order) and the Manager (every sequence's tokens, table and
 // cursor). Equal text means the stacks will behave identically, so it serves as a golden
 // file and as a deep snapshot: a call that failed must leave it unchanged.
@@ -30,11 +30,9 @@ func (e *Env) WriteState(w io.Writer) error {
 	if err := e.Pool.WriteState(&b); err != nil {
 		return err
 	}
-	if e.Host != nil {
-		b.WriteString("host ")
-		if err := e.Host.WriteState(&b); err != nil {
-			return err
-		}
+	if e.Index != nil && e.Index.NumTiers() > 1 {
+		h := e.Index.TierStatsOf(1)
+		fmt.Fprintf(&b, "host resident=%d pending=%d held=%d\n", h.Resident, h.Pending, e.Manager.Stats().HostInUse)
 	}
 	if e.Index != nil {
 		if err := e.Index.WriteState(&b); err != nil {

@@ -21,7 +21,7 @@ type TB interface {
 
 // Config describes the stack New builds. The zero value is a small stack: 17 blocks (the
 // null block and 16 usable) of 4 tokens, a prefix index with the built-in LRU, newest-first
-// preemption, no host pool.
+// preemption, no lower tier.
 type Config struct {
 	// Blocks is the number of physical blocks, the null block included (default 17).
 	Blocks int
@@ -31,7 +31,9 @@ type Config struct {
 	NoNullBlock bool
 	// NoIndex builds the Manager without a prefix index (no caching).
 	NoIndex bool
-	// HostBlocks, when positive, adds a host pool of that many blocks for Swap preemption.
+	// HostBlocks, when positive, gives the index a host tier of that many blocks
+	// (prefix.WithTiers, write-back, no demotion ahead of need), where Swap preemption
+	// keeps its victims: Swap needs it. It needs the index (not NoIndex nor SlidingWindow).
 	HostBlocks int
 	// Eviction names an eviction policy of package evict ("lru", "fifo", "lfu", ...); it is
 	// wrapped in a RecordingPolicy so that every victim is logged. "" keeps the index's
@@ -60,8 +62,8 @@ type Config struct {
 //
 // Env is not safe for concurrent use, like everything it holds.
 type Env struct {
-	// Pool is the device pool; Host the host pool (nil without Config.HostBlocks).
-	Pool, Host *blocks.Pool
+	// Pool is the device pool.
+	Pool *blocks.Pool
 	// Index is the prefix index (nil with Config.NoIndex).
 	Index *prefix.Index
 	// Manager is what the scheduler under test drives.
@@ -143,10 +145,8 @@ func build(tb TB, cfg Config) (*Env, error) {
 	if e.Pool, err = blocks.New(cfg.Blocks, popts...); err != nil {
 		return nil, err
 	}
-	if cfg.HostBlocks > 0 {
-		if e.Host, err = blocks.New(cfg.HostBlocks); err != nil {
-			return nil, err
-		}
+	if cfg.HostBlocks > 0 && cfg.NoIndex {
+		return nil, fmt.Errorf("%w: HostBlocks: a host tier is the index's, and this Config has none (NoIndex or SlidingWindow)", ErrInvalidConfig)
 	}
 	if !cfg.NoIndex {
 		iopts := []prefix.Option{prefix.WithClock(e.Clock), prefix.WithObserver(&eventLogger{env: e, next: cfg.Observer}),
@@ -156,6 +156,11 @@ func build(tb TB, cfg Config) (*Env, error) {
 			if policy, err = evict.ByName(cfg.Eviction); err != nil {
 				return nil, err
 			}
+		}
+		if cfg.HostBlocks > 0 {
+			iopts = append(iopts, prefix.WithTiers(prefix.TierConfig{
+				Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: cfg.HostBlocks}}, BlockBytes: 1,
+			}))
 		}
 		if policy != nil {
 			iopts = append(iopts, prefix.WithPolicy(func(n int, c evict.Clock) (evict.Policy, error) {
@@ -184,7 +189,6 @@ func build(tb TB, cfg Config) (*Env, error) {
 		Watermark:     cfg.Watermark,
 		SlidingWindow: cfg.SlidingWindow,
 		Clock:         e.Clock,
-		HostPool:      e.Host,
 		FullPromptHit: cfg.FullPromptHit,
 	}
 	if e.Manager, err = blocktable.New(mc); err != nil {

@@ -99,7 +99,7 @@ func FuzzManagerExtremes(f *testing.F) {
 			case 8:
 				_, err = m.PreemptSeq(seq(), blocktable.PreemptMode(in.small(3)))
 			case 9:
-				_, err = m.SwapIn(seq(), nil)
+				_, err = m.Resume(seq())
 			case 10:
 				err = m.Finish(seq())
 			case 11:

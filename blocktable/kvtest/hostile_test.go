@@ -69,7 +69,7 @@ func TestHostileIntegersChangeNothing(t *testing.T) {
 	cases = append(cases,
 		badCase{"Manager.Admit", "a prompt longer than the pool", admit(blocktable.Request{Prompt: make([]int32, 65)}), big, false},
 		badCase{"Manager.Admit", "a prompt that fits, lookahead that does not", admit(blocktable.Request{Prompt: make([]int32, 60), Lookahead: 5}), big, false},
-		badCase{"Manager.SwapIn", "a swapped sequence, then a running one", func() error { _, err := m.SwapIn(a, nil); return err }, []error{blocktable.ErrNotRunning}, false},
+		badCase{"Manager.Resume", "a swapped sequence, then a running one", func() error { _, err := m.Resume(a); return err }, []error{blocktable.ErrNotRunning}, false},
 	)
 	runBadCases(t, snapshotOf(env.Dump), cases, env.Check)
 }
@@ -117,10 +117,9 @@ func TestNewTakesPoolBlockSizeAndClockFromTheIndex(t *testing.T) {
 	idx, err := prefix.New(pool, 4, prefix.WithClock(clock))
 	require.NoError(t, err)
 	for name, cfg := range map[string]blocktable.Config{
-		"another pool":                     {Pool: other, Index: idx},
-		"another block size":               {Index: idx, BlockSize: 8},
-		"another clock":                    {Index: idx, Clock: &kvtest.Clock{}},
-		"the host pool is the device pool": {Index: idx, HostPool: pool},
+		"another pool":       {Pool: other, Index: idx},
+		"another block size": {Index: idx, BlockSize: 8},
+		"another clock":      {Index: idx, Clock: &kvtest.Clock{}},
 	} {
 		_, err := blocktable.New(cfg)
 		require.ErrorIs(t, err, blocktable.ErrInvalidArgument, name)
@@ -140,9 +139,11 @@ func TestNewTakesPoolBlockSizeAndClockFromTheIndex(t *testing.T) {
 	require.NoError(t, err, "the index's own pool, block size and clock, passed again")
 }
 
-// Issue 13 item 12: a SwapIn that failed for lack of blocks created a namespace root
-// first. A failed SwapIn now leaves the index (and everything else) unchanged.
-func TestFailedSwapInCreatesNoNamespaceRoot(t *testing.T) {
+// Issue 13 item 12 (a SwapIn that failed for lack of blocks created a namespace root
+// first), for Resume: with the sequence's blocks demoted to the host and its namespace's
+// root gone from the device, a Resume that fails for lack of blocks leaves the index (and
+// everything else) unchanged, its hold included.
+func TestFailedResumeCreatesNoNamespaceRoot(t *testing.T) {
 	env := kvtest.New(t, kvtest.Config{HostBlocks: 8})
 	m := env.Manager
 	s := env.Seq("s")
@@ -150,20 +151,30 @@ func TestFailedSwapInCreatesNoNamespaceRoot(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.PreemptSeq(s, blocktable.Swap)
 	require.NoError(t, err)
-	require.Equal(t, 2, env.Index.Evict(env.Pool.Capacity())) // its committed path and its root go
+	for _, p := range m.TakePlans(nil) {
+		_, err := m.CompleteTransfer(p.ID, true)
+		require.NoError(t, err)
+	}
+	require.Zero(t, env.Index.Stats().Cached, "its committed path left the device")
+	require.Equal(t, 2, m.Stats().HostInUse)
 	env.Shrink(env.Pool.Capacity())
 	before := env.Dump()
-	_, err = m.SwapIn(s, nil)
+	_, err = m.Resume(s)
 	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
-	require.Equal(t, before, env.Dump(), "a failed SwapIn changed the state")
+	require.Equal(t, before, env.Dump(), "a failed Resume changed the state")
 	env.Heal()
-	_, err = m.SwapIn(s, nil)
+	res, err := m.Resume(s)
 	require.NoError(t, err)
+	require.Equal(t, 8, res.LoadTokens, "the held blocks are loaded")
 	require.NoError(t, env.Check())
+	for _, p := range m.TakePlans(nil) {
+		_, err := m.CompleteTransfer(p.ID, true)
+		require.NoError(t, err)
+	}
 	env.AbortAll()
 }
 
-// Issue 13 item 13 through the Manager: a prefix hit, a fork or a swap-in that would give a
+// Issue 13 item 13 through the Manager: a prefix hit, a fork or a resume that would give a
 // block more than blocks.MaxRefCount holders is refused with a typed error, nothing
 // changed, instead of wrapping the count (or panicking on a broken invariant).
 func TestRefCountOverflowIsRefused(t *testing.T) {
@@ -193,7 +204,7 @@ func TestRefCountOverflowIsRefused(t *testing.T) {
 			return err
 		}, errs(blocks.ErrRefCountOverflow), false},
 		{"Manager.Fork", "a block with MaxRefCount holders", func() error { return m.Fork(a, c) }, errs(blocks.ErrRefCountOverflow), false},
-		{"Manager.SwapIn", "a cached prefix block with MaxRefCount holders", func() error { _, err := m.SwapIn(w, nil); return err }, errs(blocks.ErrRefCountOverflow), false},
+		{"Manager.Resume", "a cached prefix block with MaxRefCount holders", func() error { _, err := m.Resume(w); return err }, errs(blocks.ErrRefCountOverflow), true},
 		{"Index.Acquire", "a block with MaxRefCount holders", func() error { return env.Index.Acquire([]blocks.ID{hot}) }, errs(blocks.ErrRefCountOverflow), false},
 		{"Pool.Retain", "a block with MaxRefCount holders", func() error { return env.Pool.Retain(hot) }, errs(blocks.ErrRefCountOverflow), false},
 	}

@@ -27,7 +27,8 @@ import (
 //	truncate SEQ N
 //	preempt need=N [mode=recompute|swap] [protect=SEQ,SEQ]
 //	preempt SEQ [mode=recompute|swap]
-//	swapin SEQ
+//	resume SEQ                    bring a swapped sequence back (Manager.Resume)
+//	transfers [ok=true]           take the tiers' plans and complete every transfer
 //	evict N                       evict up to N cached blocks from the index
 //	reset                         drop the whole prefix cache (refused while held)
 //	tick [N]                      advance the shared clock
@@ -104,7 +105,8 @@ func init() {
 		"abort":     {run: (*Runner).cmdAbort},
 		"truncate":  {run: (*Runner).cmdTruncate},
 		"preempt":   {run: (*Runner).cmdPreempt},
-		"swapin":    {run: (*Runner).cmdSwapIn},
+		"resume":    {run: (*Runner).cmdResume},
+		"transfers": {run: (*Runner).cmdTransfers},
 		"evict":     {run: (*Runner).cmdEvict},
 		"reset":     {run: (*Runner).cmdReset},
 		"tick":      {run: (*Runner).cmdTick},

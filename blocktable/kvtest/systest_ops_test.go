@@ -392,7 +392,7 @@ func (d *driver) badInput() {
 			bad{"truncate past the end", func() error { return d.m.Truncate(id, len(s.tokens)+1+d.intn(3)) }, blocktable.ErrInvalidArgument},
 			bad{"truncate to a negative length", func() error { return d.m.Truncate(id, -1) }, blocktable.ErrInvalidArgument},
 			bad{"append with a negative lookahead", func() error { _, err := d.m.Append(id, []int32{1}, -1); return err }, blocktable.ErrInvalidArgument},
-			bad{"swap without a host pool", func() error { _, err := d.m.PreemptSeq(id, blocktable.Swap); return err }, blocktable.ErrNoHostPool},
+			bad{"swap without lower tiers", func() error { _, err := d.m.PreemptSeq(id, blocktable.Swap); return err }, blocktable.ErrSwapNeedsTiers},
 		)
 	}
 	c := calls[d.intn(len(calls))]

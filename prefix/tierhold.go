@@ -1,0 +1,283 @@
+package prefix
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvpage/kvpage/blocks"
+)
+
+// Holds, for maintainers. A hold keeps the lower-tier copies of a prefix from eviction:
+// it is how a sequence swapped out into the tiers (blocktable.Manager's Swap mode) keeps
+// its KV until it resumes, as a host pool's blocks were kept. Hold copies into tier 1 the
+// blocks of the prefix no lower tier holds yet and counts one hold on every entry of the
+// prefix (tierEntry.holds); a held entry is no eviction candidate in any tier (candidate),
+// so only a failed transfer (the server's word that the copy is bad) or Reset can take it.
+// A hold names its entries with their generation: an entry freed by a failed store and
+// made again since is not the one held, and ReleaseHold skips it.
+
+// HoldID names one hold placed by Hold, until ReleaseHold.
+type HoldID uint64
+
+// ErrTierFull: tier 1 cannot take the copies a Hold needs (TierFullError says how many).
+var ErrTierFull = errors.New("prefix: the lower tier has no room")
+
+// ErrUnknownHold: ReleaseHold with an ID that names no hold.
+var ErrUnknownHold = errors.New("prefix: unknown hold")
+
+// TierFullError says how many tier-1 slots a Hold needed and how many tier 1 could give.
+// It matches ErrTierFull.
+type TierFullError struct {
+	Requested, Available int
+}
+
+// Error says both counts.
+func (e *TierFullError) Error() string {
+	return fmt.Sprintf("prefix: tier 1 has room for %d of the %d blocks to hold", e.Available, e.Requested)
+}
+
+// Unwrap returns ErrTierFull.
+func (e *TierFullError) Unwrap() error { return ErrTierFull }
+
+type holdRef struct {
+	e   int32
+	gen uint32
+}
+
+// holdBook is the tier store's record of holds.
+type holdBook struct {
+	holds    map[HoldID][]holdRef
+	nextHold HoldID
+	holdFree [][]holdRef
+	mark     []uint32 // per device block: the pass that last counted it (HoldNeed, Hold)
+	markGen  uint32
+}
+
+// nextMark starts a pass that counts each device block once.
+func (x *Index) nextMark() {
+	ts := x.tiers
+	if ts.mark == nil {
+		ts.mark = make([]uint32, x.nb)
+	}
+	if ts.markGen++; ts.markGen == 0 {
+		clear(ts.mark)
+		ts.markGen = 1
+	}
+}
+
+// anySlot reports whether some lower tier holds or is receiving the entry.
+func (en *tierEntry) anySlot() bool {
+	for _, s := range en.slot {
+		if s != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// dropsFromTier1 reports whether tier 1 makes room by dropping its victims at once: it is
+// the last tier, or the tier below it is not write-back. Otherwise a victim is written
+// back first and its slot frees only when that copy completes.
+func (ts *tierStore) dropsFromTier1() bool {
+	return len(ts.lv) == 1 || ts.lv[1].spec.Write != WriteBack
+}
+
+// HoldNeed reports, for the device blocks ids (a prefix's blocks, as Hold takes them),
+// how many copies into tier 1 Hold would prepare (need: the cached blocks no lower tier
+// holds or receives yet, and each uncached block, which the caller will commit before
+// Hold) and how many tier 1 can take now (room: its free slots, plus, when it makes room
+// by dropping, its eviction candidates other than the entries ids hold there). A block
+// listed twice counts once. Hold succeeds exactly when need <= room. Without lower tiers
+// both are 0. It changes nothing.
+func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
+	ts := x.tiers
+	if ts == nil {
+		return 0, 0
+	}
+	x.nextMark()
+	own := 0
+	for _, id := range ids {
+		if uint(id) >= uint(x.nb) || ts.mark[id] == ts.markGen {
+			continue
+		}
+		ts.mark[id] = ts.markGen
+		if !x.IsCached(id) {
+			need++
+			continue
+		}
+		n := nodeOf(id)
+		if e := ts.devEnt[n] - 1; e >= 0 && ts.ents[e].anySlot() {
+			if ts.ents[e].candidate(1) {
+				own++
+			}
+			continue
+		}
+		if x.tierable(n) {
+			need++
+		}
+	}
+	l := &ts.lv[0]
+	room = len(l.free)
+	if ts.dropsFromTier1() {
+		room += l.policy.Len() - own
+	}
+	return need, room
+}
+
+// Hold keeps the lower-tier copies of the cached device blocks ids (a swapped-out
+// sequence's prefix, which the caller still holds) until ReleaseHold: each block a lower
+// tier holds or receives already is held there, and each other one is copied into tier 1
+// (TakePlans hands the copies out) and held once it lands; a block only the caller holds
+// besides the index (RefCount 2) is marked demoted, so that it leaves the device once its copy is
+// confirmed and the caller has released it. A held block is evicted from no tier; only a
+// failed transfer of it (CompleteTransfer with ok false) or Reset drops it. Blocks that
+// cannot be tiered (under a retired epoch) are left as they are. It fails with
+// *TierFullError (ErrTierFull) when HoldNeed's need exceeds its room, with ErrNoTiers
+// without lower tiers, and with ErrNotCached for an uncached block, changing nothing. A
+// hold of no block is HoldID 0, which ReleaseHold accepts.
+func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
+	ts := x.tiers
+	if ts == nil {
+		return 0, ErrNoTiers
+	}
+	for _, id := range ids {
+		if !x.IsCached(id) {
+			return 0, &BlockError{Op: "hold", ID: id, Err: ErrNotCached}
+		}
+	}
+	if need, room := x.HoldNeed(ids); need > room {
+		return 0, &TierFullError{Requested: need, Available: room}
+	}
+	var refs []holdRef
+	if k := len(ts.holdFree); k > 0 {
+		refs = ts.holdFree[k-1]
+		ts.holdFree = ts.holdFree[:k-1]
+	}
+	// First what the lower tiers hold already, so that making room for the copies below
+	// cannot evict it; then the copies.
+	x.nextMark()
+	for _, id := range ids {
+		n := nodeOf(id)
+		if e := ts.devEnt[n] - 1; e >= 0 && ts.ents[e].anySlot() && ts.mark[id] != ts.markGen {
+			ts.mark[id] = ts.markGen
+			refs = x.holdEntry(refs, e)
+		}
+	}
+	for _, id := range ids {
+		n := nodeOf(id)
+		if ts.mark[id] == ts.markGen || !x.tierable(n) {
+			continue
+		}
+		ts.mark[id] = ts.markGen
+		// A block of the prefix the caller does not hold (the index's own copy, after a
+		// duplicate commit) may be an eviction candidate: the copy pins it, so it leaves
+		// the set first, and returns to it if no copy is prepared.
+		out := evictable(&x.nodes[n])
+		if out {
+			x.evRemoveSlow(n)
+		}
+		if x.startDeviceStore(n, x.pool.RefCount(id) == 2) {
+			refs = x.holdEntry(refs, ts.devEnt[n]-1)
+		} else if out {
+			x.evAdd(n)
+		}
+	}
+	if len(refs) == 0 {
+		ts.holdFree = append(ts.holdFree, refs)
+		x.mutated()
+		return 0, nil
+	}
+	if ts.holds == nil {
+		ts.holds = make(map[HoldID][]holdRef)
+	}
+	ts.nextHold++
+	ts.holds[ts.nextHold] = refs
+	x.mutated()
+	return ts.nextHold, nil
+}
+
+// holdEntry counts one more hold on entry e, taking it off every tier's eviction set.
+func (x *Index) holdEntry(refs []holdRef, e int32) []holdRef {
+	ts := x.tiers
+	en := &ts.ents[e]
+	if en.holds == 0 {
+		for i := range ts.lv {
+			if t := Tier(i + 1); en.candidate(t) {
+				ts.lv[i].policy.Remove(en.slot[i] - 1)
+			}
+		}
+	}
+	en.holds++
+	return append(refs, holdRef{e: e, gen: en.gen})
+}
+
+// ReleaseHold ends hold h: its entries that no other hold keeps become eviction
+// candidates again in their tiers. HoldID 0 is a no-op; an ID that names no hold fails
+// with ErrUnknownHold and changes nothing.
+func (x *Index) ReleaseHold(h HoldID) error {
+	if h == 0 {
+		return nil
+	}
+	ts := x.tiers
+	if ts == nil {
+		return ErrNoTiers
+	}
+	refs, ok := ts.holds[h]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownHold, h)
+	}
+	delete(ts.holds, h)
+	for _, r := range refs {
+		en := &ts.ents[r.e]
+		if !en.live || en.gen != r.gen {
+			continue // dropped by a failed transfer or Reset since
+		}
+		if en.holds--; en.holds == 0 {
+			for i := range ts.lv {
+				if t := Tier(i + 1); en.candidate(t) {
+					x.tierAdd(t, r.e)
+				}
+			}
+		}
+	}
+	ts.holdFree = append(ts.holdFree, refs[:0])
+	x.mutated()
+	return nil
+}
+
+// HeldBlocks is the number of blocks hold h keeps in the lower tiers now (0 for an ID
+// that names no hold).
+func (x *Index) HeldBlocks(h HoldID) int {
+	if x.tiers == nil {
+		return 0
+	}
+	k := 0
+	for _, r := range x.tiers.holds[h] {
+		if en := &x.tiers.ents[r.e]; en.live && en.gen == r.gen {
+			k++
+		}
+	}
+	return k
+}
+
+// checkHolds verifies that every live entry counts exactly the holds that name it.
+func (x *Index) checkHolds() error {
+	ts := x.tiers
+	counts := make(map[int32]int32)
+	for h, refs := range ts.holds {
+		for _, r := range refs {
+			if r.e < 0 || int(r.e) >= len(ts.ents) {
+				return fmt.Errorf("hold %d names entry %d of %d", h, r.e, len(ts.ents))
+			}
+			if en := &ts.ents[r.e]; en.live && en.gen == r.gen {
+				counts[r.e]++
+			}
+		}
+	}
+	for e := range ts.ents {
+		if en := &ts.ents[e]; en.holds != counts[int32(e)] || (!en.live && en.holds != 0) {
+			return fmt.Errorf("entry %d counts %d holds, %d holds name it", e, en.holds, counts[int32(e)])
+		}
+	}
+	return nil
+}
