@@ -60,7 +60,7 @@
 // only for a broken invariant (CheckInvariants lists them; -tags kvinvariants and -race
 // check them after every mutation). Peek, Acquire, Release, Commit and Evict are
 // O(blocks touched), Evict adds O(log evictable) per victim, and none allocates in steady
-// state. Memory is fixed at New: about 128 bytes per pool block at 16 tokens a block (64 of
+// state. Memory is fixed at New: about 136 bytes per pool block at 16 tokens a block (64 of
 // them tokens).
 //
 // # Extending it

@@ -5,19 +5,22 @@ import "math/bits"
 // childTable is the one table of parent-to-child links for the whole tree: an open-addressing
 // hash table of node indices, probed linearly from the child's chained key. A child is found
 // by (parent, key) and then confirmed on its tokens and extra keys, so colliding keys only
-// cost probes, never a false hit. It is sized once, two slots for every block of the pool,
-// so it never grows and its load never passes 1/2: a full pool (W3's steady state) is the
-// common case, and at a load of 3/4 linear probing's clusters made each eviction's
-// backward-shift deletion scan so far that W3 ran 1.45x slower. The size need not be a power
-// of two (a key's home slot is the high half of key x size), so the table costs exactly 8
-// bytes per pool block.
+// cost probes, never a false hit. It is sized once, four slots for every block of the pool,
+// so it never grows and its load never passes 1/4: a full pool (W3's steady state) is the
+// common case, and every eviction deletes a key by backward shift, which reads the key of
+// each slot after it up to the next empty one. At a load of 3/4 linear probing's clusters
+// made W3 1.45x slower; at 1/2 the deletions still cost 122 instructions each on W3 and
+// the insertions 20 in their probe loop; at 1/4 the clusters are short enough to halve
+// both (3.4% of W3's instructions, see bench/README.md) for 8 more bytes per block. The
+// size need not be a power of two (a key's home slot is the high half of key x size), so
+// the table costs exactly 16 bytes per pool block.
 type childTable struct {
 	slots []int32 // node index, 0 = empty
 	size  uint64  // len(slots)
 }
 
 func (t *childTable) init(capacity int) {
-	n := max(8, capacity*2)
+	n := max(8, capacity*4)
 	t.slots = make([]int32, n)
 	t.size = uint64(n)
 }
