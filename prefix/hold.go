@@ -58,7 +58,8 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 	if len(ids) == 0 {
 		return
 	}
-	nodes, refs := x.nodes, x.refs
+	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs is cut to match
+	refs, hint := x.refs[:len(bn)], x.hint
 	t := x.tick()
 	// Last to first: along a path, pinning the tail pins every block above it in one walk,
 	// and the blocks above then find themselves pinned already. The outcome (which blocks
@@ -66,22 +67,21 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 	// order; only ancestors of a block are walked, and they have children, so none of them
 	// is in the eviction set.
 	for i := len(ids) - 1; i >= 0; i-- {
-		id := ids[i]
+		b := int(ids[i])
+		nd := &bn[b]
 		if retain {
-			refs[id]++
+			refs[b]++
 		}
-		n := nodeOf(id)
-		nd := &nodes[n]
 		if nd.flags&flagPinned == 0 {
 			if nd.children == 0 {
-				x.evRemoveSlow(n) // an unpinned leaf: in the eviction set
+				x.evRemoveSlow(int32(b) + 1) // an unpinned leaf: in the eviction set
 			}
-			x.pin(n)
+			x.pin(int32(b) + 1)
 		}
 		nd.lastAccess = t
 		nd.hits++
 		if nd.flags&flagMM == 0 {
-			x.hint[nd.parent] = n // reused now: the child the next request likely wants
+			hint[nd.parent] = int32(b) + 1 // reused now: the child the next request likely wants
 		}
 	}
 	if x.tiers != nil {
@@ -140,51 +140,56 @@ func (x *Index) release(ids []blocks.ID, drop bool) {
 	// one pinned child. Along a request's path the parent is the next block of the pass,
 	// which unpins it in turn; any other parent is walked up at once (unpinFrom). Either
 	// way each block ends as if the whole path had been unpinned from the tail first.
-	nodes, nb, refs := x.nodes, x.nb, x.refs
+	// bn is the block nodes (bn[id] is block id's node) and refs is cut to the same
+	// length, so that one test of an ID bounds both and the loop has no other check.
+	bn := x.nodes[1 : x.nb+1]
+	refs := x.refs[:len(bn)]
 	uncached := 0 // with drop: blocks left for the pool
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
-		if uint(id) >= uint(nb) {
+		b := int(id)
+		if uint(b) >= uint(len(bn)) {
 			uncached++
 			continue
 		}
-		n := nodeOf(id)
-		nd := &nodes[n]
+		nd := &bn[b]
 		if nd.flags&flagCached == 0 {
 			uncached++
 			continue
 		}
+		r := refs[b]
 		if drop {
-			if refs[id] < 2 {
+			if r < 2 {
 				panic("kvpage: broken invariant: a trusted release of a cached block the caller does not hold")
 			}
-			refs[id]--
+			r--
+			refs[b] = r
 		}
 		nd.flags &^= flagMark
 		t := x.tick()
 		switch {
 		case nd.flags&flagPinned != 0:
 			nd.lastAccess = t
-			if nd.pinnedKids > 0 || refs[id] > 1 {
+			if nd.pinnedKids > 0 || r > 1 {
 				break // still held, or above a held block
 			}
 			nd.flags &^= flagPinned
 			x.pinned--
 			if nd.children == 0 {
-				x.evAdd(n)
+				x.evAdd(nodeOf(id))
 			}
-			p := nd.parent
-			if p <= 0 || int(p) > nb {
+			p := int(nd.parent) - 1 // its block
+			if uint(p) >= uint(len(bn)) {
 				break // under a namespace root
 			}
-			nodes[p].pinnedKids--
-			if i == 0 || ids[i-1] != blockOf(p) {
-				x.unpinFrom(p)
+			bn[p].pinnedKids--
+			if i == 0 || int(ids[i-1]) != p {
+				x.unpinFrom(int32(p) + 1)
 			}
 		case nd.children == 0:
 			// Listed again after an earlier occurrence in this call made it an evictable
 			// leaf: its new time must go through the eviction set, or the set's order breaks.
-			x.touch(n, t)
+			x.touch(nodeOf(id), t)
 		default:
 			nd.lastAccess = t // unpinned already, by the walk up from a block below it
 		}
@@ -270,41 +275,43 @@ func (x *Index) clearMarks(ids []blocks.ID) {
 // pin marks block node n pinned (held, or above a held block) and pins its ancestors until
 // one already is. The caller has taken n off the eviction set.
 func (x *Index) pin(n int32) {
-	for x.isBlock(n) {
-		nd := &x.nodes[n]
+	bn := x.nodes[1 : x.nb+1] // bn[b] is block b's node
+	for b := int(n) - 1; uint(b) < uint(len(bn)); {
+		nd := &bn[b]
 		if nd.flags&flagPinned != 0 {
 			return
 		}
 		nd.flags |= flagPinned
 		x.pinned++
-		p := nd.parent
-		if !x.isBlock(p) {
+		p := int(nd.parent) - 1 // its block, or below 0 / past the blocks for a root
+		if uint(p) >= uint(len(bn)) {
 			return
 		}
-		x.nodes[p].pinnedKids++
-		n = p
+		bn[p].pinnedKids++
+		b = p
 	}
 }
 
 // unpinFrom unpins block node n if nothing holds it or anything below it any more, adds
 // it to the eviction set if it is a leaf, and walks up while ancestors become unpinned.
 func (x *Index) unpinFrom(n int32) {
-	nodes, nb := x.nodes, int32(x.nb)
-	for n > 0 && n <= nb {
-		nd := &nodes[n]
-		if nd.flags&flagPinned == 0 || nd.pinnedKids > 0 || x.pool.RefCount(blockOf(n)) > 1 {
+	bn := x.nodes[1 : x.nb+1] // bn[b] is block b's node; refs is cut to match
+	refs := x.refs[:len(bn)]
+	for b := int(n) - 1; uint(b) < uint(len(bn)); {
+		nd := &bn[b]
+		if nd.flags&flagPinned == 0 || nd.pinnedKids > 0 || refs[b] > 1 {
 			return
 		}
 		nd.flags &^= flagPinned
 		x.pinned--
 		if nd.children == 0 {
-			x.evAdd(n)
+			x.evAdd(int32(b) + 1)
 		}
-		p := nd.parent
-		if p <= 0 || p > nb {
+		p := int(nd.parent) - 1 // its block, or outside the blocks for a root
+		if uint(p) >= uint(len(bn)) {
 			return
 		}
-		nodes[p].pinnedKids--
-		n = p
+		bn[p].pinnedKids--
+		b = p
 	}
 }
