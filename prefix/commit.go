@@ -2,6 +2,8 @@ package prefix
 
 import (
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
@@ -199,18 +201,20 @@ func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 // repeated blocks (a caller's invariant: commitHeld).
 func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID, marks bool) (int, error) {
 	ri := x.root(root)
-	x.keyBuf, x.nodeBuf = x.keyBuf[:0], x.nodeBuf[:0]
+	keys := slices.Grow(x.keyBuf[:0], len(ids))[:len(ids)] // keys[i]: no append per block
+	x.keyBuf, x.nodeBuf = keys, x.nodeBuf[:0]
+	bs, tokens := x.bs, p.Tokens // locals: the stores below would make x.bs a load each time
 	key, mmLo := x.nodes[at].key, 0
 	newFrom := len(ids)
 	for i, id := range ids {
 		b := start + i
-		toks := p.Tokens[b*x.bs : (b+1)*x.bs]
+		toks := tokens[b*bs : (b+1)*bs : (b+1)*bs]
 		var mm []mmKey
 		if len(p.MM) > 0 { // text prompts, the common case, skip the call
 			mm = x.blockMM(p, b, &mmLo)
 		}
 		k := x.childKey(key, toks, ri, b == 0, mm)
-		x.keyBuf = append(x.keyBuf, k)
+		keys[i] = k
 		key = k
 		if newFrom == len(ids) {
 			if c := x.findChild(at, k, toks, mm); c != 0 {
@@ -252,6 +256,11 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 	refs := x.refs
 	parent := at
 	mmLo := 0
+	var src [][16]int32 // with 16-token blocks, the prompt's blocks (Commit checked its length)
+	if x.tok16 != nil {
+		n := start + len(ids)
+		src = unsafe.Slice((*[16]int32)(p.Tokens[:n*16]), n)
+	}
 	for i := from; i < len(ids); i++ {
 		id := ids[i]
 		if held {
@@ -270,11 +279,11 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		} else {
 			x.retain(n, p.retentionAt(b, x.bs, t))
 		}
-		if x.bs == 16 {
+		if x.tok16 != nil {
 			// Through a local, so that the compiler knows source and destination do not
 			// overlap and writes the 64-byte move out in line: no memmove call per block.
-			blk := *(*[16]int32)(p.Tokens[b*16:])
-			*(*[16]int32)(x.tokens[int(id)*16:]) = blk
+			blk := src[b]
+			x.tok16[id] = blk
 		} else {
 			copy(x.tokens[int(id)*x.bs:], p.Tokens[b*x.bs:(b+1)*x.bs])
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
@@ -74,8 +75,12 @@ type Index struct {
 
 	nodes  []node  // node 0 unused; 1..nb blocks; nb+1.. namespace roots
 	tokens []int32 // bs tokens per block, indexed by block ID
-	table  childTable
-	mm     map[int32][]mmKey // multimodal extra keys of the blocks that have any
+	// tok16 is the same arena as tokens, seen as one array per block, when blocks hold 16
+	// tokens (nil otherwise): &tok16[b] is block b's tokens with one bounds check, which
+	// the hot loops of 16-token blocks (matchText16, insertChain) index without slicing.
+	tok16 [][16]int32
+	table childTable
+	mm    map[int32][]mmKey // multimodal extra keys of the blocks that have any
 	// hint is, per node, the child Peek tries first (0 = none): a text-only child, the
 	// last one a request acquired, else the first one committed. Along a path that
 	// requests share, the next block is almost always this child, so Peek confirms it
@@ -211,10 +216,15 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		obs:    cfg.observer,
 		nodes:  make([]node, nb+1, nb+2),
 		hint:   make([]int32, nb+1, nb+2),
-		tokens: make([]int32, nb*blockSize),
 		mm:     make(map[int32][]mmKey),
 		roots:  make(map[Namespace]int32),
 		hasher: cfg.hasher,
+	}
+	if blockSize == 16 {
+		x.tok16 = make([][16]int32, nb)
+		x.tokens = unsafe.Slice(&x.tok16[0][0], nb*16) // nb >= 1: a pool has a block
+	} else {
+		x.tokens = make([]int32, nb*blockSize)
 	}
 	if x.clock == nil {
 		x.clock = &evict.Counter{}

@@ -1,6 +1,8 @@
 package prefix
 
 import (
+	"unsafe"
+
 	"github.com/kvpage/kvpage/blocks"
 )
 
@@ -124,13 +126,19 @@ func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo
 // written out in the loop: along a shared path a block costs one load of the hint, eight
 // 64-bit compares and the append.
 func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
-	hint, arena := x.hint, x.tokens
+	if full <= 0 {
+		return dst, r, 0
+	}
+	hint, arena := x.hint, x.tok16
+	// The prompt's first full blocks, one array each (full*16 <= len(tokens), checked
+	// here): the loop indexes them with no bounds check and no slicing.
+	prompt := unsafe.Slice((*[16]int32)(tokens[:full*16]), full)
 	cur := r
-	for b := 0; b < full; b++ {
-		t := (*[16]int32)(tokens[b*16 : b*16+16])
+	for b := range prompt {
+		t := &prompt[b]
 		c := hint[cur]
 		if c != 0 {
-			o := (*[16]int32)(arena[int(c-1)*16 : int(c-1)*16+16])
+			o := &arena[int(c)-1]
 			if (pair(o[0], o[1])^pair(t[0], t[1]))|(pair(o[2], o[3])^pair(t[2], t[3]))|
 				(pair(o[4], o[5])^pair(t[4], t[5]))|(pair(o[6], o[7])^pair(t[6], t[7]))|
 				(pair(o[8], o[9])^pair(t[8], t[9]))|(pair(o[10], o[11])^pair(t[10], t[11]))|
@@ -164,7 +172,7 @@ func (x *Index) nextByKey(cur, tried int32, toks []int32, ri *rootInfo, first bo
 // written out so that a prompt whose hints are wrong (it leaves, at every node, the child
 // requests last reused) costs about what a lookup cost before hints existed.
 func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, first bool) int32 {
-	nodes, arena, tab := x.nodes, x.tokens, &x.table
+	nodes, arena, tab := x.nodes, x.tok16, &x.table
 	pn := &nodes[cur]
 	if pn.children == 0 || (pn.children == 1 && tried != 0) {
 		return 0
@@ -184,7 +192,7 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 		}
 		nd := &nodes[n]
 		if nd.key == k && nd.parent == cur && nd.flags&flagMM == 0 &&
-			same16((*[16]int32)(arena[int(n-1)*16:int(n-1)*16+16]), toks) {
+			same16(&arena[int(n)-1], toks) {
 			return n
 		}
 	}
