@@ -53,8 +53,9 @@ import (
 // every applyChunk blocks, so that a lookup never waits for a whole batch (a 100k-block
 // batch kept a Route waiting 333 ms when Apply held the lock throughout). A lookup may
 // therefore see a batch partly applied, as it would see the batch before or after. A
-// lookup hashes its prompt before it takes that lock, so Apply never waits for hashing;
-// lookups hash one at a time, as the hasher belongs to one goroutine. One
+// lookup hashes its prompt outside that lock, so Apply never waits for hashing, a run of
+// blocks at a time, and stops hashing at the first block no server holds; lookups hash
+// one at a time, as the hasher belongs to one goroutine. One
 // server's batches are applied one at a time, in the order Apply was called.
 type ClusterIndex struct {
 	mu sync.Mutex
@@ -69,6 +70,7 @@ type ClusterIndex struct {
 	onHold    func(acquired bool) // benchmarks: called as Apply takes and releases the lock
 	servers   []*clusterServer    // sorted by name: ties go to the first name
 	byName    map[string]*clusterServer
+	gen       uint64 // under mu: counts the holds of mu that may change servers or blocks
 
 	// Lookup scratch, under lookMu (hits and alive under mu too).
 	parent, cur []byte
@@ -253,6 +255,7 @@ func (c *ClusterIndex) server(name string) *clusterServer {
 		return s
 	}
 	s := &clusterServer{name: name, blocks: make(map[uint64]struct{})}
+	c.gen++
 	c.byName[name] = s
 	i, _ := slices.BinarySearchFunc(c.servers, name, func(s *clusterServer, n string) int { return strings.Compare(s.name, n) })
 	c.servers = slices.Insert(c.servers, i, s)
@@ -300,6 +303,7 @@ func (c *ClusterIndex) yield(work *int) {
 // lock and unlock are Apply's hold of the lock.
 func (c *ClusterIndex) lock() {
 	c.mu.Lock()
+	c.gen++
 	if c.onHold != nil {
 		c.onHold(true)
 	}
@@ -504,10 +508,8 @@ func mmPair(v []any) (id string, off int, ok bool) {
 func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) ([]ServerHit, error) {
 	c.lookMu.Lock()
 	defer c.lookMu.Unlock()
-	c.hashPrompt(p)
-	c.mu.Lock()
+	c.lookup(p)
 	defer c.mu.Unlock()
-	c.walk()
 	from := len(dst)
 	for i, s := range c.servers {
 		dst = append(dst, ServerHit{Server: s.name, Blocks: c.hits[i]})
@@ -521,10 +523,8 @@ func (c *ClusterIndex) Match(dst []ServerHit, p *prefix.Prompt) ([]ServerHit, er
 func (c *ClusterIndex) Route(p *prefix.Prompt) (server string, blocks int, ok bool) {
 	c.lookMu.Lock()
 	defer c.lookMu.Unlock()
-	c.hashPrompt(p)
-	c.mu.Lock()
+	c.lookup(p)
 	defer c.mu.Unlock()
-	c.walk()
 	best := -1
 	for i := range c.servers {
 		if c.hits[i] > 0 && (best < 0 || c.hits[i] > c.hits[best]) {
@@ -537,14 +537,47 @@ func (c *ClusterIndex) Route(p *prefix.Prompt) (server string, blocks int, ok bo
 	return c.servers[best].name, c.hits[best], true
 }
 
-// hashPrompt fills c.keys with the 64-bit keys of p's full blocks. It runs under lookMu
-// alone: hashing a long prompt (about 0.3 µs a block with SHA256CBOR) never holds up Apply.
-// Every block is hashed, even past the point where no server holds the prompt, as the walk
-// that could stop early needs the lock.
-func (c *ClusterIndex) hashPrompt(p *prefix.Prompt) {
+// lookup fills c.hits with each server's number of leading blocks of p, and returns with
+// mu held. It hashes p's full blocks under lookMu alone, so that Apply never waits for
+// hashing (about 0.3 µs a block with SHA256CBOR), in runs of firstRun blocks, then twice
+// as many each time up to maxRun, and walks each run under mu, stopping at the first
+// block no server holds: a prompt no server holds past its first blocks costs a run's
+// hashing, not the whole prompt's. The hits are those of one moment, as a walk of the
+// whole prompt under one hold of mu would find them: when an Apply (or a new server) held
+// mu between two runs, the walk starts over on every block hashed so far.
+func (c *ClusterIndex) lookup(p *prefix.Prompt) {
+	n := len(p.Tokens) / c.bs
 	c.keys = c.keys[:0]
 	c.hasher.Root(c.parent)
-	for b := range len(p.Tokens) / c.bs {
+	run := firstRun
+	c.mu.Lock()
+	c.startWalk()
+	for len(c.alive) > 0 && len(c.keys) < n {
+		gen, walked := c.gen, len(c.keys)
+		c.mu.Unlock()
+		c.hashBlocks(p, min(n, walked+run))
+		run = min(2*run, maxRun)
+		c.mu.Lock()
+		if c.gen != gen {
+			c.startWalk()
+			walked = 0
+		}
+		c.walk(walked)
+	}
+}
+
+// firstRun and maxRun bound the runs of blocks a lookup hashes between two walks (see
+// lookup): a prompt whose first block no server holds costs 4 blocks' hashing, and one
+// every block of which is held about log2(blocks/4) more holds of the lock.
+const (
+	firstRun = 4
+	maxRun   = 256
+)
+
+// hashBlocks appends to c.keys the 64-bit keys of p's full blocks up to block end
+// (exclusive), chaining from the last one hashed. Under lookMu.
+func (c *ClusterIndex) hashBlocks(p *prefix.Prompt, end int) {
+	for b := len(c.keys); b < end; b++ {
 		e := vllmhash.BlockExtraForm(p, b, c.bs, c.mmForm, c.mm, c.offs)
 		c.mm = e.MM[:0]
 		if e.MMOffsets != nil {
@@ -556,19 +589,21 @@ func (c *ClusterIndex) hashPrompt(p *prefix.Prompt) {
 	}
 }
 
-// walk fills c.hits with each server's number of leading blocks among c.keys, stopping at
-// the first block that no server still in the running holds. It runs under mu.
-func (c *ClusterIndex) walk() {
+// startWalk clears c.hits and puts every server in the running. Under mu.
+func (c *ClusterIndex) startWalk() {
 	c.hits = slices.Grow(c.hits[:0], len(c.servers))[:len(c.servers)]
 	clear(c.hits)
 	c.alive = c.alive[:0]
 	for i := range c.servers {
 		c.alive = append(c.alive, int32(i))
 	}
-	for b, k := range c.keys {
-		if len(c.alive) == 0 {
-			break
-		}
+}
+
+// walk carries c.hits on over c.keys[from:], stopping at the first block that no server
+// still in the running holds. Under mu.
+func (c *ClusterIndex) walk(from int) {
+	for b := from; b < len(c.keys) && len(c.alive) > 0; b++ {
+		k := c.keys[b]
 		kept := c.alive[:0]
 		for _, i := range c.alive {
 			if _, ok := c.servers[i].blocks[k]; ok {
