@@ -31,7 +31,9 @@ func (m *Manager) growAligned(s *seq, g int, t []blocks.ID, main int) []blocks.I
 	for len(t) < want-1 {
 		t = append(t, blocks.NullID)
 	}
-	return append(t, m.st.alloc())
+	t = append(t, m.st.alloc())
+	m.hold(s, g, t[len(t)-1])
+	return t
 }
 
 // staleState is the entry of align group g's last state block once s has moved past it
@@ -107,6 +109,7 @@ func (m *Manager) releaseState(s *seq, g int) {
 		return
 	}
 	if t := s.tables[g]; t[i] != blocks.NullID {
+		m.dropping(s, g, t[i:i+1])
 		m.st.releaseWindow(t[i : i+1]) // superseded mid-sequence: its eviction is EvictWindow
 		t[i] = blocks.NullID
 	}

@@ -53,7 +53,8 @@
 // the policy's order that frees the need is taken; a successful Preempt frees at least
 // that. With an ordered policy (fcfs, priority, progress) the Manager keeps the running
 // sequences in the policy's order, so a Preempt costs what its victims hold however many
-// sequences run; with cost, or a policy of one's own, it describes every running sequence.
+// sequences run; with cost, or a policy of one's own, it describes every running sequence
+// from a Freeable it keeps exact as they run, O(n log n) in n running sequences.
 // Only recompute mode exists: Swap is refused with blocktable.ErrNoHostPool
 // (swapping becomes a use of the host tier, issue 16).
 //

@@ -51,6 +51,7 @@ func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 	m.st.pin(c.pinned)
 	for g := range m.specs {
 		t := p.tables[g][:m.ceil(g, p.computed)]
+		m.taking(c, g, t)
 		for _, b := range t {
 			if b != blocks.NullID {
 				m.st.take(b) // held by the parent: no queue change

@@ -21,7 +21,10 @@ import (
 //   - full attention stays downward closed: a node with a block of a full-attention group
 //     has a parent with one too, so eviction in queue order is leaf-only for full
 //     attention (unless EvictBlocks dropped an interior block, as vLLM's evict_blocks
-//     may: its descendants then stay cached but unreachable, as in vLLM).
+//     may: its descendants then stay cached but unreachable, as in vLLM);
+//   - with a policy that reads Freeable, the kept figures (freeable.go) are each running
+//     sequence's blocks, those it holds alone per group, and what a plan of its release
+//     frees; records not in use keep nothing.
 func (m *Manager) CheckInvariants() error {
 	q, t := m.st.q, m.st.t
 	if err := q.CheckInvariants(); err != nil {
@@ -100,6 +103,9 @@ func (m *Manager) CheckInvariants() error {
 		if err := m.checkTiers(); err != nil {
 			return err
 		}
+	}
+	if err := m.checkFreeable(); err != nil {
+		return err
 	}
 	return m.checkOrder()
 }

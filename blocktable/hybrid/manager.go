@@ -165,6 +165,10 @@ type Manager struct {
 	frontier      []int32
 	walked        []*seq
 	fullWalk      bool
+	// fa keeps every sequence's Freeable for the policies that read it (freeable.go);
+	// planFreeable (tests) makes Preempt and Freeable plan it anyway.
+	fa           freeAcct
+	planFreeable bool
 
 	// lowGroup is the group that last lowered the fixed point in hit (-1: none), and
 	// lowFrom the length it was given: what Explain reports.
@@ -217,6 +221,8 @@ type seq struct {
 	loading          prefix.TransferID
 	loadFrom, loadTo int
 	loadResumed      bool // the load is a Resumed admission's: not counted in LoadedTokens
+	// slot numbers the record for the Freeable accounting (freeable.go).
+	slot uint32
 }
 
 // New builds a Manager.
@@ -301,6 +307,7 @@ func New(cfg Config) (*Manager, error) {
 		m.sparse, m.interval = true, cfg.RetentionInterval
 	}
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
+	m.initFreeable(cfg.NumBlocks)
 	m.view.st, m.view.align, m.view.devUnits = m.st, m.align, noLowerUnits
 	if cfg.Observer != nil {
 		if err := m.st.t.SetObserver(cfg.Observer, cfg.Hasher, m.k); err != nil {
@@ -424,7 +431,7 @@ func (m *Manager) newSeq(req *Request) *seq {
 	if n := len(m.spare); n > 0 {
 		s, m.spare = m.spare[n-1], m.spare[:n-1]
 	} else {
-		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng), lastState: make([]int, m.ng)}
+		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng), lastState: make([]int, m.ng), slot: m.newSlot()}
 	}
 	for g := range s.lastState {
 		s.lastState[g] = -1
@@ -641,6 +648,7 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) 
 				t = append(t, m.blockAt(s, g, i))
 			}
 		}
+		m.taking(s, g, t[skip:dev])
 		m.st.takeTable(t[skip:dev], m.skips[g])
 		s.tables[g], s.numCached[g] = t, dev
 		r.Tiers.Blocks[prefix.Device] += dev - skip
@@ -689,6 +697,7 @@ func (m *Manager) grow(s *seq, tokens, main int) {
 		}
 		if n := m.ceil(g, tokens) - len(t); n > 0 {
 			t = m.st.allocN(t, n)
+			m.holdAll(s, g, t[len(t)-n:])
 		}
 		s.tables[g] = t
 	}
@@ -701,6 +710,8 @@ func (m *Manager) copyShared(s *seq, g int, t []blocks.ID) {
 	if i, ok := m.sharedWrite(s, g); ok {
 		src := t[i]
 		t[i] = m.st.alloc()
+		m.hold(s, g, t[i])
+		m.droppingOne(s, g, src)
 		m.st.release(src) // still held by the fork: never unreferenced here
 		m.copies = append(m.copies, CopyOp{Group: g, Src: src, Dst: t[i]})
 		m.counters.CopyOnWrites++
@@ -918,6 +929,7 @@ func (m *Manager) releaseSkipped(s *seq) {
 			i--
 		}
 		if i < end {
+			m.dropping(s, g, t[i:end])
 			m.st.releaseWindow(t[i:end])
 			clear(t[i:end])
 		}
@@ -952,6 +964,7 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 // releaseAll releases every group's blocks of s, last first, group by group.
 func (m *Manager) releaseAll(s *seq) {
 	for g := range m.specs {
+		m.dropping(s, g, s.tables[g])
 		m.st.releaseTable(s.tables[g])
 		s.tables[g] = s.tables[g][:0]
 	}

@@ -21,6 +21,7 @@ type preemptScratch struct {
 	stamp   []uint32
 	drops   []int32
 	gen     uint32
+	visited int // table entries planned, for the tests of Preempt's cost
 }
 
 // planBegin starts an empty release plan.
@@ -45,6 +46,7 @@ func (m *Manager) planRelease(s *seq) int {
 	p := &m.pre
 	gain := 0
 	for g := range m.specs {
+		p.visited += len(s.tables[g])
 		for _, b := range s.tables[g] {
 			if b == blocks.NullID {
 				continue
@@ -63,29 +65,39 @@ func (m *Manager) planRelease(s *seq) int {
 
 // Freeable returns how many blocks preempting (or finishing) sequence id alone would
 // return to the free queue: the blocks it holds that no other sequence holds, in every
-// group. Blocks shared with forks or with other sequences' prefix hits stay held.
+// group. Blocks shared with forks or with other sequences' prefix hits stay held. With a
+// policy that is not an evict.OrderedPreemption it is kept as the sequences run
+// (freeable.go) and costs O(groups); otherwise it is planned over the blocks id holds.
 func (m *Manager) Freeable(id blocktable.SeqID) (int, error) {
 	s, ok := m.lookup(id)
 	if !ok {
 		return 0, seqErr("freeable", id, errUnknown)
 	}
+	if m.kept() {
+		return m.soleCount(s), nil
+	}
 	m.planBegin()
 	return m.planRelease(s), nil
 }
 
-func (m *Manager) candidate(id blocktable.SeqID, s *seq) evict.Candidate {
-	held := 0
-	for g := range m.specs {
-		for _, b := range s.tables[g] {
-			if b != blocks.NullID {
-				held++
+func (m *Manager) candidate(id blocktable.SeqID, s *seq, kept bool) evict.Candidate {
+	held, free := 0, 0
+	if kept {
+		held, free = int(m.fa.held[s.slot]), m.soleCount(s)
+	} else {
+		for g := range m.specs {
+			for _, b := range s.tables[g] {
+				if b != blocks.NullID {
+					held++
+				}
 			}
 		}
+		m.planBegin()
+		free = m.planRelease(s)
 	}
-	m.planBegin()
 	return evict.Candidate{
 		ID: uint64(id), Priority: s.priority, Arrival: s.arrival, Computed: s.computed,
-		Output: max(0, len(s.tokens)-s.promptLen), Held: held, Freeable: m.planRelease(s),
+		Output: max(0, len(s.tokens)-s.promptLen), Held: held, Freeable: free,
 	}
 }
 
@@ -114,8 +126,12 @@ func (m *Manager) candidate(id blocktable.SeqID, s *seq) evict.Candidate {
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
 // the victims alone, so a call costs what the victims hold, however many sequences run.
-// Any other policy (cost, or a user's) is given every candidate's evict.Candidate: O(running
-// sequences + blocks they hold).
+// Any other policy (cost, or a user's) is given every candidate's evict.Candidate, whose
+// Freeable and Held the Manager keeps as the sequences run (freeable.go): O(n log n) in
+// the n running sequences (they are sorted by ID) plus what the victims hold. Only when
+// the candidates' Freeable add up to less than req.Need (blocks shared among them, forks
+// or common hits, may still free enough together) does it plan the release of all of
+// them, a pass over the blocks they hold.
 func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preempted) ([]blocktable.Preempted, error) {
 	if req.Need < 0 || req.Mode > blocktable.Swap {
 		return dst, fmt.Errorf("%w: preempt %d blocks in mode %d", errInvalid, req.Need, req.Mode)
@@ -138,16 +154,24 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	}
 	slices.Sort(p.ids) // map order is random: policies see one order, ties by ID
 	p.infos = p.infos[:0]
+	kept, sum := m.kept(), 0
 	for _, id := range p.ids {
-		p.infos = append(p.infos, m.candidate(id, m.seqs[id]))
+		c := m.candidate(id, m.seqs[id], kept)
+		p.infos = append(p.infos, c)
+		sum += c.Freeable
 	}
-	m.planBegin()
-	all := 0
-	for _, id := range p.ids {
-		all += m.planRelease(m.seqs[id])
-	}
-	if all < req.Need {
-		return dst, outOfBlocks("preempt", 0, req.Need, all)
+	// What preempting every candidate would free, blocks shared among them included: if
+	// even that is short, preempt nobody. Freeable figures never overlap, so when they
+	// add up to the need, so does this, and the pass is left out.
+	if sum < req.Need {
+		m.planBegin()
+		all := 0
+		for _, id := range p.ids {
+			all += m.planRelease(m.seqs[id])
+		}
+		if all < req.Need {
+			return dst, outOfBlocks("preempt", 0, req.Need, all)
+		}
 	}
 	p.victims = m.preempt.Victims(p.victims[:0], p.infos, req.Need)
 	// The shortest prefix of the policy's order that really frees enough: Freeable counts
