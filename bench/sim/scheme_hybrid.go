@@ -379,14 +379,16 @@ func (a *hybridAlloc) commonHit(req *hybrid.Request) (limit, hit int) {
 	case !a.sharing:
 		return 0, 0
 	case len(a.pools) == 1:
-		return 0, a.pools[0].m.MatchRequest(req)
+		hit, _ := a.pools[0].m.MatchRequest(req) // refuses only a nil request
+		return 0, hit
 	}
 	h := len(req.Prompt) - 1
 	for h > 0 {
 		low := h
 		for _, p := range a.pools {
 			req.HitLimit = h
-			low = min(low, p.m.MatchRequest(req))
+			hit, _ := p.m.MatchRequest(req)
+			low = min(low, hit)
 		}
 		if low == h {
 			break

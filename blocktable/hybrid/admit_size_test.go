@@ -2,6 +2,7 @@ package hybrid_test
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/kvpage/kvpage/blocktable"
@@ -26,4 +27,38 @@ func TestAdmitRefusesMaxTokensThatOverflow(t *testing.T) {
 		require.False(t, m.Contains(1))
 	}
 	require.NoError(t, m.CheckInvariants())
+}
+
+// TestAdmitHugeMaxTokensAllocatesByThePool: a legal but huge MaxTokens (up to
+// math.MaxInt32) must not allocate its tokens and tables up front (8 GiB of tokens at
+// MaxInt32): admission sizes them for what the pool can hold. A model whose every group
+// releases early (a sliding window alone) runs past that, growing as it goes.
+func TestAdmitHugeMaxTokensAllocatesByThePool(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		groups []hybrid.Spec
+		steps  int // decode steps after admission
+	}{
+		{"full attention and a window", []hybrid.Spec{hybrid.FullAttention{Block: 16}, hybrid.SlidingWindow{Block: 16, Window: 32}}, 100},
+		{"a window alone runs past the pool", []hybrid.Spec{hybrid.SlidingWindow{Block: 16, Window: 32}}, 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := hybrid.New(hybrid.Config{Groups: c.groups, NumBlocks: 17}) // 256 tokens
+			require.NoError(t, err)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err = m.Admit(1, &hybrid.Request{Prompt: seqTokens(20, 0), MaxTokens: math.MaxInt32})
+			require.NoError(t, err)
+			runtime.ReadMemStats(&after)
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated by one admission")
+			for i := range c.steps {
+				require.NoError(t, m.Append(1, []int32{int32(i)}))
+			}
+			toks, err := m.Tokens(1)
+			require.NoError(t, err)
+			require.Len(t, toks, 20+c.steps)
+			require.NoError(t, m.CheckInvariants())
+		})
+	}
 }

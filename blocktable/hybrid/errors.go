@@ -13,6 +13,10 @@ var (
 	errInvalid = blocktable.ErrInvalidArgument
 	errUnknown = blocktable.ErrUnknownSeq
 	errDup     = blocktable.ErrDuplicateSeq
+	// errNilRequest refuses a nil *Request (or *prefix.Explanation) in the lookups, which
+	// errors.Is recognises as blocktable.ErrInvalidArgument; a value, so that refusing
+	// allocates nothing.
+	errNilRequest = fmt.Errorf("hybrid: nil request: %w", errInvalid)
 )
 
 func outOfBlocks(op string, seq blocktable.SeqID, needed, available int) error {

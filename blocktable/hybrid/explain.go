@@ -24,12 +24,17 @@ import (
 // Otherwise full attention's own stop is explained: MissNone (everything the lookup
 // could take), MissCapped (the next unit is cached but the len - 1 cap or HitLimit left it
 // out), MissEAGLE, MissEvicted (its block there was evicted, with the cause, e.Group the
-// full-attention group), MissNeverStored. It allocates nothing in steady state.
-func (m *Manager) Explain(req *Request, e *prefix.Explanation) int {
+// full-attention group), MissNeverStored. It allocates nothing in steady state. A nil req
+// or e is refused with blocktable.ErrInvalidArgument (errNilRequest), as Admit refuses a
+// nil request.
+func (m *Manager) Explain(req *Request, e *prefix.Explanation) (int, error) {
+	if req == nil || e == nil {
+		return 0, errNilRequest
+	}
 	n := len(req.Prompt)
 	*e = prefix.Explanation{FullBlocks: n / m.unit}
 	if n == 0 || req.SkipCacheRead || len(m.kinds) == 0 {
-		return 0
+		return 0, nil
 	}
 	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
 	limit := n - 1
@@ -52,7 +57,7 @@ func (m *Manager) Explain(req *Request, e *prefix.Explanation) int {
 		m.explainFull(s, g0, limit, hit, e)
 	}
 	m.spare = append(m.spare, s)
-	return hit
+	return hit, nil
 }
 
 // explainGroup says why group g returned less than from (tokens), s.path walked.

@@ -13,8 +13,11 @@ func explainOf(t *testing.T, m *Manager, prompt []int32) (int, prefix.Explanatio
 	t.Helper()
 	var e prefix.Explanation
 	req := &Request{Prompt: prompt, MaxTokens: len(prompt)}
-	hit := m.Explain(req, &e)
-	require.Equal(t, m.MatchRequest(req), hit, "Explain's hit is MatchRequest's")
+	hit, err := m.Explain(req, &e)
+	require.NoError(t, err)
+	match, err := m.MatchRequest(req)
+	require.NoError(t, err)
+	require.Equal(t, match, hit, "Explain's hit is MatchRequest's")
 	require.Equal(t, hit/m.unit, e.MatchedBlocks)
 	require.Equal(t, len(prompt)/m.unit, e.FullBlocks)
 	return hit, e
@@ -120,8 +123,9 @@ func TestExplainHybridAllocatesNothing(t *testing.T) {
 	m.EvictBlocks(tables[1][3:4])
 	req := &Request{Prompt: append(append([]int32(nil), p...), 99), MaxTokens: 17}
 	var e prefix.Explanation
-	m.Explain(req, &e)
-	allocs := testing.AllocsPerRun(100, func() { m.Explain(req, &e) })
+	_, err = m.Explain(req, &e)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() { _, _ = m.Explain(req, &e) })
 	require.Zero(t, allocs)
 	require.Equal(t, prefix.MissGroup, e.Reason)
 }

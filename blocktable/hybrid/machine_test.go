@@ -65,6 +65,9 @@ func checkMachine(t *testing.T) {
 		nb := rapid.IntRange(4, 40).Draw(rt, "blocks")
 		sparse := rapid.Bool().Draw(rt, "sparse retention")
 		interval := bs * rapid.IntRange(0, 3).Draw(rt, "retention interval")
+		if !sparse {
+			interval = 0 // New refuses an interval without sparse retention
+		}
 		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Eagle: eagle, SparseRetention: sparse, RetentionInterval: interval})
 		if err != nil {
 			rt.Fatal(err)

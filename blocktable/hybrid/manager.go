@@ -3,6 +3,7 @@ package hybrid
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
@@ -44,7 +45,9 @@ type Config struct {
 	// RetentionInterval, with SparseRetention, is the tokens between retained boundaries:
 	// 0 keeps only the prompt's replay boundary (vLLM's default since PR #52216), a
 	// positive multiple of the LCM of the groups' block sizes keeps one boundary every
-	// that many tokens as well.
+	// that many tokens as well. Without SparseRetention it must be 0: New refuses any
+	// other value with ErrRetentionWithoutSparse, since dense retention caches every
+	// block and an interval there would mean nothing.
 	RetentionInterval int
 	// Preemption orders victims for Preempt (a policy of package evict: fcfs, priority,
 	// progress, cost, or one's own). Nil means newest first (vLLM's FCFS default).
@@ -62,7 +65,9 @@ type Request struct {
 	// Prompt is the sequence's tokens so far; all of them get slots.
 	Prompt []int32
 	// MaxTokens bounds the sequence's length (prompt plus generated tokens), at most
-	// math.MaxInt32 (Admit refuses more with a blocktable.SizeError).
+	// math.MaxInt32 (Admit refuses more with a blocktable.SizeError). Admit sizes the
+	// sequence's tables for it, but for no more tokens than the pool's blocks cover, so a
+	// huge bound costs no memory up front.
 	MaxTokens int
 	// SkipCacheRead admits without looking the prompt up (vLLM's
 	// skip_reading_prefix_cache, for prompt logprobs); its blocks are still cached.
@@ -169,6 +174,12 @@ type Manager struct {
 	// planFreeable (tests) makes Preempt and Freeable plan it anyway.
 	fa           freeAcct
 	planFreeable bool
+
+	// preTokens bounds the tokens a new sequence's slices are sized for: what the pool's
+	// blocks cover at the largest block size, the longest sequence a model with a
+	// full-attention group can reach. Past it (only a model whose every group releases
+	// early gets there) the slices grow as the sequence does.
+	preTokens int
 
 	// lowGroup is the group that last lowered the fixed point in hit (-1: none), and
 	// lowFrom the length it was given: what Explain reports.
@@ -300,13 +311,11 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.kinds = sorted
 	m.kdone = make([]bool, len(m.kinds))
-	if cfg.SparseRetention {
-		if cfg.RetentionInterval < 0 || cfg.RetentionInterval%m.lcm != 0 {
-			return nil, fmt.Errorf("%w: retention interval %d is not a multiple of %d tokens", errInvalid, cfg.RetentionInterval, m.lcm)
-		}
-		m.sparse, m.interval = true, cfg.RetentionInterval
+	if err := m.setRetention(&cfg); err != nil {
+		return nil, err
 	}
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
+	m.preTokens = (cfg.NumBlocks - 1) * slices.Max(m.bs)
 	m.initFreeable(cfg.NumBlocks)
 	m.view.st, m.view.align, m.view.devUnits = m.st, m.align, noLowerUnits
 	if cfg.Observer != nil {
@@ -441,17 +450,21 @@ func (m *Manager) newSeq(req *Request) *seq {
 	s.extent, s.resEnd, s.priority, s.hit, s.promptLen = 0, 0, req.Priority, 0, len(req.Prompt)
 	s.forked = false
 	s.ns, s.root = req.Namespace, m.st.root(req.Namespace, false)
+	// Sized for the whole sequence, so that its decode steps allocate nothing, but no
+	// further than the pool could hold at once: a legal but huge MaxTokens must not
+	// allocate its tokens up front (see preTokens).
+	pre := min(req.MaxTokens, max(len(req.Prompt), m.preTokens))
 	for g := range s.tables {
-		if c := (req.MaxTokens + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
+		if c := (pre + m.bs[g] - 1) / m.bs[g]; cap(s.tables[g]) < c {
 			s.tables[g] = make([]blocks.ID, 0, c)
 		}
 		s.tables[g], s.numCached[g] = s.tables[g][:0], 0
 	}
-	if c := req.MaxTokens / m.unit; cap(s.path) < c {
+	if c := pre / m.unit; cap(s.path) < c {
 		s.path = make([]prefix.Node, 0, c)
 	}
-	if cap(s.tokens) < req.MaxTokens {
-		s.tokens = append(make([]int32, 0, req.MaxTokens), req.Prompt...)
+	if cap(s.tokens) < pre {
+		s.tokens = append(make([]int32, 0, pre), req.Prompt...)
 	}
 	return s
 }
@@ -487,15 +500,20 @@ func (m *Manager) lookup(id blocktable.SeqID) (*seq, bool) {
 // Match returns the hit Admit would take for prompt in the default namespace, in tokens,
 // touching nothing.
 func (m *Manager) Match(prompt []int32) int {
-	return m.MatchRequest(&Request{Prompt: prompt, MaxTokens: len(prompt)})
+	hit, _ := m.MatchRequest(&Request{Prompt: prompt, MaxTokens: len(prompt)})
+	return hit
 }
 
 // MatchRequest returns the hit Admit would take for req (its namespace, HitLimit and
-// SkipCacheRead included), in tokens, touching nothing.
-func (m *Manager) MatchRequest(req *Request) int {
+// SkipCacheRead included), in tokens, touching nothing. A nil req is refused with
+// blocktable.ErrInvalidArgument, as Admit refuses it.
+func (m *Manager) MatchRequest(req *Request) (int, error) {
+	if req == nil {
+		return 0, errNilRequest
+	}
 	n := len(req.Prompt)
 	if n == 0 || req.SkipCacheRead {
-		return 0
+		return 0, nil
 	}
 	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
 	limit := n - 1
@@ -505,7 +523,7 @@ func (m *Manager) MatchRequest(req *Request) int {
 	m.walk(s, limit/m.unit)
 	hit := m.hit(s, limit)
 	m.spare = append(m.spare, s)
-	return hit
+	return hit, nil
 }
 
 // HitBlocks appends to dst, for each group, the blocks a hit of hitTokens on prompt takes
@@ -538,8 +556,8 @@ func (m *Manager) participates(g int) bool {
 	return !ignore
 }
 
-// maxSeqTokens bounds Request.MaxTokens: a sequence's tables and tokens are sized by it
-// when it is admitted, and no sum of positions below may overflow.
+// maxSeqTokens bounds Request.MaxTokens: no sum of positions below it may overflow (a
+// sequence's slices are sized by it, bounded by the pool: Manager.preTokens).
 const maxSeqTokens = math.MaxInt32
 
 // Admit admits sequence id: it finds the prompt's hit (unless SkipCacheRead), counts what

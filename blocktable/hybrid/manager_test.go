@@ -166,10 +166,10 @@ func TestNamespacesAndHitLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Finish(1))
 	require.Zero(t, m.Match(p), "the default namespace sees nothing of tenant-a's")
-	require.Equal(t, 20, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: salted}))
-	require.Zero(t, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: prefix.Namespace{LoRA: "tenant-a"}}))
+	require.Equal(t, 20, matchOf(t, m, &hybrid.Request{Prompt: p, Namespace: salted}))
+	require.Zero(t, matchOf(t, m, &hybrid.Request{Prompt: p, Namespace: prefix.Namespace{LoRA: "tenant-a"}}))
 	// A cap below the window's reach: the fixed point under 10 tokens is 8.
-	require.Equal(t, 8, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: salted, HitLimit: 10}))
+	require.Equal(t, 8, matchOf(t, m, &hybrid.Request{Prompt: p, Namespace: salted, HitLimit: 10}))
 	got, err := m.Admit(2, &hybrid.Request{Prompt: p, MaxTokens: 21, Namespace: salted, HitLimit: 10})
 	require.NoError(t, err)
 	require.Equal(t, 8, got)
@@ -182,7 +182,7 @@ func TestNamespacesAndHitLimit(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, m.Finish(id))
 	}
-	require.Zero(t, m.MatchRequest(&hybrid.Request{Prompt: p, Namespace: salted}))
+	require.Zero(t, matchOf(t, m, &hybrid.Request{Prompt: p, Namespace: salted}))
 	require.NoError(t, m.CheckInvariants())
 	before := m.Stats().Nodes
 	_, err = m.Admit(20, &hybrid.Request{Prompt: p, MaxTokens: 21, Namespace: salted})

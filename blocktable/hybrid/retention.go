@@ -1,5 +1,7 @@
 package hybrid
 
+import "fmt"
+
 // Sparse retention, as vLLM's prefix_cache_retention_interval (PRs #43447 for sliding
 // windows and #45845 for Mamba): a sliding-window or Mamba group caches only the blocks a
 // hit can use at a retained boundary, so that the blocks no hit would read stop crowding
@@ -16,6 +18,28 @@ package hybrid
 // where a request's prompt first diverges from a cached one, PR #37898), and the newer
 // vLLM rule under which even the default (dense) mode keeps sliding-window blocks only
 // at alignment boundaries when the window is shorter than the alignment.
+
+// ErrRetentionWithoutSparse is returned by New for a Config with a RetentionInterval but
+// not SparseRetention: dense retention caches every full block, so the interval would be
+// ignored, and a user who set it expects sparse retention. Set SparseRetention too (vLLM's
+// prefix_cache_retention_interval turns sparse retention on by being set), or leave the
+// interval 0. errors.Is also recognises it as blocktable.ErrInvalidArgument.
+var ErrRetentionWithoutSparse = fmt.Errorf("hybrid: retention interval without sparse retention: %w", errInvalid)
+
+// setRetention checks and sets cfg's retention (m.lcm known).
+func (m *Manager) setRetention(cfg *Config) error {
+	if !cfg.SparseRetention {
+		if cfg.RetentionInterval != 0 {
+			return fmt.Errorf("%w (interval %d tokens; set SparseRetention)", ErrRetentionWithoutSparse, cfg.RetentionInterval)
+		}
+		return nil
+	}
+	if cfg.RetentionInterval < 0 || cfg.RetentionInterval%m.lcm != 0 {
+		return fmt.Errorf("%w: retention interval %d is not a multiple of %d tokens", errInvalid, cfg.RetentionInterval, m.lcm)
+	}
+	m.sparse, m.interval = true, cfg.RetentionInterval
+	return nil
+}
 
 // retained reports whether block i of group g of s is cached under sparse retention.
 func (m *Manager) retained(s *seq, g, i int) bool {

@@ -53,6 +53,35 @@ func TestSparseRetention(t *testing.T) {
 			require.NoError(t, m.CheckInvariants())
 		})
 	}
-	_, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{window}, NumBlocks: 8, SparseRetention: true, RetentionInterval: 6})
-	require.True(t, errors.Is(err, blocktable.ErrInvalidArgument), "an interval must be a multiple of the block sizes' LCM")
+}
+
+// New refuses retention settings that would not mean what they say, with
+// ErrInvalidArgument: an interval that is not a multiple of the block sizes' LCM, and an
+// interval without SparseRetention (dense retention would ignore it silently), the latter
+// also as ErrRetentionWithoutSparse.
+func TestRetentionConfigRefused(t *testing.T) {
+	window := hybrid.SlidingWindow{Block: 4, Window: 9}
+	for _, c := range []struct {
+		name     string
+		sparse   bool
+		interval int
+		without  bool // ErrRetentionWithoutSparse
+	}{
+		{"not a multiple of the LCM", true, 6, false},
+		{"negative", true, -4, false},
+		{"interval without sparse retention", false, 16, true},
+		{"negative without sparse retention", false, -4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{window}, NumBlocks: 8,
+				SparseRetention: c.sparse, RetentionInterval: c.interval})
+			require.Nil(t, m)
+			require.True(t, errors.Is(err, blocktable.ErrInvalidArgument), "%v", err)
+			require.Equal(t, c.without, errors.Is(err, hybrid.ErrRetentionWithoutSparse), "%v", err)
+		})
+	}
+	for _, sparse := range []bool{false, true} {
+		_, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{window}, NumBlocks: 8, SparseRetention: sparse})
+		require.NoError(t, err, "interval 0 is valid either way")
+	}
 }

@@ -10,8 +10,10 @@ import (
 // blocktable.StatsCell does for the single-group Manager: the scheduler calls Publish, say
 // once a step; readers call Load or LoadInto. It is a sequence lock over atomic words:
 // Publish never waits and allocates nothing after its first call, and a reader gets a
-// snapshot one Publish wrote whole. Only one goroutine may Publish, and always the same
-// Manager's stats. The zero StatsCell is ready to use.
+// snapshot one Publish wrote whole. Only one goroutine may Publish. A cell sized for one
+// Manager's groups is resized when a Manager with another number of groups publishes into
+// it (that Publish allocates; readers then see the new Manager's groups). The zero
+// StatsCell is ready to use.
 type StatsCell struct {
 	seq   atomic.Uint64 // odd while a Publish writes
 	words atomic.Pointer[[]atomic.Uint64]
@@ -23,8 +25,11 @@ const statsFixed = 15
 // Publish copies m's statistics into the cell. Call it only from the goroutine that drives
 // m. It costs O(groups).
 func (c *StatsCell) Publish(m *Manager) {
+	c.seq.Add(1) // odd: readers retry
 	p := c.words.Load()
-	if p == nil {
+	if p == nil || len(*p) != statsFixed+2*m.ng {
+		// First, or another number of groups: new words, which no reader of the old ones
+		// takes for this snapshot (it reads the pointer inside the sequence lock).
 		w := make([]atomic.Uint64, statsFixed+2*m.ng) // then cached and prefixes per group
 		p = &w
 		c.words.Store(p)
@@ -38,7 +43,6 @@ func (c *StatsCell) Publish(m *Manager) {
 		k.HitTokens, k.PromptTokens, k.ResumedHitTokens, k.ResumedPromptTokens,
 		k.Forks, k.CopyOnWrites, k.Preemptions, uint64(m.ng),
 	}
-	c.seq.Add(1) // odd: readers retry
 	for i, v := range vals {
 		w[i].Store(v)
 	}
@@ -61,22 +65,22 @@ func (c *StatsCell) Load() Stats {
 // that a reader polling the cell allocates nothing in steady state. It retries while a
 // Publish is under way and never blocks the publisher.
 func (c *StatsCell) LoadInto(dst *Stats) {
-	p := c.words.Load()
-	if p == nil {
-		*dst = Stats{Cached: dst.Cached[:0], CachedPrefixes: dst.CachedPrefixes[:0]}
-		return
-	}
-	w := *p
 	var vals [statsFixed]uint64
 	cached, prefixes := dst.Cached[:0], dst.CachedPrefixes[:0]
 	for spin := 0; ; spin++ {
 		before := c.seq.Load()
 		if before&1 == 0 {
+			p := c.words.Load()
+			if p == nil {
+				*dst = Stats{Cached: cached, CachedPrefixes: prefixes}
+				return
+			}
+			w := *p
 			for i := range vals {
 				vals[i] = w[i].Load()
 			}
 			cached, prefixes = cached[:0], prefixes[:0]
-			ng := int(vals[14])
+			ng := (len(w) - statsFixed) / 2 // the words' own size, whatever vals say
 			for g := range ng {
 				cached = append(cached, int(w[statsFixed+g].Load()))
 				prefixes = append(prefixes, int(w[statsFixed+ng+g].Load()))

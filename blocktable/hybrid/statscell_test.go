@@ -78,3 +78,43 @@ func TestStatsCellConcurrent(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, func() { c.LoadInto(&s) }))
 	require.Zero(t, testing.AllocsPerRun(100, func() { c.Publish(m) }))
 }
+
+// One cell may carry the stats of Managers with different numbers of groups (a scheduler
+// that rebuilds its Manager for another model): each Load is the last Publish's, with its
+// own per-group counts, and a reader never sees one Manager's fields with the other's
+// groups. Run it with -race.
+func TestStatsCellAcrossGroupCounts(t *testing.T) {
+	one, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{hybrid.FullAttention{Block: 4}}, NumBlocks: 16})
+	require.NoError(t, err)
+	three, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{hybrid.FullAttention{Block: 4},
+		hybrid.SlidingWindow{Block: 4, Window: 8}, hybrid.Mamba{Block: 4, Mode: hybrid.MambaAll}}, NumBlocks: 40})
+	require.NoError(t, err)
+	for _, m := range []*hybrid.Manager{one, three} {
+		_, err := m.Admit(1, &hybrid.Request{Prompt: seqTokens(9, 0), MaxTokens: 12})
+		require.NoError(t, err)
+	}
+	var c hybrid.StatsCell
+	for _, m := range []*hybrid.Manager{one, three, one, three} {
+		require.NotPanics(t, func() { c.Publish(m) })
+		require.Equal(t, m.Stats(), c.Load())
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var s hybrid.Stats
+		for range 2000 {
+			c.LoadInto(&s)
+			if !(s.Capacity == 15 && len(s.Cached) == 1 && len(s.CachedPrefixes) == 1) &&
+				!(s.Capacity == 39 && len(s.Cached) == 3 && len(s.CachedPrefixes) == 3) {
+				t.Errorf("torn snapshot %+v", s)
+				return
+			}
+		}
+	}()
+	for range 500 {
+		c.Publish(one)
+		c.Publish(three)
+	}
+	wg.Wait()
+}
