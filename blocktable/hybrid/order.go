@@ -13,7 +13,9 @@ import (
 // O(k log k) for k victims), not what every running sequence holds. Admit and Fork push,
 // drop removes, and with a policy that reads progress Append and Extend re-place the
 // sequence; each is O(log n) and allocates nothing once the heap has grown. Without an
-// ordered policy the heap is not kept (every sequence's pos is -1).
+// ordered policy order is a plain list of the running sequences (pos their place in it,
+// removal swaps the last one in), so that Preempt describes them without walking the
+// map of sequences.
 
 // key is the sequence as the ordered policy sees it (the fields candidate fills that an
 // ordered policy may read), refreshed in place: a pointer passed through the policy's
@@ -71,12 +73,11 @@ func (m *Manager) orderDown(i int) {
 
 // orderPush adds a sequence that starts running (s.id set).
 func (m *Manager) orderPush(s *seq) {
-	s.pos = -1
-	if m.ordered == nil {
-		return
-	}
+	s.pos = int32(len(m.order))
 	m.order = append(m.order, s)
-	m.orderUp(len(m.order) - 1)
+	if m.ordered != nil {
+		m.orderUp(len(m.order) - 1)
+	}
 }
 
 // orderRemove takes out a sequence that stops running (a no-op for one not in the heap).
@@ -91,7 +92,7 @@ func (m *Manager) orderRemove(s *seq) {
 	}
 	m.order[last] = nil
 	m.order = m.order[:last]
-	if i != last {
+	if i != last && m.ordered != nil {
 		m.orderDown(i)
 		m.orderUp(int(m.order[i].pos))
 	}
@@ -162,15 +163,10 @@ func (m *Manager) frontierDown(f []int32, i int) {
 	}
 }
 
-// checkOrder is CheckInvariants' part for the heap: with an ordered policy it holds every
-// running sequence once, at its recorded position, every parent before its children.
+// checkOrder is CheckInvariants' part for the heap (or list): it holds every running
+// sequence once, at its recorded position, and with an ordered policy every parent before
+// its children.
 func (m *Manager) checkOrder() error {
-	if m.ordered == nil {
-		if len(m.order) != 0 {
-			return fmt.Errorf("hybrid: %d sequences in the preemption order without an ordered policy", len(m.order))
-		}
-		return nil
-	}
 	if len(m.order) != len(m.seqs) {
 		return fmt.Errorf("hybrid: preemption order holds %d sequences, %d running", len(m.order), len(m.seqs))
 	}
@@ -178,7 +174,7 @@ func (m *Manager) checkOrder() error {
 		if m.seqs[s.id] != s || int(s.pos) != i {
 			return fmt.Errorf("hybrid: sequence %d at %d of the preemption order records %d", s.id, i, s.pos)
 		}
-		if i > 0 && m.before(s, m.order[(i-1)/2]) {
+		if i > 0 && m.ordered != nil && m.before(s, m.order[(i-1)/2]) {
 			return fmt.Errorf("hybrid: sequence %d comes before its parent in the preemption order", s.id)
 		}
 	}

@@ -1,6 +1,7 @@
 package hybrid
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -15,6 +16,7 @@ import (
 // new plan costs nothing to start).
 type preemptScratch struct {
 	infos   []evict.Candidate
+	cands   []*seq // the candidates, as infos describes them
 	ids     []blocktable.SeqID
 	victims []int
 	picked  []bool // candidates the policy named, to refuse one named twice
@@ -146,17 +148,21 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 		return m.preemptOrdered(req, dst)
 	}
 	p := &m.pre
-	p.ids = p.ids[:0]
-	for id := range m.seqs {
-		if !slices.Contains(req.Protect, id) {
-			p.ids = append(p.ids, id)
+	p.cands = p.cands[:0]
+	for _, s := range m.order { // the running sequences, in an order their history fixes
+		if !slices.Contains(req.Protect, s.id) {
+			p.cands = append(p.cands, s)
 		}
 	}
-	slices.Sort(p.ids) // map order is random: policies see one order, ties by ID
+	// Policies see one order, ties by ID: the cost policy's own order is total (ties by
+	// ID), so it needs none; any other's gets the candidates sorted by ID.
+	if _, cost := m.preempt.(evict.CostPreemption); !cost {
+		slices.SortFunc(p.cands, func(a, b *seq) int { return cmp.Compare(a.id, b.id) })
+	}
 	p.infos = p.infos[:0]
 	kept, sum := m.kept(), 0
-	for _, id := range p.ids {
-		c := m.candidate(id, m.seqs[id], kept)
+	for _, s := range p.cands {
+		c := m.candidate(s.id, s, kept)
 		p.infos = append(p.infos, c)
 		sum += c.Freeable
 	}
@@ -166,8 +172,8 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	if sum < req.Need {
 		m.planBegin()
 		all := 0
-		for _, id := range p.ids {
-			all += m.planRelease(m.seqs[id])
+		for _, s := range p.cands {
+			all += m.planRelease(s)
 		}
 		if all < req.Need {
 			return dst, outOfBlocks("preempt", 0, req.Need, all)
@@ -177,23 +183,29 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	// The shortest prefix of the policy's order that really frees enough: Freeable counts
 	// what a sequence frees alone, so forks sharing their blocks look worthless one by one.
 	m.planBegin()
-	p.picked = append(p.picked[:0], make([]bool, len(p.ids))...)
+	p.picked = append(p.picked[:0], make([]bool, len(p.cands))...)
 	gain, k := 0, 0
 	for ; k < len(p.victims) && gain < req.Need; k++ {
 		i := p.victims[k]
-		if i < 0 || i >= len(p.ids) || p.picked[i] {
+		if i < 0 || i >= len(p.cands) || p.picked[i] {
 			// Out of range, or twice: the second PreemptSeq would find it gone, after
 			// the first preempted it. Refused before anything changes.
-			return dst, fmt.Errorf("%w: preemption policy %s returned candidate %d of %d (or twice)", errInvalid, m.preempt.Name(), i, len(p.ids))
+			return dst, fmt.Errorf("%w: preemption policy %s returned candidate %d of %d (or twice)", errInvalid, m.preempt.Name(), i, len(p.cands))
 		}
 		p.picked[i] = true
-		gain += m.planRelease(m.seqs[p.ids[i]])
+		gain += m.planRelease(p.cands[i])
 	}
 	if gain < req.Need {
 		return dst, outOfBlocks("preempt", 0, req.Need, gain)
 	}
+	// Victims' IDs first: preempting one moves others in the running list.
+	p.ids = p.ids[:0]
 	for _, i := range p.victims[:k] {
-		v, err := m.PreemptSeq(p.ids[i], req.Mode)
+		p.ids = append(p.ids, p.cands[i].id)
+	}
+	clear(p.cands) // no stale pointers to sequence records kept
+	for _, id := range p.ids {
+		v, err := m.PreemptSeq(id, req.Mode)
 		if err != nil {
 			panic(fmt.Sprintf("kvpage: broken invariant: preempting a running sequence failed: %v", err))
 		}
