@@ -715,7 +715,9 @@ func (m *Manager) grow(s *seq, tokens, main int) {
 		}
 		if n := m.ceil(g, tokens) - len(t); n > 0 {
 			t = m.st.allocN(t, n)
-			m.holdAll(s, g, t[len(t)-n:])
+			if m.fa.on { // guarded here: the slice costs a bounds check (freeable.go)
+				m.holdAll(s, g, t[len(t)-n:])
+			}
 		}
 		s.tables[g] = t
 	}
@@ -947,7 +949,9 @@ func (m *Manager) releaseSkipped(s *seq) {
 			i--
 		}
 		if i < end {
-			m.dropping(s, g, t[i:end])
+			if m.fa.on {
+				m.dropping(s, g, t[i:end])
+			}
 			m.st.releaseWindow(t[i:end])
 			clear(t[i:end])
 		}
