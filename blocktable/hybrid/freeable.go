@@ -10,11 +10,13 @@ import (
 // Preempt describes every running sequence to them, and planning each one's release was a
 // pass over every block every sequence holds (O(blocks) a call).
 //
-// In the hybrid Manager a block's reference count is exactly the number of sequences
-// holding it (the prefix tree holds none; every unreferenced block is in the free queue,
-// cached or not), and a sequence holds a block at most once. So preempting s alone frees
-// exactly the blocks s holds whose count is 1, and that number changes only when some
-// sequence takes or drops a reference, at the moments a count goes between 0, 1 and 2. The
+// In the hybrid Manager a block's reference count is the number of sequences holding it
+// (the prefix tree holds none; every unreferenced block is in the free queue, cached or
+// not), plus one for each copy to or from a lower tier in flight (TransferRefs), and a
+// sequence holds a block at most once. So preempting s alone frees exactly the blocks s
+// holds that no other sequence and no copy holds, and with no copy in flight that number
+// changes only when some sequence takes or drops a reference, at the moments the number
+// of sequences holding a block (seqRefs) goes between 0, 1 and 2. The
 // Manager keeps it per sequence and group, exact, by noting every reference a sequence
 // gains or drops (hold, taking, dropping: every call of the store that changes a count),
 // and finds who still holds a block when its count falls to 1 from one word per block: the
@@ -24,11 +26,13 @@ import (
 // Freeable is O(groups); Preempt with such a policy costs O(n log n) in the running
 // sequences (sorting them by ID) plus what the victims hold.
 //
-// The premise (counts are sequences' holds, nothing else) is the Manager's own:
-// CheckInvariants checks every count against the tables, and the kept figures against a
-// plan of each sequence's release. Whoever adds a reference that is not a sequence's (a
-// transfer in flight, say) must note it here too, or have kept report false while any
-// exists.
+// The premise (counts are sequences' holds and copies', nothing else) is the Manager's
+// own: CheckInvariants checks every count against the tables and the copies, and the kept
+// figures against the tables and (with no copy in flight) a plan of each sequence's
+// release. A copy's reference comes and goes without a sequence's note, so while any copy
+// is in flight Freeable is planned per candidate, as before (kept); the kept figures, which
+// count sequences only, stay right through it. Whoever adds another kind of reference must
+// note it here too.
 //
 // Ordered policies (fcfs, priority, progress) never read Freeable, so the Manager keeps
 // nothing for them: their hot paths pay one predictable branch per note.
@@ -99,9 +103,9 @@ func (m *Manager) takingSlow(s *seq, g int, ids []blocks.ID) {
 		if b == blocks.NullID {
 			continue
 		}
-		switch m.st.ref(b) {
+		switch m.seqRefs(b) {
 		case 0:
-			a.sole[row+g]++ // off the free queue: s alone holds it
+			a.sole[row+g]++ // off the free queue (or held by a copy only): s alone holds it
 		case 1:
 			a.sole[int(a.owner[b])*m.ng+g]-- // its holder shares it from now on
 		}
@@ -136,7 +140,7 @@ func (m *Manager) droppingOne(s *seq, g int, b blocks.ID) {
 func (m *Manager) dropOne(s *seq, g int, b blocks.ID) {
 	a := &m.fa
 	a.owner[b] ^= s.slot
-	switch m.st.ref(b) {
+	switch m.seqRefs(b) {
 	case 1:
 		a.sole[int(s.slot)*m.ng+g]-- // s alone held it: it is freed
 	case 2:
@@ -145,9 +149,19 @@ func (m *Manager) dropOne(s *seq, g int, b blocks.ID) {
 	a.held[s.slot]--
 }
 
-// kept reports whether Freeable and Held are read from the accounting now.
+// seqRefs is how many sequences hold b: its count less the copies in flight holding it.
+func (m *Manager) seqRefs(b blocks.ID) int {
+	r := m.st.ref(b)
+	if m.st.tiers != nil {
+		r -= m.st.t.TransferRefs(b)
+	}
+	return r
+}
+
+// kept reports whether Freeable and Held are read from the accounting now: with no copy
+// in flight, whose reference would keep a block a sequence alone holds from coming free.
 func (m *Manager) kept() bool {
-	return m.fa.on && !m.planFreeable
+	return m.fa.on && !m.planFreeable && (m.st.tiers == nil || m.st.t.PendingTransfers() == 0)
 }
 
 // soleCount is what preempting s alone frees, from the accounting.
@@ -190,7 +204,7 @@ func (m *Manager) checkFreeable() error {
 			for _, b := range t {
 				if b != blocks.NullID {
 					held++
-					if m.st.ref(b) == 1 {
+					if m.seqRefs(b) == 1 {
 						n++
 					}
 				}
@@ -202,6 +216,9 @@ func (m *Manager) checkFreeable() error {
 		}
 		if int(a.held[s.slot]) != held {
 			return fmt.Errorf("seq %d: holds %d blocks, kept %d", id, held, a.held[s.slot])
+		}
+		if m.st.tiers != nil && m.st.t.PendingTransfers() > 0 {
+			continue // copies in flight hold blocks: the plan frees less, and Preempt plans
 		}
 		m.planBegin()
 		if plan := m.planRelease(s); plan != sole {

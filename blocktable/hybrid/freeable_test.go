@@ -8,6 +8,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -277,6 +278,63 @@ func TestCostPreemptPlansOnlyTheVictims(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, out, 1)
 			require.Equal(t, 20, m.pre.visited, "the victim's 10 entries in each group, nobody else's")
+			require.NoError(t, m.CheckInvariants())
+		})
+	}
+}
+
+// TestKeptFreeableWithCopiesInFlight: a copy to a lower tier holds a reference on the
+// block it reads, which no sequence's note records. While one is in flight Freeable is
+// planned (the block stays held when its sequence goes), and the kept figures, which count
+// sequences, are right again once it completes: Freeable, Preempt's choice and
+// CheckInvariants' comparison with a plan agree throughout, under the cost policy.
+func TestKeptFreeableWithCopiesInFlight(t *testing.T) {
+	for _, write := range []prefix.WritePolicy{prefix.WriteThrough, prefix.WriteBack} {
+		t.Run(fmt.Sprint(write), func(t *testing.T) {
+			m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}, SlidingWindow{Block: 4, Window: 4}},
+				NumBlocks: 16, Preemption: evict.NewCostPreemption(),
+				Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 32, Write: write}},
+					BlockBytes: 64, FreeTarget: 4}})
+			require.NoError(t, err)
+			_, err = m.Admit(1, &Request{Prompt: toks(0, 13), MaxTokens: 16}) // 3 full blocks a group
+			require.NoError(t, err)
+			_, err = m.Admit(2, &Request{Prompt: toks(0, 9), MaxTokens: 12}) // hits 8 of 1's tokens
+			require.NoError(t, err)
+			_, err = m.Admit(3, &Request{Prompt: toks(500, 6), MaxTokens: 8})
+			require.NoError(t, err)
+			require.NoError(t, m.Finish(3)) // its blocks join the free queue: write-back's victims
+			freeable := func() map[blocktable.SeqID]int {
+				out := map[blocktable.SeqID]int{}
+				for _, id := range []blocktable.SeqID{1, 2} {
+					f, err := m.Freeable(id)
+					require.NoError(t, err)
+					m.planBegin()
+					require.Equal(t, m.planRelease(m.seqs[id]), f, "Freeable of %d is its release's plan", id)
+					out[id] = f
+				}
+				return out
+			}
+			require.NoError(t, m.CheckInvariants())
+			plans := m.TakePlans(nil)
+			require.NotEmpty(t, plans, "copies in flight")
+			require.False(t, m.kept(), "planned while copies are in flight")
+			inFlight := freeable()
+			require.NoError(t, m.CheckInvariants())
+			for _, p := range plans {
+				_, err := m.CompleteTransfer(p.ID, true)
+				require.NoError(t, err)
+			}
+			require.True(t, m.kept(), "kept once every copy completed")
+			done := freeable()
+			require.NoError(t, m.CheckInvariants())
+			if write == prefix.WriteThrough {
+				require.Less(t, inFlight[1], done[1], "1's cached blocks were held by their copies")
+			}
+			free := m.Stats().Free
+			out, err := m.Preempt(blocktable.PreemptRequest{Need: 1}, nil)
+			require.NoError(t, err)
+			require.Len(t, out, 1)
+			require.GreaterOrEqual(t, m.Stats().Free-free, 1)
 			require.NoError(t, m.CheckInvariants())
 		})
 	}
