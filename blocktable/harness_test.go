@@ -52,6 +52,8 @@ type harnessConfig struct {
 	blocks, hostBlocks, bs, window int
 	index                          bool
 	preemption                     evict.Preemption
+	// stream builds the host tier StreamOrdered, demoting ahead of need below 2 free blocks.
+	stream bool
 }
 
 func newHarness(t require.TestingT, c harnessConfig) *harness {
@@ -65,6 +67,7 @@ func newHarness(t require.TestingT, c harnessConfig) *harness {
 		// there too).
 		idx, err = prefix.New(pool, c.bs, prefix.WithClock(clock), prefix.WithTiers(prefix.TierConfig{
 			Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: c.hostBlocks}}, BlockBytes: 1,
+			StreamOrdered: c.stream, FreeTarget: map[bool]int{true: 2}[c.stream],
 		}))
 		require.NoError(t, err)
 		cfg.Index = idx

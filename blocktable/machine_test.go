@@ -19,6 +19,7 @@ var harnessConfigs = []harnessConfig{
 	{blocks: 12, hostBlocks: 16, bs: 4, window: 6}, // a window takes no index (ErrWindowWithIndex)
 	{blocks: 13, hostBlocks: 16, bs: 4, index: true, preemption: evict.NewProgressPreemption()},
 	{blocks: 13, hostBlocks: 16, bs: 4, index: true, preemption: evict.NewCostPreemption()},
+	{blocks: 13, hostBlocks: 4, bs: 4, index: true, stream: true}, // a host tier often full
 }
 
 // TestManagerStateMachine runs random operations against the reference model of
@@ -64,6 +65,9 @@ func configName(i int, c harnessConfig) string {
 	}
 	if c.preemption != nil {
 		name += "-" + c.preemption.Name()
+	}
+	if c.stream {
+		name += "-stream"
 	}
 	return name + "-" + string(rune('a'+i))
 }

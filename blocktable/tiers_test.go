@@ -195,3 +195,57 @@ func TestManagerSoleFreeableWaitsForTransfers(t *testing.T) {
 	require.Len(t, out, 1)
 	require.NoError(t, m.CheckInvariants())
 }
+
+// Preempt's count in Swap mode: Need is met by Freed + Awaiting, what the victims' release
+// frees at once plus what their demotions free. Without StreamOrdered the Awaiting blocks
+// become available when the copies are confirmed; with it, as soon as TakePlans hands
+// their plans out. One block more than the victims free is refused, changing nothing.
+func TestSwapPreemptCountsAwaiting(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		pool := newPool(t, 13)
+		clock := &evict.Counter{}
+		idx, err := prefix.New(pool, 4, prefix.WithClock(clock), prefix.WithTiers(prefix.TierConfig{
+			Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 8}}, BlockBytes: 1, StreamOrdered: stream,
+		}))
+		require.NoError(t, err)
+		m, err := New(Config{Pool: pool, Index: idx})
+		require.NoError(t, err)
+		s := &stack{m: m, pool: pool, idx: idx}
+		_, err = m.Admit(1, &Request{Prompt: prompt(10, 18)}) // 4 full blocks and a partial one
+		require.NoError(t, err)
+		_, err = m.Admit(2, &Request{Prompt: prompt(900, 3)})
+		require.NoError(t, err)
+		before := pool.Available()
+		require.Equal(t, 6, before)
+
+		st := s.state(t)
+		_, err = m.Preempt(PreemptRequest{Need: 6, Mode: Swap, Protect: []SeqID{2}}, nil)
+		var oob *blocks.OutOfBlocksError
+		require.ErrorAs(t, err, &oob)
+		require.Equal(t, 5, oob.Available, "seq 1 frees 5 in all")
+		require.Equal(t, st, s.state(t))
+
+		out, err := m.Preempt(PreemptRequest{Need: 5, Mode: Swap, Protect: []SeqID{2}}, nil)
+		require.NoError(t, err, "Need counts what the demotions free")
+		require.Len(t, out, 1)
+		require.Equal(t, 1, out[0].Freed, "the partial block")
+		require.Equal(t, 4, out[0].Awaiting, "the 4 demoted blocks")
+		require.Equal(t, before+1, pool.Available())
+		plans := m.TakePlans(nil)
+		require.Len(t, plans, 1)
+		if stream {
+			require.Equal(t, before+5, pool.Available(), "stream-ordered: available once handed out")
+		} else {
+			require.Equal(t, before+1, pool.Available(), "available only once confirmed")
+		}
+		require.NoError(t, m.CheckInvariants())
+		_, err = m.CompleteTransfer(plans[0].ID, true)
+		require.NoError(t, err)
+		require.Equal(t, before+5, pool.Available())
+		require.Equal(t, 4, m.Stats().HostInUse)
+		res, err := m.Resume(1)
+		require.NoError(t, err)
+		require.Equal(t, 16, res.LoadTokens)
+		s.done(t)
+	}
+}

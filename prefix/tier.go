@@ -77,8 +77,19 @@ type TierConfig struct {
 	BlockBytes int64
 	// FreeTarget is the watermark of free device blocks below which TakePlans starts
 	// write-back demotions: it demotes the device's next victims until free blocks plus
-	// blocks being demoted reach it. 0 starts none ahead of need.
+	// blocks being demoted reach it. 0 starts none ahead of need. It is at most the pool's
+	// capacity (New refuses more with a *SizeError: every cached block would be demoted
+	// at every TakePlans, and the watermark still never reached).
 	FreeTarget int
+	// StreamOrdered says the server issues every plan TakePlans returns on the device's
+	// copy stream before any later kernel or copy that writes device blocks, as vLLM's v0
+	// swap issued a step's swap-out copies before its forward pass. A store's device
+	// source is then reusable as soon as its plan is handed out: TakePlans releases it (a
+	// demoted block leaves the device there and then), not CompleteTransfer, so blocks
+	// being demoted are unavailable only between their preparation and the next
+	// TakePlans. Loads, and copies between lower tiers, are unchanged: their sources and
+	// destinations are released at completion.
+	StreamOrdered bool
 }
 
 // WithTiers gives the index lower tiers: a device block the index evicts stays
@@ -160,6 +171,9 @@ type TransferResult struct {
 	Blocks   int
 	// OK is the completion's outcome as the server reported it.
 	OK bool
+	// Sources counts the blocks read from each tier: a load from several lower tiers (a
+	// host prefix continued on disk) names every one of them, From only the first.
+	Sources [MaxTiers]int
 }
 
 // TierStats are one tier's counters (TierStatsOf).
@@ -171,7 +185,8 @@ type TierStats struct {
 	// device; StoreFailed and LoadFailed the blocks of failed transfers.
 	Stored, Loaded, StoreFailed, LoadFailed uint64
 	// Evicted counts blocks the tier dropped; Lost the blocks it dropped with no copy
-	// below it (for the device: evicted without ever reaching a lower tier).
+	// below it (for the device: evicted with no copy in a lower tier nor on its way
+	// there, as a StreamOrdered demotion is when TakePlans evicts its block).
 	Evicted, Lost uint64
 	// HitBlocks counts blocks lookups found in the tier (Blocks of RecordTierLookup).
 	HitBlocks uint64

@@ -15,12 +15,10 @@ import "github.com/kvpage/kvpage/blocks"
 // when the copy completes (if nothing holds it or lies under it by then).
 const flagDemote uint8 = 1 << 5
 
-// tierable reports whether device node n may go to the lower tiers: not a multimodal
-// block, and not under a root an epoch bump retired (its keys are never looked up again).
+// tierable reports whether device node n may go to the lower tiers: not under a root an
+// epoch bump retired (its keys are never looked up again). A multimodal block is tiered
+// as any other: its entry keeps the hash of its extra keys (tierEntry.mmh).
 func (x *Index) tierable(n int32) bool {
-	if x.nodes[n].flags&flagMM != 0 {
-		return false
-	}
 	return x.ctl.retiredLive == 0 || x.retiredRootOf(n) == 0
 }
 
@@ -32,10 +30,7 @@ func (x *Index) tierCommitted(ids []blocks.ID) {
 	for _, id := range ids {
 		n := nodeOf(id)
 		nd := &x.nodes[n]
-		if nd.flags&flagMM != 0 {
-			continue
-		}
-		if e := x.findEntry(nd.key, x.nodes[nd.parent].key, x.blockTokens(n)); e >= 0 {
+		if e := x.findEntry(nd.key, x.nodes[nd.parent].key, x.blockTokens(n), x.nodeMMHash(n)); e >= 0 {
 			en := &ts.ents[e]
 			if en.dev == 0 { // a promotion: the device holds the block again
 				en.dev = n
@@ -103,7 +98,9 @@ func (x *Index) tierEvicted(n int32) {
 	ts.devEnt[n] = 0
 	en := &ts.ents[e]
 	en.dev = 0
-	if en.bestTier() == 0 {
+	// A StreamOrdered demotion evicts its block while its copy into tier 1 is in flight.
+	inFlight := ts.cfg.StreamOrdered && en.st[0] == slotPending && !en.leaving[0]
+	if en.bestTier() == 0 && !inFlight {
 		ts.stats[Device].Lost++
 	}
 	ts.freeEntryIfEmpty(e)

@@ -12,9 +12,11 @@ func (x *Index) checkTiers() error {
 	ts := x.tiers
 	pins := make([][lowerTiers]int32, len(ts.ents))
 	devRefs := make([]int32, x.nb)
-	count := func(op tierOp) {
+	count := func(op tierOp, srcFreed bool) {
 		if op.from == Device {
-			devRefs[op.src]++
+			if !srcFreed { // a StreamOrdered store's source was released when handed out
+				devRefs[op.src]++
+			}
 		} else {
 			pins[op.e][op.from-1]++
 		}
@@ -23,11 +25,11 @@ func (x *Index) checkTiers() error {
 		}
 	}
 	for _, op := range ts.queue {
-		count(op)
+		count(op, false)
 	}
 	for _, r := range ts.plans {
 		for _, op := range r.ops {
-			count(op)
+			count(op, r.srcFreed)
 		}
 	}
 	for i := range ts.lv {

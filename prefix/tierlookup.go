@@ -8,8 +8,9 @@ import (
 
 // lowerWalk walks p past cursor c (as Peek returned it) through the lower tiers' entries,
 // appending to ops each block's copy source (its entry and the fastest tier holding it;
-// the other fields are the caller's), for at most most blocks or until the limit, a block
-// no lower tier holds, or a multimodal block. It returns ops and the chained key the walk
+// the other fields are the caller's), for at most most blocks or until the limit or a
+// block no lower tier holds (a multimodal block is found by its extra keys too, as on the
+// device). It returns ops and the chained key the walk
 // started from (the last device block's, or the namespace root's).
 func (x *Index) lowerWalk(p *Prompt, c Cursor, limit HitLimit, most int, ops []tierOp) ([]tierOp, uint64) {
 	key, ri, ok := x.lowerStart(p, c)
@@ -22,10 +23,12 @@ func (x *Index) lowerWalk(p *Prompt, c Cursor, limit HitLimit, most int, ops []t
 		n--
 	}
 	full := n / x.bs
+	lo := 0 // blockMM's first input that may still overlap
 	for b, got := int(c.blocks), 0; b < full && got < most; b, got = b+1, got+1 {
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
-		k := x.childKey(key, toks, &ri, b == 0, nil)
-		e := x.findEntry(k, key, toks)
+		mm := x.blockMM(p, b, &lo) // nil, at once, for a prompt without multimodal inputs
+		k := x.childKey(key, toks, &ri, b == 0, mm)
+		e := x.findEntry(k, key, toks, x.mmHash(mm))
 		if e < 0 {
 			break
 		}
@@ -42,7 +45,7 @@ func (x *Index) lowerWalk(p *Prompt, c Cursor, limit HitLimit, most int, ops []t
 // lowerStart is where a walk past cursor c starts: the chained key of the last device
 // block and the namespace's root info, or ok false when p cannot continue into the tiers.
 func (x *Index) lowerStart(p *Prompt, c Cursor) (key uint64, ri rootInfo, ok bool) {
-	if x.tiers == nil || (x.cfg.requireNS && p.Namespace == (Namespace{})) || len(p.MM) > 0 {
+	if x.tiers == nil || (x.cfg.requireNS && p.Namespace == (Namespace{})) || (len(p.MM) > 0 && !mmValid(p.MM)) {
 		return 0, ri, false
 	}
 	if x.cursorOnDevice(c) {

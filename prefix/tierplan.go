@@ -29,6 +29,9 @@ type planRec struct {
 	kind TransferKind
 	ops  []tierOp
 	runs []Run
+	// srcFreed marks a store whose device sources TakePlans released already
+	// (TierConfig.StreamOrdered).
+	srcFreed bool
 }
 
 // planBook is the transfers of one tree's tiers (an Index's or a GroupTree's): the stores
@@ -53,7 +56,7 @@ func (ts *planBook) newPlan(kind TransferKind) *planRec {
 		r = &planRec{}
 	}
 	ts.nextID++
-	r.id, r.kind, r.ops, r.runs = ts.nextID, kind, r.ops[:0], r.runs[:0]
+	r.id, r.kind, r.ops, r.runs, r.srcFreed = ts.nextID, kind, r.ops[:0], r.runs[:0], false
 	ts.plans[r.id] = r
 	return r
 }
@@ -140,10 +143,37 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 	}
 	x.startHitStores()
 	x.demoteAhead()
+	from := len(dst)
 	dst = ts.flushStores(dst, ts.cfg.BlockBytes, &ts.stats, x.matchSlots)
+	if ts.cfg.StreamOrdered {
+		x.releaseStoreSources(dst[from:])
+	}
 	dst = ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
 	x.mutated()
 	return dst
+}
+
+// releaseStoreSources releases, as the plans are handed out, the device blocks the
+// stores of plans read (TierConfig.StreamOrdered): the server issues the copies before
+// anything writes those blocks again, so they are reusable now, and a demoted one leaves
+// the device.
+func (x *Index) releaseStoreSources(plans []Plan) {
+	ts := x.tiers
+	for _, p := range plans {
+		if p.Kind != Store || p.From != Device {
+			continue
+		}
+		r := ts.plans[p.ID]
+		if r.srcFreed {
+			continue
+		}
+		r.srcFreed = true
+		for _, op := range r.ops {
+			if op.from == Device {
+				x.devUnpin(blocks.ID(op.src), true)
+			}
+		}
+	}
 }
 
 // matchSlots gives ops (stores into one tier, sorted by source) their reserved
@@ -215,7 +245,8 @@ func appendPlans(dst []Plan, r *planRec, bb int64, stats *[MaxTiers]TierStats) [
 }
 
 // CompleteTransfer confirms transfer id with the server's outcome. ok: a store's
-// destination now holds the block (and a demoted device block is evicted); a load's
+// destination now holds the block (and a demoted device block is evicted, unless
+// TierConfig.StreamOrdered evicted it when TakePlans handed the plan out); a load's
 // device blocks hold the KV (the caller commits them). Failed: a store's destination is
 // dropped (a demoted device block is evicted without a copy); a load's source keys are
 // evicted from their tiers and the caller computes those blocks. A load completed before
@@ -237,6 +268,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 	}
 	bb := uint64(ts.cfg.BlockBytes)
 	for _, op := range r.ops {
+		res.Sources[op.from]++
 		switch r.kind {
 		case Store:
 			if ok {
@@ -249,7 +281,9 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 				ts.stats[op.to].StoreFailed++
 			}
 			if op.from == Device {
-				x.devUnpin(blocks.ID(op.src), true)
+				if !r.srcFreed {
+					x.devUnpin(blocks.ID(op.src), true)
+				}
 			} else {
 				x.unpinSlot(op.from, op.e)
 			}

@@ -62,6 +62,9 @@ type tierEntry struct {
 	// an entry freed and made again since.
 	holds int32
 	gen   uint32
+	// mmh is the hash of the block's multimodal extra keys (mmHash; 0 for none), which a
+	// lookup verifies as it verifies tokens: 8 bytes, whatever the inputs' identifiers.
+	mmh uint64
 }
 
 type tierLevel struct {
@@ -111,6 +114,9 @@ func (x *Index) initTiers(c *TierConfig) error {
 	}
 	if most > 0 && c.BlockBytes > math.MaxInt64/most {
 		return &SizeError{What: "block bytes", N: c.BlockBytes, Max: math.MaxInt64 / most}
+	}
+	if c.FreeTarget > x.pool.Capacity() {
+		return &SizeError{What: "free target", N: int64(c.FreeTarget), Max: int64(x.pool.Capacity())}
 	}
 	ts := &tierStore{cfg: *c, planBook: newPlanBook()}
 	ts.cfg.Tiers = append([]TierSpec(nil), c.Tiers...)
@@ -180,17 +186,36 @@ func (ts *tierStore) entryTokens(e int32, bs int) []int32 {
 	return ts.toks[off : off+bs : off+bs]
 }
 
-// findEntry returns the entry of key whose parent key and tokens are these, or -1.
-func (x *Index) findEntry(key, parent uint64, toks []int32) int32 {
+// findEntry returns the entry of key whose parent key, tokens and multimodal keys' hash
+// (mmHash) are these, or -1.
+func (x *Index) findEntry(key, parent uint64, toks []int32, mmh uint64) int32 {
 	e := x.tiers.byKey.find(key, x.tiers.ents)
 	if e < 0 {
 		return -1
 	}
 	en := &x.tiers.ents[e]
-	if en.parent != parent || !sameTokens(x.tiers.entryTokens(e, x.bs), toks) {
+	if en.parent != parent || en.mmh != mmh || !sameTokens(x.tiers.entryTokens(e, x.bs), toks) {
 		return -1
 	}
 	return e
+}
+
+// mmHash is what a tier entry keeps of a block's multimodal extra keys mm to verify
+// lookups with: their hash, never 0, or 0 for a block without any. A 64-bit collision
+// between two blocks of the same chained key, parent and tokens is what it risks.
+func (x *Index) mmHash(mm []mmKey) uint64 {
+	if len(mm) == 0 {
+		return 0
+	}
+	return x.mixMM(0x9e3779b97f4a7c15, mm) | 1
+}
+
+// nodeMMHash is mmHash of device node n's multimodal keys.
+func (x *Index) nodeMMHash(n int32) uint64 {
+	if x.nodes[n].flags&flagMM == 0 {
+		return 0
+	}
+	return x.mmHash(x.mm[n])
 }
 
 // newEntryFromNode makes the entry of device node n, or returns -1 when the store is full
@@ -208,7 +233,7 @@ func (x *Index) newEntryFromNode(n int32) int32 {
 	for x.isBlock(r) {
 		r = x.nodes[r].parent
 	}
-	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: nd.hits, first: !x.isBlock(p), live: true, gen: ts.ents[e].gen}
+	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: nd.hits, first: !x.isBlock(p), live: true, gen: ts.ents[e].gen, mmh: x.nodeMMHash(n)}
 	copy(ts.entryTokens(e, x.bs), x.blockTokens(n))
 	if ts.hash != nil {
 		off := int(e) * 2 * ts.hs
