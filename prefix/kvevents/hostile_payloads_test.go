@@ -3,6 +3,7 @@ package kvevents_test
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 )
 
 // Hostile payloads, built by hand so that each class is exactly what it says.
@@ -84,5 +85,15 @@ func hostilePayloads(size int) map[string][]byte {
 	s = appendArrayHeader(s, n)
 	s = append(s, bytes.Repeat([]byte{0x01}, n)...)
 	out["1-byte tokens"] = append(append(s, 0x10), 0x00)
+
+	// Declared lengths the payload cannot hold: 2^32-1 hashes, a 4 GiB lora_name, each
+	// followed by zeros up to size.
+	r = appendStr(append(batchHead(1), 0x93), "BlockRemoved")
+	r = binary.BigEndian.AppendUint32(append(r, 0xdd), math.MaxUint32)
+	out["2^32-1 hashes declared"] = append(r, make([]byte, size-len(r))...)
+	s = appendStr(append(batchHead(1), 0x98), "BlockStored")
+	s = append(s, 0x91, 0x01, 0xc0, 0x91, 0x01, 0x01, 0xc0, 0xc0)
+	s = binary.BigEndian.AppendUint32(append(s, 0xdb), math.MaxUint32)
+	out["4 GiB lora_name declared"] = append(s, make([]byte, size-len(s))...)
 	return out
 }
