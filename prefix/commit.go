@@ -206,14 +206,26 @@ func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID
 	bs, tokens := x.bs, p.Tokens // locals: the stores below would make x.bs a load each time
 	key, mmLo := x.nodes[at].key, 0
 	newFrom := len(ids)
+	var src [][16]int32 // 16-token text blocks: the prompt's blocks (Commit checked its length)
+	if x.tok16 != nil && len(p.MM) == 0 {
+		n := start + len(ids)
+		src = unsafe.Slice((*[16]int32)(tokens[:n*16]), n)
+	}
 	for i, id := range ids {
 		b := start + i
-		toks := tokens[b*bs : (b+1)*bs : (b+1)*bs]
+		var k uint64
+		var toks []int32
 		var mm []mmKey
-		if len(p.MM) > 0 { // text prompts, the common case, skip the call
-			mm = x.blockMM(p, b, &mmLo)
+		if src != nil {
+			t := &src[b]
+			k, toks = x.key16(key, t, ri, b == 0), t[:]
+		} else {
+			toks = tokens[b*bs : (b+1)*bs : (b+1)*bs]
+			if len(p.MM) > 0 { // text prompts, the common case, skip the call
+				mm = x.blockMM(p, b, &mmLo)
+			}
+			k = x.childKey(key, toks, ri, b == 0, mm)
 		}
-		k := x.childKey(key, toks, ri, b == 0, mm)
 		keys[i] = k
 		key = k
 		if newFrom == len(ids) {
@@ -306,7 +318,15 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		if nd.flags&flagMM == 0 && x.hint[at] == 0 {
 			x.hint[at] = n // a new child takes the hint only from nobody: see Index.hint
 		}
-		x.pin(n) // the caller holds it
+		// The caller holds it: pinned. Under a pinned block (the common case: the
+		// previous block of the chain, or the hit's tail) that is all pin would do.
+		if pn.flags&flagPinned != 0 {
+			nd.flags |= flagPinned
+			x.pinned++
+			pn.pinnedKids++
+		} else {
+			x.pin(n)
+		}
 		at = n
 	}
 	if x.hashes != nil {

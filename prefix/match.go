@@ -177,14 +177,7 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 	if pn.children == 0 || (pn.children == 1 && tried != 0) {
 		return 0
 	}
-	k := chain(pn.key, content16(toks, &x.sec), &x.sec)
-	if ri.hasLo {
-		k = mixExtra(k, tagLoRA, ri.lora)
-	}
-	if first && ri.hasSa {
-		k = mixExtra(k, tagSalt, ri.salt)
-	}
-	k &= x.cfg.keyMask
+	k := x.key16(pn.key, toks, ri, first)
 	for i := tab.home(k); ; i = tab.step(i) {
 		n := tab.slots[i]
 		if n == 0 {
@@ -196,6 +189,18 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 			return n
 		}
 	}
+}
+
+// key16 is childKey for a block of 16 tokens without multimodal inputs, written out.
+func (x *Index) key16(parent uint64, toks *[16]int32, ri *rootInfo, first bool) uint64 {
+	k := chain(parent, content16(toks, &x.sec), &x.sec)
+	if ri.hasLo {
+		k = mixExtra(k, tagLoRA, ri.lora)
+	}
+	if first && ri.hasSa {
+		k = mixExtra(k, tagSalt, ri.salt)
+	}
+	return k & x.cfg.keyMask
 }
 
 // childKey is the table key of one block: the fast scheme with the index's secrets (see
