@@ -102,6 +102,30 @@ func (p *lru) Remove(key int32) bool {
 	return true
 }
 
+// AddVictim is Add(Entry{Key: key, LastAccess: lastAccess}) then Victim, in one call: the
+// prefix index evicting a chain, whose victim's parent becomes a candidate right after
+// the victim is popped and is usually the next one (internal/evictfast). The parent takes
+// the popped root's place, sinks to its rank, and the root is popped again.
+func (p *lru) AddVictim(key int32, lastAccess uint64) (int32, bool) {
+	if invariant.Enabled || !p.popped || p.pos[key] != 0 || lastAccess < p.base || lastAccess-p.base > p.maxRel {
+		p.Add(Entry{Key: key, LastAccess: lastAccess})
+		return p.Victim()
+	}
+	// The common step, written out: the new element takes the popped root's place and,
+	// ranking before both children (the parent of the victim is older than every other
+	// candidate), stays there and is popped again at once. Add then Victim would leave
+	// exactly this: the element at the root, no position recorded for key, a pop pending.
+	it := (lastAccess-p.base)<<p.kb | uint64(key)
+	h := p.heap
+	if (len(h) < 2 || it < h[1]) && (len(h) < 3 || it < h[2]) {
+		h[0] = it
+		return key, true
+	}
+	p.popped = false
+	p.down(0, it)
+	return p.Victim()
+}
+
 // Victim pops the least recently used candidate (lazily: see lru).
 func (p *lru) Victim() (int32, bool) {
 	p.settle()

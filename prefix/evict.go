@@ -94,28 +94,41 @@ func (r reclaimer) Reclaim(n int) int { return r.x.Evict(n) }
 func (x *Index) evictUpTo(n int) int {
 	ids := x.idBuf[:0]
 	hashes := x.hashBuf[:0]
-	for len(ids) < n {
-		k, ok := x.policy.Victim()
-		if !ok {
-			break
-		}
+	ghost, obs, tiers := x.ctl.ghost.on(), x.obs != nil, x.tiers != nil
+	if n <= 0 {
+		return 0
+	}
+	k, ok := x.policy.Victim()
+	for ok {
 		id := blocks.ID(k)
 		nd := x.nodeOfVictim(id)
-		if x.ctl.ghost.on() {
+		if ghost {
 			x.recordEvicted(nodeOf(id))
 		}
-		if x.obs != nil {
+		if obs {
 			hashes = x.appendHash(hashes, nodeOf(id))
 		}
-		if x.tiers != nil {
+		if tiers {
 			x.tierEvicted(nodeOf(id))
 		}
-		if p := x.unlink(nodeOf(id), nd); p != 0 {
+		p := x.unlink(nodeOf(id), nd)
+		ids = append(ids, id)
+		more := len(ids) < n
+		switch {
+		case p != 0 && more && x.chain != nil:
+			// The parent is a candidate now and, evicting a chain, usually the next
+			// victim: one call adds it and pops the next (internal/evictfast).
+			k, ok = x.chain.AddVictim(int32(blockOf(p)), x.nodes[p].lastAccess)
+			continue
+		case p != 0:
 			// Right after Victim: evict.NewLRU lets the parent take the victim's place at
 			// the top of its heap, one sift instead of a pop and a push.
 			x.evAdd(p)
 		}
-		ids = append(ids, id)
+		if !more {
+			break
+		}
+		k, ok = x.policy.Victim()
 	}
 	x.idBuf, x.hashBuf = ids, hashes
 	if len(ids) == 0 {
@@ -125,7 +138,7 @@ func (x *Index) evictUpTo(n int) int {
 		panic("kvpage: broken invariant: releasing evicted blocks failed: " + err.Error())
 	}
 	x.stats.evictions += uint64(len(ids))
-	if x.obs != nil {
+	if obs {
 		x.emitRemoved(ids, hashes)
 	}
 	return len(ids)

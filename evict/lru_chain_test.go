@@ -1,0 +1,51 @@
+package evict
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLRUAddVictimIsAddThenVictim drives two LRUs with the same seeded calls, one taking
+// AddVictim where the other takes Add then Victim (the prefix index's chain eviction,
+// internal/evictfast), and requires the same victims, lengths and valid heaps throughout:
+// the written-out common step must leave exactly the state the two calls leave.
+func TestLRUAddVictimIsAddThenVictim(t *testing.T) {
+	const keys = 64
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		a, err := NewLRU(keys)
+		require.NoError(t, err)
+		b, err := NewLRU(keys)
+		require.NoError(t, err)
+		fast := a.(*lru)
+		now := uint64(1000)
+		for step := 0; step < 5000; step++ {
+			key := int32(rng.IntN(keys))
+			// Old times as well as new: a parent's last access is older than its child's.
+			t0 := now - uint64(rng.IntN(900))
+			switch op := rng.IntN(10); {
+			case op < 3:
+				now++
+				a.Add(Entry{Key: key, LastAccess: now})
+				b.Add(Entry{Key: key, LastAccess: now})
+			case op < 4:
+				require.Equal(t, b.Remove(key), a.Remove(key))
+			case op < 6:
+				ka, oka := a.Victim()
+				kb, okb := b.Victim()
+				require.Equal(t, kb, ka)
+				require.Equal(t, okb, oka)
+			default:
+				ka, oka := fast.AddVictim(key, t0)
+				b.Add(Entry{Key: key, LastAccess: t0})
+				kb, okb := b.Victim()
+				require.Equal(t, kb, ka, "seed %d step %d", seed, step)
+				require.Equal(t, okb, oka)
+			}
+			require.Equal(t, b.Len(), a.Len())
+			require.NoError(t, fast.check(), "seed %d step %d", seed, step)
+		}
+	}
+}
