@@ -262,6 +262,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 	if !found {
 		return TransferResult{}, fmt.Errorf("%w: %d", ErrUnknownTransfer, id)
 	}
+	x.beginTierEvents()
 	res := TransferResult{Kind: r.kind, Blocks: len(r.ops), OK: ok}
 	if len(r.ops) > 0 {
 		res.From, res.To = r.ops[0].from, r.ops[0].to
@@ -280,13 +281,6 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 				x.dropSlot(op.to, op.e)
 				ts.stats[op.to].StoreFailed++
 			}
-			if op.from == Device {
-				if !r.srcFreed {
-					x.devUnpin(blocks.ID(op.src), true)
-				}
-			} else {
-				x.unpinSlot(op.from, op.e)
-			}
 		case Load:
 			en := &ts.ents[op.e]
 			if ok {
@@ -303,7 +297,20 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 			x.devUnpin(blocks.ID(op.dst), false)
 		}
 	}
+	if r.kind == Store {
+		// The sources go only once every destination is reported stored: a block moving
+		// down a tier is never reported held by none.
+		x.flushTierStored()
+		for _, op := range r.ops {
+			if op.from != Device {
+				x.unpinSlot(op.from, op.e)
+			} else if !r.srcFreed {
+				x.devUnpin(blocks.ID(op.src), true)
+			}
+		}
+	}
 	ts.recycle(r)
+	x.flushTierEvents()
 	x.mutated()
 	return res, nil
 }
@@ -317,18 +324,58 @@ func (x *Index) PendingTransfers() int {
 	return x.tiers.pending()
 }
 
+// Lower-tier events, for maintainers. Outside CompleteTransfer each is emitted at once,
+// one block per event (a slot dropped to make room). Within it, where a plan's blocks land
+// together, they are collected (tierEvents) and emitted when it returns: each run of
+// blocks that chain (each the parent of the next, in one namespace) and entered one tier
+// is one BlockStored, and the blocks that left one tier one BlockRemoved, as the device's
+// events batch a commit, and as vLLM's BlockStored carries many block hashes. Stored events
+// go first, so that a block moving down a tier is never reported held by none. A block
+// is still reported once per tier it enters and once per tier it leaves.
+type tierEvents struct {
+	on      bool
+	stored  []tierEv // entries that became resident, in completion order
+	removed []tierEv // entries that left a tier, their hashes copied into rhash in order
+	rhash   []byte
+	hashes  []byte  // scratch of a stored run's hashes
+	toks    []int32 // and of its tokens
+}
+
+type tierEv struct {
+	t    Tier
+	e, s int32
+}
+
 // emitTierStored reports entry e newly resident in lower tier t, at slot s.
 func (x *Index) emitTierStored(t Tier, e, s int32) {
 	ts := x.tiers
-	en := &ts.ents[e]
-	off := int(e) * 2 * ts.hs
-	ev := &x.evStored
-	ts.evIDs = append(ts.evIDs[:0], blocks.ID(s))
-	*ev = BlockStored{
-		Hashes: ts.hash[off : off+ts.hs], HashSize: ts.hs, Blocks: ts.evIDs,
-		Tokens: ts.entryTokens(e, x.bs), BlockSize: x.bs, Namespace: en.ns, Medium: ts.lv[t-1].spec.Medium,
+	if ts.ev.on {
+		ts.ev.stored = append(ts.ev.stored, tierEv{t: t, e: e, s: s})
+		return
 	}
-	if !en.first {
+	x.emitTierStoredRun(t, []tierEv{{t: t, e: e, s: s}})
+}
+
+// emitTierStoredRun reports the entries of run, a chain in one namespace, newly resident
+// in lower tier t: one event.
+func (x *Index) emitTierStoredRun(t Tier, run []tierEv) {
+	ts := x.tiers
+	first := &ts.ents[run[0].e]
+	hashes, toks, ids := ts.ev.hashes[:0], ts.ev.toks[:0], ts.evIDs[:0]
+	for _, r := range run {
+		off := int(r.e) * 2 * ts.hs
+		hashes = append(hashes, ts.hash[off:off+ts.hs]...)
+		toks = append(toks, ts.entryTokens(r.e, x.bs)...)
+		ids = append(ids, blocks.ID(r.s))
+	}
+	ts.ev.hashes, ts.ev.toks, ts.evIDs = hashes, toks, ids
+	ev := &x.evStored
+	*ev = BlockStored{
+		Hashes: hashes, HashSize: ts.hs, Blocks: ids,
+		Tokens: toks, BlockSize: x.bs, Namespace: first.ns, Medium: ts.lv[t-1].spec.Medium,
+	}
+	if !first.first {
+		off := int(run[0].e) * 2 * ts.hs
 		ev.Parent = ts.hash[off+ts.hs : off+2*ts.hs]
 	}
 	x.obs.BlockStored(ev)
@@ -339,8 +386,69 @@ func (x *Index) emitTierStored(t Tier, e, s int32) {
 func (x *Index) emitTierRemoved(t Tier, e, s int32) {
 	ts := x.tiers
 	off := int(e) * 2 * ts.hs
+	if ts.ev.on {
+		// The entry may be freed before the events go: its hash is kept here.
+		ts.ev.removed = append(ts.ev.removed, tierEv{t: t, e: e, s: s})
+		ts.ev.rhash = append(ts.ev.rhash, ts.hash[off:off+ts.hs]...)
+		return
+	}
 	ts.evIDs = append(ts.evIDs[:0], blocks.ID(s))
 	x.evRemoved = BlockRemoved{Hashes: ts.hash[off : off+ts.hs], HashSize: ts.hs, Blocks: ts.evIDs, Medium: ts.lv[t-1].spec.Medium}
 	x.obs.BlockRemoved(&x.evRemoved)
 	x.evRemoved = BlockRemoved{}
+}
+
+// beginTierEvents starts collecting lower-tier events (CompleteTransfer).
+func (x *Index) beginTierEvents() {
+	ev := &x.tiers.ev
+	ev.on = x.obs != nil
+	ev.stored, ev.removed, ev.rhash = ev.stored[:0], ev.removed[:0], ev.rhash[:0]
+}
+
+// flushTierEvents emits the collected events, batched: each chain of blocks that entered
+// one tier, then the blocks that left each tier.
+func (x *Index) flushTierEvents() {
+	ts := x.tiers
+	ev := &ts.ev
+	if !ev.on {
+		return
+	}
+	ev.on = false
+	x.flushTierStored()
+	for i := 0; i < len(ev.removed); {
+		j := i + 1
+		for j < len(ev.removed) && ev.removed[j].t == ev.removed[i].t {
+			j++
+		}
+		ids := ts.evIDs[:0]
+		for _, r := range ev.removed[i:j] {
+			ids = append(ids, blocks.ID(r.s))
+		}
+		ts.evIDs = ids
+		x.evRemoved = BlockRemoved{Hashes: ev.rhash[i*ts.hs : j*ts.hs], HashSize: ts.hs, Blocks: ids, Medium: ts.lv[ev.removed[i].t-1].spec.Medium}
+		x.obs.BlockRemoved(&x.evRemoved)
+		x.evRemoved = BlockRemoved{}
+		i = j
+	}
+}
+
+// flushTierStored emits the collected stored events, one per chain of blocks that entered
+// one tier.
+func (x *Index) flushTierStored() {
+	ev := &x.tiers.ev
+	for i := 0; i < len(ev.stored); {
+		j := i + 1
+		for j < len(ev.stored) && ev.stored[j].t == ev.stored[i].t && x.chains(ev.stored[j-1].e, ev.stored[j].e) {
+			j++
+		}
+		x.emitTierStoredRun(ev.stored[i].t, ev.stored[i:j])
+		i = j
+	}
+	ev.stored = ev.stored[:0]
+}
+
+// chains reports whether entry b continues entry a: its parent, in its namespace.
+func (x *Index) chains(a, b int32) bool {
+	ea, eb := &x.tiers.ents[a], &x.tiers.ents[b]
+	return !eb.first && eb.parent == ea.key && eb.ns == ea.ns
 }

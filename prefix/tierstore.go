@@ -99,7 +99,8 @@ type tierStore struct {
 	peek lowerPeek
 	gen  uint64
 
-	holdBook // holds of swapped-out prefixes (tierhold.go)
+	holdBook            // holds of swapped-out prefixes (tierhold.go)
+	ev       tierEvents // lower-tier events collected within CompleteTransfer (tierplan.go)
 }
 
 func (x *Index) initTiers(c *TierConfig) error {
