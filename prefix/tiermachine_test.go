@@ -1,6 +1,7 @@
 package prefix
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -25,8 +26,15 @@ import (
 //   - transfers: a store completed ok reports exactly its blocks stored in its
 //     destination, a failed one none; a failed load removes its keys from their tiers; plans' runs and bytes add up; each tier's
 //     Resident count is the model's;
+//   - holds: Hold succeeds exactly when HoldNeed's need fits its room, and a refused one
+//     changes nothing; a held block is never removed from the last lower tier holding it
+//     but by a failed transfer or a Reset, and HeldBlocks never exceeds what was held;
 //   - nothing leaked: once every transfer completes and every request has gone, every
 //     device block is free or evictable, no copy holds a reference, and nothing is pending.
+//
+// Drawn: the tiers' write policies and sizes, StreamOrdered (a store's device source is
+// released when handed out), and prompts with a multimodal input (tiered as any block,
+// told apart by their extra keys).
 type tierMachine struct {
 	pool    *blocks.Pool
 	x       *Index
@@ -40,6 +48,10 @@ type tierMachine struct {
 	stored, removed map[string]int
 	cleared         bool
 	failed          error
+	// holds are the holds placed and not released, with the hashes each was asked to
+	// keep; mayDrop is set while a step may drop held blocks (a failed transfer, a Reset).
+	holds   map[HoldID][]string
+	mayDrop bool
 }
 
 type tierReq struct {
@@ -93,8 +105,33 @@ func (mc *tierMachine) BlockRemoved(e *BlockRemoved) {
 			mc.fail("block %x removed from %s, which does not hold it", h, mc.media[t])
 		}
 		delete(mc.held[t], h)
+		if t == 0 || mc.inLowerTier(h) {
+			continue
+		}
+		for id, hs := range mc.holds {
+			if !slices.Contains(hs, h) {
+				continue
+			}
+			if !mc.mayDrop {
+				mc.fail("block %x of hold %d removed from %s, the last tier holding it", h, id, mc.media[t])
+			}
+			// Dropped by a failed transfer: the hold no longer covers the block, stored
+			// again later under a new entry.
+			mc.holds[id] = slices.DeleteFunc(hs, func(x string) bool { return x == h })
+		}
 	}
 	mc.removed[mc.media[t]] += len(e.Blocks)
+}
+
+// inLowerTier reports whether the events say a lower tier holds h (a block moving down a
+// tier is reported stored in the new one before it leaves the old).
+func (mc *tierMachine) inLowerTier(h string) bool {
+	for i := 1; i < len(mc.held); i++ {
+		if mc.held[i][h] {
+			return true
+		}
+	}
+	return false
 }
 
 func (mc *tierMachine) AllBlocksCleared() {
@@ -107,13 +144,13 @@ func (mc *tierMachine) AllBlocksCleared() {
 var tierNamespaces = []Namespace{{}, {Salt: "s"}}
 
 func newTierMachine(t *rapid.T) *tierMachine {
-	mc := &tierMachine{bs: testBS}
+	mc := &tierMachine{bs: testBS, holds: map[HoldID][]string{}}
 	n := rapid.IntRange(6, 16).Draw(t, "poolBlocks")
 	var err error
 	if mc.pool, err = blocks.New(n, blocks.WithNullBlock()); err != nil {
 		t.Fatal(err)
 	}
-	cfg := TierConfig{BlockBytes: 100, FreeTarget: rapid.IntRange(0, 4).Draw(t, "freeTarget")}
+	cfg := TierConfig{BlockBytes: 100, FreeTarget: rapid.IntRange(0, 4).Draw(t, "freeTarget"), StreamOrdered: rapid.Bool().Draw(t, "stream")}
 	cfg.Tiers = append(cfg.Tiers, TierSpec{
 		Medium: MediumCPU, Capacity: rapid.IntRange(2, 10).Draw(t, "host"),
 		Write: WritePolicy(rapid.IntRange(0, 2).Draw(t, "hostWrite")), Hits: uint32(rapid.IntRange(1, 3).Draw(t, "hits")),
@@ -147,6 +184,11 @@ func (mc *tierMachine) hashes(p *Prompt) []string {
 		if b == 0 {
 			e.Salt = p.Namespace.Salt
 		}
+		for _, m := range p.MM { // the identifier form: each input overlapping the block
+			if m.Length > 0 && m.Offset < (b+1)*mc.bs && m.Offset+m.Length > b*mc.bs {
+				e.MM = append(e.MM, m.Hash)
+			}
+		}
 		h := make([]byte, 8)
 		Fast64{}.Block(h, prev, p.Tokens[b*mc.bs:(b+1)*mc.bs], e)
 		out = append(out, string(h))
@@ -164,6 +206,11 @@ func (mc *tierMachine) drawPrompt(t *rapid.T) Prompt {
 	p.Tokens = make([]int32, n)
 	for i := range p.Tokens {
 		p.Tokens[i] = rapid.Int32Range(0, 1).Draw(t, "tok")
+	}
+	if rapid.IntRange(0, 3).Draw(t, "mm") == 0 { // an image over some tokens
+		off := rapid.IntRange(0, n-1).Draw(t, "mmOffset")
+		p.MM = []MMInput{{Hash: rapid.SampledFrom([]string{"img-a", "img-b"}).Draw(t, "mmHash"), Offset: off,
+			Length: rapid.IntRange(1, n-off).Draw(t, "mmLength")}}
 	}
 	mc.prompts = append(mc.prompts, p)
 	return p
@@ -294,7 +341,17 @@ func (mc *tierMachine) Complete(t *rapid.T) {
 	p := mc.plans[i]
 	mc.plans = slices.Delete(mc.plans, i, i+1)
 	ok := rapid.IntRange(0, 3).Draw(t, "ok") > 0
+	mc.mayDrop = !ok
 	res, err := mc.x.CompleteTransfer(p.ID, ok)
+	mc.mayDrop = false
+	if !ok {
+		// A failed store drops held blocks it was copying, which no event reported
+		// stored: the model keeps, per hold, only what a lower tier holds now (and so
+		// checks less of a hold whose other copies are still in flight).
+		for id, hs := range mc.holds {
+			mc.holds[id] = slices.DeleteFunc(hs, func(h string) bool { return !mc.inLowerTier(h) })
+		}
+	}
 	must(t, err)
 	if res.Kind != p.Kind || res.Blocks != p.Blocks || res.OK != ok {
 		t.Fatalf("completed %+v for plan %+v", res, p)
@@ -344,7 +401,10 @@ func (mc *tierMachine) Evict(t *rapid.T) {
 func (mc *tierMachine) Reset(t *rapid.T) {
 	mc.beginStep()
 	before := mc.x.TierStatsOf(1)
-	if err := mc.x.Reset(); err != nil {
+	mc.mayDrop = true
+	err := mc.x.Reset()
+	mc.mayDrop = false
+	if err != nil {
 		if mc.cleared || mc.x.TierStatsOf(1) != before {
 			t.Fatalf("a refused Reset changed something")
 		}
@@ -353,10 +413,82 @@ func (mc *tierMachine) Reset(t *rapid.T) {
 	if !mc.cleared {
 		t.Fatalf("Reset reported no AllBlocksCleared")
 	}
+	for id := range mc.holds {
+		mc.holds[id] = nil // every hold lapses
+	}
 	for ti := 1; ti < len(mc.media); ti++ {
 		if s := mc.x.TierStatsOf(Tier(ti)); s.Resident != 0 || s.Pending != 0 {
 			t.Fatalf("Reset left tier %d %+v", ti, s)
 		}
+	}
+	mc.check(t)
+}
+
+// Hold holds the full blocks of a request that is not loading, as a swap-out does.
+func (mc *tierMachine) Hold(t *rapid.T) {
+	var live []*tierReq
+	for _, r := range mc.reqs {
+		if !r.pending {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		t.Skip("no request")
+	}
+	mc.beginStep()
+	r := rapid.SampledFrom(live).Draw(t, "req")
+	full := len(r.p.Tokens) / mc.bs
+	ids := r.ids[:rapid.IntRange(0, full).Draw(t, "holdBlocks")]
+	for _, id := range ids {
+		if !mc.x.IsCached(id) {
+			t.Skip("a duplicate commit left the request an uncached copy")
+		}
+	}
+	need, room := mc.x.HoldNeed(ids)
+	before := [MaxTiers]TierStats{}
+	for ti := range mc.media {
+		before[ti] = mc.x.TierStatsOf(Tier(ti))
+	}
+	h, err := mc.x.Hold(ids)
+	if need > room {
+		var full *TierFullError
+		if !errors.As(err, &full) || full.Requested != need || full.Available != room {
+			t.Fatalf("Hold with need %d > room %d: %v", need, room, err)
+		}
+		for ti := range mc.media {
+			if mc.x.TierStatsOf(Tier(ti)) != before[ti] {
+				t.Fatalf("a refused Hold changed tier %d", ti)
+			}
+		}
+		mc.check(t)
+		return
+	}
+	must(t, err)
+	if got := mc.x.HeldBlocks(h); got > len(ids) {
+		t.Fatalf("hold of %d blocks keeps %d", len(ids), got)
+	}
+	if h != 0 {
+		mc.holds[h] = mc.hashes(&r.p)[:len(ids)]
+	}
+	mc.check(t)
+}
+
+// ReleaseHold releases a hold.
+func (mc *tierMachine) ReleaseHold(t *rapid.T) {
+	if len(mc.holds) == 0 {
+		t.Skip("no hold")
+	}
+	mc.beginStep()
+	ids := make([]HoldID, 0, len(mc.holds))
+	for id := range mc.holds {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	h := rapid.SampledFrom(ids).Draw(t, "hold")
+	must(t, mc.x.ReleaseHold(h))
+	delete(mc.holds, h)
+	if !errors.Is(mc.x.ReleaseHold(h), ErrUnknownHold) {
+		t.Fatalf("hold %d released twice", h)
 	}
 	mc.check(t)
 }
@@ -392,6 +524,10 @@ func (mc *tierMachine) check(t *rapid.T) {
 
 // drain completes every transfer and releases every request, then checks for leaks.
 func (mc *tierMachine) drain(t *rapid.T) {
+	for h := range mc.holds {
+		must(t, mc.x.ReleaseHold(h))
+		delete(mc.holds, h)
+	}
 	for len(mc.plans) > 0 || len(mc.reqs) > 0 || mc.x.PendingTransfers() > 0 {
 		for len(mc.plans) > 0 {
 			mc.Complete(t)
@@ -425,6 +561,8 @@ func runTierMachine(t *rapid.T) {
 		"complete": mc.Complete,
 		"evict":    mc.Evict,
 		"reset":    mc.Reset,
+		"hold":     mc.Hold,
+		"release":  mc.ReleaseHold,
 		"":         mc.check,
 	})
 	mc.drain(t)
