@@ -26,43 +26,35 @@ func (a *hybridAlloc) alignSplit(n, hit int) int {
 
 // need is how many free blocks pool p must have for the hybrid scheme to admit req with
 // hit tokens cached (the hit every pool serves), its first chunk ending at split: what
-// the Manager's Admit counts for the whole prompt (each hit block nobody holds, taken off
-// the free queue, and the blocks past the hit; an align group its running block only),
-// and, when the prefill is split, the second running block each align group allocates
-// for the last chunk while still holding the state at the split. The window release
-// between the chunks only frees blocks, so the count is enough for both chunks.
-func (p *hybridPool) need(req *hybrid.Request, hit, split int) int {
+// the Manager's Admit counts for the whole prompt (hybrid.Manager.AdmitCost, its dry
+// run: each hit block nobody holds, taken off the free queue, and the blocks past the
+// hit; an align group its running block only), and, when the prefill is split, the
+// second running block each align group allocates for the last chunk while still holding
+// the state at the split. The window release between the chunks only frees blocks, so
+// the count is enough for both chunks. A dry run that finds another hit than the pools'
+// common one is an error: the admission would not be the one counted.
+func (p *hybridPool) need(req *hybrid.Request, hit, split int) (int, error) {
 	n := len(req.Prompt)
-	var hits [][]blocks.ID
-	if hit > 0 {
-		hits = p.m.HitBlocks(req.Prompt, hit)
+	prefill := req.Prefill
+	req.Prefill = 0 // the whole prompt
+	err := p.m.AdmitCost(req, &p.cost)
+	req.Prefill = prefill
+	if err != nil {
+		return 0, err
 	}
-	need := 0
-	for g, spec := range p.m.Groups() {
-		bs := spec.BlockSize()
-		required := ceilDiv(n, bs)
-		hb, skip := 0, 0
-		if hit > 0 && len(hits[g]) > 0 {
-			hb = hit / bs
-			skip = min(spec.Skipped(hit)/bs, hb)
-			for _, b := range hits[g][skip:hb] {
-				if p.m.Block(b).Refs == 0 {
-					need++
-				}
-			}
-		}
-		if ma, ok := spec.(hybrid.Mamba); ok && ma.Mode == hybrid.MambaAlign {
-			if required > hb {
+	if p.cost.Hit != hit {
+		return 0, fmt.Errorf("pool's dry run hits %d tokens, the pools' common hit is %d", p.cost.Hit, hit)
+	}
+	need := p.cost.Need
+	if split < n {
+		for _, spec := range p.m.Groups() {
+			bs := spec.BlockSize()
+			if ma, ok := spec.(hybrid.Mamba); ok && ma.Mode == hybrid.MambaAlign && ceilDiv(n, bs) > ceilDiv(split, bs) {
 				need++
 			}
-			if split < n && ceilDiv(n, bs) > ceilDiv(split, bs) {
-				need++
-			}
-			continue
 		}
-		need += max(required-max(skip, hb), 0)
 	}
-	return need
+	return need, nil
 }
 
 // admitPools admits s, whose request is req with its hit (every pool's) fixed, into every
@@ -75,7 +67,12 @@ func (a *hybridAlloc) admitPools(s *seq, req *hybrid.Request, hit int) (ok bool,
 	split := a.alignSplit(n, hit)
 	if len(a.pools) > 1 || split < n {
 		for i := range a.pools {
-			if p := &a.pools[i]; p.need(req, hit, split) > p.m.Stats().Free {
+			p := &a.pools[i]
+			need, err := p.need(req, hit, split)
+			if err != nil {
+				return false, fmt.Errorf("request %d: pool %d: %w", s.req.ID, i, err)
+			}
+			if need > p.m.Stats().Free {
 				return false, nil
 			}
 		}

@@ -67,7 +67,9 @@ func TestHybridPerClassRefusalChangesNothing(t *testing.T) {
 		before := a.poolStats()
 		req := a.request(sq, sq.req.Input)
 		_, hit0 := a.commonHit(req)
-		first := a.pools[0].need(req, hit0, len(req.Prompt)) <= a.pools[0].m.Stats().Free
+		need0, err := a.pools[0].need(req, hit0, len(req.Prompt))
+		require.NoError(t, err)
+		first := need0 <= a.pools[0].m.Stats().Free
 		_, _, ok, err := a.admit(sq, 1<<20)
 		require.NoError(t, err)
 		if ok {

@@ -12,7 +12,8 @@
 // next prefill chunk, Append as tokens are computed (each group first releases what it no
 // longer needs to the null block), Finish. Table, Slot, FillSlots and PackTables give the
 // kernel its per-group block tables and slot mappings, Reserve a speculative step's
-// lookahead slots; Match, MatchRequest and HitBlocks look up without touching anything;
+// lookahead slots; Match, MatchRequest and HitBlocks look up without touching anything,
+// and AdmitCost is Admit's dry run (its hit and the blocks each group would take);
 // EvictBlocks drops given blocks from the cache (vLLM's evict_blocks). Fork shares a
 // sequence's blocks in every group (parallel sampling): the first write into a shared,
 // partly filled block copies it, and TakeCopies hands the step's copies, per group, to the

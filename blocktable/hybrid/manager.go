@@ -580,11 +580,8 @@ func (m *Manager) AdmitTiered(id blocktable.SeqID, req *Request) (AdmitResult, e
 
 func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) {
 	var r AdmitResult
-	if req == nil || len(req.Prompt) == 0 || req.MaxTokens < len(req.Prompt) {
-		return r, seqErr("admit", id, errInvalid)
-	}
-	if req.MaxTokens > maxSeqTokens { // newSeq sizes the tables and tokens by it
-		return r, &blocktable.SizeError{Op: "admit", Seq: id, What: "max tokens", N: req.MaxTokens, Max: maxSeqTokens}
+	if err := m.checkRequest("admit", id, req); err != nil {
+		return r, err
 	}
 	if _, ok := m.seqs[id]; ok {
 		return r, seqErr("admit", id, errDup)
@@ -594,50 +591,7 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) 
 	}
 	s := m.newSeq(req)
 	n := len(req.Prompt)
-	hit, full := 0, 0
-	if !req.SkipCacheRead {
-		limit := n - 1
-		if req.HitLimit > 0 {
-			limit = min(limit, req.HitLimit)
-		}
-		m.walk(s, limit/m.unit)
-		hit = m.hit(s, limit)
-		// full is the hit with the lower tiers' continuation: the blocks past the device
-		// hit, up to full, are loaded (tiers.go).
-		if m.st.tiers != nil && hit < limit {
-			full = max(hit, m.hitLower(s, limit, hit))
-		}
-	}
-	if full == 0 {
-		full = hit
-	}
-	slots := n
-	if req.Prefill > 0 {
-		slots = min(n, full+req.Prefill)
-	}
-	need := 0
-	for g, spec := range m.specs {
-		bs := m.bs[g]
-		required := (slots + bs - 1) / bs
-		hb, skip, dev := 0, 0, 0
-		if full > 0 && m.participates(g) {
-			hb = full / bs
-			skip = min(spec.Skipped(full)/bs, hb)
-			dev = m.deviceEnd(g, hit, full)
-			for i := skip; i < dev; i++ {
-				if m.st.ref(m.blockAt(s, g, i)) == 0 {
-					need++
-				}
-			}
-		}
-		if m.align[g] {
-			if required > hb {
-				need++ // the running state block only
-			}
-			continue
-		}
-		need += max(required-dev, 0)
-	}
+	hit, full, slots, need := m.admitCount(s, req, nil)
 	if need > m.st.free() {
 		m.spare = append(m.spare, s)
 		return r, outOfBlocks("admit", id, need, m.st.free())
