@@ -44,11 +44,15 @@ type Row struct {
 	Requests         int `json:"requests"`
 	CapacityTokens   int `json:"capacity_tokens"`
 
-	// Model, Layout, StateBlock and Groups are the hybrid scheme's (Scheme, Result.Groups).
-	Model      string       `json:"model,omitempty"`
-	Layout     string       `json:"layout,omitempty"`
-	StateBlock int          `json:"state_block,omitempty"`
-	Groups     []GroupShare `json:"groups,omitempty"`
+	// Model, Layout, StateBlock and Groups are the hybrid scheme's (Scheme, Result.Groups),
+	// and so are ResumedHitRate and ResumedPromptTokens (Result's: readmissions' re-hits,
+	// counted apart from PrefixHitRate).
+	Model               string       `json:"model,omitempty"`
+	Layout              string       `json:"layout,omitempty"`
+	StateBlock          int          `json:"state_block,omitempty"`
+	Groups              []GroupShare `json:"groups,omitempty"`
+	ResumedHitRate      float64      `json:"resumed_hit_rate,omitempty"`
+	ResumedPromptTokens int64        `json:"resumed_prompt_tokens,omitempty"`
 	// Tiers are the lower tiers' figures (Result.Tiers), the device first.
 	Tiers []TierResult `json:"tiers,omitempty"`
 
@@ -82,6 +86,7 @@ func RowOf(r *Result) Row {
 		Completed: r.Completed, TotalPreemptions: r.TotalPreemptions, Requests: r.Requests, CapacityTokens: r.Capacity,
 		ShortPhase: r.ShortPhase, Warning: ShortPhaseWarning(r),
 		Model: s.Model, Layout: s.Layout, StateBlock: s.StateBlock, Groups: r.Groups, Tiers: r.Tiers,
+		ResumedHitRate: r.ResumedHitRate, ResumedPromptTokens: r.ResumedPromptTokens,
 	}
 	if s.allocatesBlocks() {
 		row.Preemption = s.Preemption
@@ -138,8 +143,9 @@ var csvHeader = []string{
 }
 
 // WriteCSV writes one header row and one row per result, columns named as in the JSON.
-// When some result is the hybrid scheme's, the columns model, layout and state_block
-// follow, then one group_NAME_share column per KV-cache group (Result.Groups: the part of
+// When some result is the hybrid scheme's, the columns model, layout, state_block,
+// resumed_hit_rate and resumed_prompt_tokens follow (readmissions' re-hits, counted apart
+// from prefix_hit_rate), then one group_NAME_share column per KV-cache group (Result.Groups: the part of
 // the budget that group's blocks in use take), over the union of the rows' groups in the
 // order they first appear; a row without a group leaves its cell empty. A kind that
 // appears twice in a model is NAME2 the second time.
@@ -148,7 +154,8 @@ func WriteCSV(w io.Writer, results []*Result) error {
 	groups, col := csvGroups(results)
 	header := csvHeader
 	if groups != nil {
-		header = append(append(header[:len(header):len(header)], "model", "layout", "state_block"), groups...)
+		header = append(append(header[:len(header):len(header)], "model", "layout", "state_block",
+			"resumed_hit_rate", "resumed_prompt_tokens"), groups...)
 	}
 	if err := cw.Write(header); err != nil {
 		return err
@@ -165,11 +172,12 @@ func WriteCSV(w io.Writer, results []*Result) error {
 			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens), strconv.FormatBool(x.ShortPhase),
 		}
 		if groups != nil {
-			state := ""
+			state, resumed, resumedTokens := "", "", ""
 			if x.Model != "" {
 				state = d(x.StateBlock)
+				resumed, resumedTokens = f(x.ResumedHitRate), strconv.FormatInt(x.ResumedPromptTokens, 10)
 			}
-			rec = append(rec, x.Model, x.Layout, state)
+			rec = append(rec, x.Model, x.Layout, state, resumed, resumedTokens)
 			cells := make([]string, len(groups))
 			for i, name := range groupKeys(r.Groups) {
 				cells[col[name]] = f(r.Groups[i].Share)
@@ -258,6 +266,9 @@ func WriteTable(w io.Writer, results []*Result) error {
 			return err
 		}
 	}
+	if err := writeResumed(w, results, width); err != nil {
+		return err
+	}
 	if err := writeGroups(w, results, width); err != nil {
 		return err
 	}
@@ -269,6 +280,27 @@ func WriteTable(w io.Writer, results []*Result) error {
 			"these figures are mostly the ramp-up at the start, not a loaded cache; give more requests (--num-prompts) or less memory.\n",
 			ShortPhaseLifetimes, ShortPhaseLifetimes*results[0].MeanOutput, ShortPhaseLifetimes, results[0].MeanOutput)
 		return err
+	}
+	return nil
+}
+
+// writeResumed writes, for the rows that count readmissions apart (Result.ResumedApart:
+// the hybrid scheme) with prefix sharing, what the readmitted requests re-hit.
+func writeResumed(w io.Writer, results []*Result, width int) error {
+	first := true
+	for _, r := range results {
+		if !r.ResumedApart || !r.Scheme.PrefixSharing {
+			continue
+		}
+		if first {
+			if _, err := fmt.Fprintf(w, "\nReadmissions after preemption, counted apart from the hit rate (their re-hits are mostly their own blocks):\n"); err != nil {
+				return err
+			}
+			first = false
+		}
+		if _, err := fmt.Fprintf(w, "%-*s  re-hit %5.1f%% of %d prompt tokens\n", width, r.Scheme.Label(), 100*r.ResumedHitRate, r.ResumedPromptTokens); err != nil {
+			return err
+		}
 	}
 	return nil
 }

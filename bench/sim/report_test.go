@@ -138,7 +138,8 @@ func TestShortPhaseIsFlagged(t *testing.T) {
 	assert.NotContains(t, b.String(), "!")
 }
 
-// Hybrid rows add the model, layout and state block and a share column per KV-cache group,
+// Hybrid rows add the model, layout and state block, the readmissions' re-hit rate and
+// prompt tokens (counted apart from the hit rate) and a share column per KV-cache group,
 // over the union of the rows' groups; other rows leave them empty, and a CSV without
 // hybrid rows keeps its columns.
 func TestCSVGroupColumns(t *testing.T) {
@@ -146,16 +147,18 @@ func TestCSVGroupColumns(t *testing.T) {
 	h1 := &Result{Scheme: Scheme{Name: Hybrid, Model: "gemma-3-27b", Layout: LayoutCarved, BlockSize: 16, StateBlock: 0},
 		Groups: []GroupShare{{Name: "sliding", Share: 0.25}, {Name: "full", Share: 0.5}}}
 	h2 := &Result{Scheme: Scheme{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutPerClass, BlockSize: 16, StateBlock: 32},
-		Groups: []GroupShare{{Name: "state", Share: 0.125}, {Name: "full", Share: 0.75}, {Name: "full", Share: 0.0625}}}
+		Groups:       []GroupShare{{Name: "state", Share: 0.125}, {Name: "full", Share: 0.75}, {Name: "full", Share: 0.0625}},
+		ResumedApart: true, ResumedHitRate: 0.875, ResumedPromptTokens: 4000}
 	var buf bytes.Buffer
 	require.NoError(t, WriteCSV(&buf, append(plain, h1, h2)))
 	recs, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
 	n := len(csvHeader)
-	require.Equal(t, []string{"model", "layout", "state_block", "group_sliding_share", "group_full_share", "group_state_share", "group_full2_share"}, recs[0][n:])
-	assert.Equal(t, []string{"", "", "", "", "", "", ""}, recs[1][n:])
-	assert.Equal(t, []string{"gemma-3-27b", "carved", "0", "0.250000", "0.500000", "", ""}, recs[2][n:])
-	assert.Equal(t, []string{"jamba-1.5-mini", "per-class", "32", "", "0.750000", "0.125000", "0.062500"}, recs[3][n:])
+	require.Equal(t, []string{"model", "layout", "state_block", "resumed_hit_rate", "resumed_prompt_tokens",
+		"group_sliding_share", "group_full_share", "group_state_share", "group_full2_share"}, recs[0][n:])
+	assert.Equal(t, []string{"", "", "", "", "", "", "", "", ""}, recs[1][n:])
+	assert.Equal(t, []string{"gemma-3-27b", "carved", "0", "0.000000", "0", "0.250000", "0.500000", "", ""}, recs[2][n:])
+	assert.Equal(t, []string{"jamba-1.5-mini", "per-class", "32", "0.875000", "4000", "", "0.750000", "0.125000", "0.062500"}, recs[3][n:])
 
 	buf.Reset()
 	require.NoError(t, WriteCSV(&buf, plain))

@@ -46,6 +46,13 @@ type allocator interface {
 	check(deep bool) error
 }
 
+// resumedApart is an allocator that tells its library which admissions are readmissions
+// after preemption (the hybrid scheme: hybrid.Request.Resumed), whose re-hits of their own
+// blocks the scheduler then counts apart from the hit rate (Result.ResumedHitRate).
+type resumedApart interface {
+	resumedApart()
+}
+
 // groupAllocator is an allocator of several KV-cache groups (the hybrid scheme): it says
 // what each group's blocks held by running requests take, for Result.Groups.
 type groupAllocator interface {
@@ -85,8 +92,18 @@ type Result struct {
 	// Preemptions counts preemptions in the saturated phase (TotalPreemptions in the run).
 	Preemptions, TotalPreemptions int
 	// PrefixHitRate is prefix-hit tokens / prompt tokens over the saturated phase's
-	// admissions, readmissions after preemption included (vLLM's definition).
+	// admissions. Readmissions after preemption are included (vLLM's definition before
+	// it counted preempted requests' lookups apart), except under a scheme with
+	// ResumedApart, whose readmissions are in ResumedHitRate instead.
 	PrefixHitRate float64
+	// ResumedApart says the scheme counts readmissions after preemption apart (the
+	// hybrid scheme, which marks them hybrid.Request.Resumed, as vLLM counts preempted
+	// requests' lookups apart): their re-hits, mostly of their own blocks, do not flatter
+	// PrefixHitRate. ResumedHitRate is their hit tokens / prompt tokens over the saturated
+	// phase, ResumedPromptTokens their prompt tokens.
+	ResumedApart        bool
+	ResumedHitRate      float64
+	ResumedPromptTokens int64
 	// SaturatedSteps is the length of the measured phase; WaitingSteps how many of its
 	// steps ended with a request still waiting; TotalSteps the whole run's.
 	SaturatedSteps, WaitingSteps, TotalSteps int
@@ -170,6 +187,9 @@ type scheduler struct {
 	completed, preemptions   int
 	promptTokens, hitTokens  int64
 	totalPreempt, unreported int
+	// resumedPrompt and resumedHit are readmissions' prompt and hit tokens, for an
+	// allocator that counts them apart (resumedApart).
+	resumedPrompt, resumedHit int64
 
 	// checkEveryStep makes every step verify the usage and the allocator's invariants, as
 	// the kvinvariants build does; tests set it.
@@ -336,11 +356,15 @@ func (sc *scheduler) admit(budget int) error {
 		}
 		budget -= prefill
 		sc.popHead()
-		h.preempted = false
-		if sc.saturated {
+		_, apart := sc.a.(resumedApart)
+		if sc.saturated && h.preempted && apart {
+			sc.resumedPrompt += int64(h.stored)
+			sc.resumedHit += int64(hit)
+		} else if sc.saturated {
 			sc.promptTokens += int64(h.stored)
 			sc.hitTokens += int64(hit)
 		}
+		h.preempted = false
 		sc.running = append(sc.running, h)
 	}
 	return nil
@@ -435,6 +459,12 @@ func (sc *scheduler) finishResult(totalSteps int) {
 	r.PeakRunning = sc.peak
 	if sc.promptTokens > 0 {
 		r.PrefixHitRate = float64(sc.hitTokens) / float64(sc.promptTokens)
+	}
+	if _, ok := sc.a.(resumedApart); ok {
+		r.ResumedApart, r.ResumedPromptTokens = true, sc.resumedPrompt
+		if sc.resumedPrompt > 0 {
+			r.ResumedHitRate = float64(sc.resumedHit) / float64(sc.resumedPrompt)
+		}
 	}
 	var out int64
 	for i := range sc.reqs {

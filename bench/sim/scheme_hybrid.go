@@ -116,6 +116,7 @@ type hybridPool struct {
 	unitBytes int64 // bytes of one block of the pool
 	// kinds[i] is the model layer kind of the Manager's group i; kindSet the distinct ones.
 	kinds, kindSet []int
+	cost           hybrid.AdmitCost // need's scratch
 }
 
 // hybridAlloc is the hybrid scheme's allocator.
@@ -141,6 +142,10 @@ type hybridAlloc struct {
 	prompt    []int32
 	one       [1]int32
 	pre       []blocktable.Preempted
+
+	// readmitted counts the prompt tokens of readmissions after preemption, which every
+	// pool must have counted as Resumed (check).
+	readmitted uint64
 
 	// align is set in Mamba align mode, whose prefills are split on block boundaries of
 	// lcm tokens, the LCM of every kind's block (scheme_hybrid_admit.go).
@@ -352,8 +357,13 @@ func (a *hybridAlloc) request(s *seq, n int) *hybrid.Request {
 	for i := range a.prompt {
 		a.prompt[i] = Token(a.seed, s.req, i)
 	}
-	return &hybrid.Request{Prompt: a.prompt, MaxTokens: s.req.KVLen(), SkipCacheRead: !a.sharing}
+	// A readmission after preemption is Resumed: the Manager counts its re-hits apart, and
+	// so does the scheduler (resumedApart).
+	return &hybrid.Request{Prompt: a.prompt, MaxTokens: s.req.KVLen(), SkipCacheRead: !a.sharing, Resumed: s.preempted}
 }
+
+// resumedApart marks the hybrid scheme as counting readmissions apart (scheduler.go).
+func (a *hybridAlloc) resumedApart() {}
 
 func (a *hybridAlloc) admit(s *seq, budget int) (prefill, hit int, ok bool, err error) {
 	n := s.req.Input + s.generated
@@ -368,6 +378,9 @@ func (a *hybridAlloc) admit(s *seq, budget int) (prefill, hit int, ok bool, err 
 	}
 	s.stored = n
 	a.running[s.req.ID] = s
+	if s.preempted {
+		a.readmitted += uint64(n)
+	}
 	return n - hit, hit, true, nil
 }
 
@@ -516,8 +529,12 @@ func (a *hybridAlloc) budgetBytes() int64 { return a.budget }
 
 func (a *hybridAlloc) check(deep bool) error {
 	for _, p := range a.pools {
-		if st := p.m.Stats(); st.Running != len(a.running) {
+		st := p.m.Stats()
+		if st.Running != len(a.running) {
 			return fmt.Errorf("a pool runs %d sequences, the simulator %d", st.Running, len(a.running))
+		}
+		if st.ResumedPromptTokens != a.readmitted {
+			return fmt.Errorf("a pool counts %d resumed prompt tokens, the simulator readmitted %d", st.ResumedPromptTokens, a.readmitted)
 		}
 		if deep {
 			if err := p.m.CheckInvariants(); err != nil {

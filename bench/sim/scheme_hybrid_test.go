@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/kvpage/kvpage/internal/invariant"
@@ -83,4 +84,33 @@ func TestHybridSchemeAlignMode(t *testing.T) {
 		require.Len(t, r.Groups, 2)
 		require.Contains(t, s.Label(), "align")
 	}
+}
+
+// Readmissions after preemption are hybrid.Request.Resumed: every pool counts their
+// prompt tokens apart (the allocator's check compares them each step), and the result
+// reports their re-hits apart from the hit rate, which they would flatter. Jamba's
+// per-class pools preempt often on sysprompt.
+func TestHybridSchemeCountsReadmissionsApart(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector; -tags kvinvariants runs it")
+	}
+	w, err := LookupWorkload("sysprompt")
+	require.NoError(t, err)
+	n, budget := 300, 32<<10
+	if invariant.Enabled {
+		n = 60 // every step's deep check walks every block
+	}
+	cfg := DefaultConfig(budget)
+	p := Prepare(w.Generate(n, 7), cfg.MaxModelLen)
+	s := Scheme{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutPerClass, BlockSize: 16, PrefixSharing: true}
+	r, err := simulate(p.Requests, cfg, s, true)
+	require.NoError(t, err)
+	require.Positive(t, r.Preemptions)
+	require.True(t, r.ResumedApart)
+	require.Positive(t, r.ResumedPromptTokens)
+	require.Positive(t, r.ResumedHitRate)
+	t.Logf("hit rate %.3f, readmissions re-hit %.3f of %d tokens", r.PrefixHitRate, r.ResumedHitRate, r.ResumedPromptTokens)
+	var b bytes.Buffer
+	require.NoError(t, WriteTable(&b, []*Result{r}))
+	require.Contains(t, b.String(), "Readmissions after preemption, counted apart from the hit rate")
 }
