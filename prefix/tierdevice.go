@@ -30,7 +30,7 @@ func (x *Index) tierCommitted(ids []blocks.ID) {
 	for _, id := range ids {
 		n := nodeOf(id)
 		nd := &x.nodes[n]
-		if e := x.findEntry(nd.key, x.nodes[nd.parent].key, x.blockTokens(n), x.nodeMMHash(n)); e >= 0 {
+		if e := x.nodeEntry(n); e >= 0 {
 			en := &ts.ents[e]
 			if en.dev == 0 { // a promotion: the device holds the block again
 				en.dev = n

@@ -219,6 +219,22 @@ func (x *Index) nodeMMHash(n int32) uint64 {
 	return x.mmHash(x.mm[n])
 }
 
+// nodeEntry returns the entry of device node n's block (its key, parent key, tokens and
+// multimodal keys' hash), or -1. It probes before it reads the rest: most committed blocks
+// have no entry.
+func (x *Index) nodeEntry(n int32) int32 {
+	nd := &x.nodes[n]
+	e := x.tiers.byKey.find(nd.key, x.tiers.ents)
+	if e < 0 {
+		return -1
+	}
+	en := &x.tiers.ents[e]
+	if en.parent != x.nodes[nd.parent].key || en.mmh != x.nodeMMHash(n) || !sameTokens(x.tiers.entryTokens(e, x.bs), x.blockTokens(n)) {
+		return -1
+	}
+	return e
+}
+
 // newEntryFromNode makes the entry of device node n, or returns -1 when the store is full
 // of entries or another block holds its key (a 64-bit collision: the block is not tiered).
 func (x *Index) newEntryFromNode(n int32) int32 {
@@ -251,12 +267,15 @@ func (x *Index) newEntryFromNode(n int32) int32 {
 // the device holds needs no entry (its device link goes too), so that live entries
 // never outnumber the lower tiers' slots.
 func (ts *tierStore) freeEntryIfEmpty(e int32) {
-	en := &ts.ents[e]
-	for _, s := range en.slot {
-		if s != 0 {
-			return
-		}
+	if ts.ents[e].slot != [lowerTiers]int32{} {
+		return // the common case (a device eviction of a block a lower tier holds), inlined
 	}
+	ts.freeEntry(e)
+}
+
+// freeEntry frees entry e, which no lower tier holds or receives.
+func (ts *tierStore) freeEntry(e int32) {
+	en := &ts.ents[e]
 	if en.dev != 0 {
 		ts.devEnt[en.dev] = 0
 	}
