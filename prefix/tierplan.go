@@ -141,14 +141,24 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 	if ts == nil {
 		return dst
 	}
-	x.startHitStores()
-	x.demoteAhead()
-	from := len(dst)
-	dst = ts.flushStores(dst, ts.cfg.BlockBytes, &ts.stats, x.matchSlots)
-	if ts.cfg.StreamOrdered {
-		x.releaseStoreSources(dst[from:])
+	// A server calls this every scheduler step, and most steps have nothing to hand out:
+	// each part runs only when it has work (2.6 million calls a lagged W5 trace).
+	if len(ts.hitQueue) > 0 {
+		x.startHitStores()
 	}
-	dst = ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
+	if ts.cfg.FreeTarget > 0 {
+		x.demoteAhead()
+	}
+	if len(ts.queue) > 0 {
+		from := len(dst)
+		dst = ts.flushStores(dst, ts.cfg.BlockBytes, &ts.stats, x.matchSlots)
+		if ts.cfg.StreamOrdered {
+			x.releaseStoreSources(dst[from:])
+		}
+	}
+	if len(ts.ready) > 0 {
+		dst = ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
+	}
 	x.mutated()
 	return dst
 }
