@@ -37,8 +37,9 @@
 //
 // # Invariants
 //
-// A Recorder's sequence numbers are consecutive from 0 in the order batches were sealed;
-// every sealed batch is handed to the Sink once, in order, or counted as dropped.
+// A Recorder's sequence numbers are consecutive from 0 (or WithFirstSeq's) in the order
+// batches were sealed; every sealed batch is handed to the Sink once, in order, or counted
+// as dropped.
 //
 // # Extending
 //

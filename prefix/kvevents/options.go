@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type config struct {
 	// Recorder only.
 	queueBatches   int
 	maxBatchEvents int
+	firstSeq       uint64
 
 	err error // the first option that was refused
 }
@@ -115,6 +117,23 @@ func WithTimestamps(now func() float64) Option { return func(c *config) { c.now 
 // 1; vLLM's queue holds 100,000). When all are waiting, a new batch is dropped and counted,
 // never waited for. Each slot keeps the memory of the largest batch it carried.
 func WithQueue(batches int) Option { return func(c *config) { c.queueBatches = max(batches, 1) } }
+
+// WithFirstSeq numbers a Recorder's batches from n instead of 0. vLLM's ZMQ publisher
+// numbers from 0 at every start, as a Recorder does by default, and for a server that
+// restarts with an empty cache that is right: a kvevents/zmq Subscriber takes a connection
+// whose first batch is numbered below what it expected for a restart, clears the server's
+// blocks and follows the new numbering (natsjs tells runs apart by its Epoch). A process
+// that replaces its publisher but keeps its prefix index, and so its cached blocks, passes
+// the old Recorder's LastSeq()+1, so that its subscribers carry on and keep those blocks.
+// n = 2^64-1, after which a Subscriber takes every batch for a duplicate, is refused.
+func WithFirstSeq(n uint64) Option {
+	return func(c *config) {
+		if n == math.MaxUint64 {
+			c.refuse("WithFirstSeq(2^64-1): no batch could follow it")
+		}
+		c.firstSeq = n
+	}
+}
 
 // WithMaxBatchEvents seals the open batch automatically once it holds n events (default
 // 4,096, at least 1), so that a scheduler that never flushes still publishes.

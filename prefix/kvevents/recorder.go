@@ -86,8 +86,8 @@ var ErrNilSink = fmt.Errorf("%w: nil sink", ErrInvalidArgument)
 const MaxQueue = 1 << 20
 
 // NewRecorder returns a Recorder that hands its batches to sink, and starts its sender
-// goroutine. Of the options, all apply: the encoding ones, WithQueue, WithMaxBatchEvents
-// and WithTimestamps.
+// goroutine. Of the options, all apply: the encoding ones, WithQueue, WithMaxBatchEvents,
+// WithFirstSeq and WithTimestamps.
 func NewRecorder(sink Sink, opts ...Option) (*Recorder, error) {
 	if sink == nil {
 		return nil, ErrNilSink
@@ -104,6 +104,7 @@ func NewRecorder(sink Sink, opts ...Option) (*Recorder, error) {
 		sink:       sink,
 		batcher:    newBatcher(cfg),
 		cur:        new(recording),
+		seq:        cfg.firstSeq,
 		free:       freeList{stack: make([]*recording, 0, cfg.queueBatches)},
 		queue:      make(chan *recording, cfg.queueBatches),
 		senderDone: make(chan struct{}),
@@ -187,7 +188,7 @@ func (r *Recorder) Flush() (seq uint64, sealed bool) {
 }
 
 // LastSeq returns the sequence number of the last sealed batch, and false before the first.
-func (r *Recorder) LastSeq() (uint64, bool) { return r.seq - 1, r.seq > 0 }
+func (r *Recorder) LastSeq() (uint64, bool) { return r.seq - 1, r.seq > r.cfg.firstSeq }
 
 // send is the sender goroutine: it publishes queued batches in order.
 //

@@ -23,11 +23,13 @@
 //
 // # Invariants
 //
-// A Publisher's sequence numbers are consecutive from 0 in the order batches were sealed;
-// every sealed batch is either published once, in order, or counted as dropped. Its
-// replay buffer holds the last published batches in sequence order, at most its capacity.
-// A Subscriber applies each batch at most once and in sequence order, and counts every
-// sequence number it neither applied nor received twice as lost.
+// A Publisher's sequence numbers are consecutive from 0 (kvevents.WithFirstSeq) in the
+// order batches were sealed; every sealed batch is either published once, in order, or
+// counted as dropped. Its replay buffer holds the last published batches in sequence
+// order, at most its capacity. A Subscriber applies each batch of one run of the
+// publisher at most once and in sequence order, and counts every sequence number it
+// neither applied nor received twice as lost; a restarted publisher's run (see
+// Subscriber) starts with the server's blocks cleared.
 //
 // # Extending
 //

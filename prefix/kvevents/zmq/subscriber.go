@@ -28,6 +28,19 @@ import (
 // PUB socket silently does not send it) and one whose last messages were lost. When the
 // connection fails it reconnects, pausing longer after each failure.
 //
+// A server that restarts numbers its batches from 0 again (vLLM's publisher and a
+// Publisher alike), with an empty cache. A publisher's live stream never goes back, and a
+// new connection carries only batches published after its subscription, so the first
+// batch of a connection numbered below the next one expected when it was dialled (or any,
+// after batch 2^64-1) is a restart, not a duplicate: the
+// subscriber clears the server's blocks from the index (an AllBlocksCleared), counts it in
+// Restarts, and takes the new stream from 0, replaying what the server buffered before
+// it. (Counted as duplicates, the restarted server's batches were dropped until its
+// numbers passed the old ones, and its old blocks stayed in the index.) A restart that
+// publishes past the old numbers before the subscriber reconnects cannot be told from a
+// gap: a process that replaces its publisher but keeps its cache continues the numbering
+// (kvevents.WithFirstSeq) instead.
+//
 // What the server sends is bounded: the handshake has a deadline, messages a size cap
 // (SubscribeMaxMessage), a message once begun must be complete within the handshake
 // timeout, and the decoder bounds the rest (see kvevents.Decoder).
@@ -80,6 +93,9 @@ type SubscriberStats struct {
 	// Connects counts connections established to the PUB socket; ConnectErrors failed
 	// dials and handshakes.
 	Connects, ConnectErrors uint64
+	// Restarts counts publisher restarts seen (a connection whose first batch is numbered
+	// below the next one expected): each cleared the server's blocks from the index.
+	Restarts uint64
 	// Next is the next sequence number the subscriber expects.
 	Next uint64
 }
@@ -133,7 +149,7 @@ func NewSubscriber(index kvevents.Applier, server, endpoint string, opts ...Subs
 
 func (s *Subscriber) run() {
 	defer close(s.done)
-	msgs := make(chan [][]byte, 256)
+	msgs := make(chan liveMessage, 256)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -148,20 +164,28 @@ func (s *Subscriber) run() {
 		tick = t.C
 	}
 	idle := false
+	var conn uint64 // the connection of the last message
+	first := false  // no batch of conn received yet
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case m := <-msgs:
+		case lm := <-msgs:
 			idle = false
+			if lm.conn != conn {
+				conn, first = lm.conn, true
+			}
 			// [topic, seq (8 bytes big-endian), payload]
+			m := lm.frames
 			if len(m) != 3 || len(m[1]) != 8 || !bytes.HasPrefix(m[0], s.topic) {
 				s.mu.Lock()
 				s.stats.Malformed++
 				s.mu.Unlock()
 				continue
 			}
-			s.receive(binary.BigEndian.Uint64(m[1]), m[2])
+			seq := binary.BigEndian.Uint64(m[1])
+			s.receive(seq, m[2], first && (lm.exhausted || seq < lm.floor))
+			first = false
 		case <-tick:
 			if idle {
 				s.catchUp()
@@ -171,12 +195,24 @@ func (s *Subscriber) run() {
 	}
 }
 
+// liveMessage is a message of the PUB socket, the number of the connection it came on,
+// and the next sequence number expected (and exhausted) when that connection was dialled:
+// every batch a publisher sends on it is numbered at least floor, unless it restarted.
+// (Read before the subscription is sent, floor cannot count batches published after it:
+// a replay running meanwhile may deliver those first.)
+type liveMessage struct {
+	frames    [][]byte
+	conn      uint64
+	floor     uint64
+	exhausted bool
+}
+
 // read connects, subscribes and hands messages to msgs until the subscriber closes,
 // reconnecting after every failure.
-func (s *Subscriber) read(msgs chan<- [][]byte) {
+func (s *Subscriber) read(msgs chan<- liveMessage) {
 	pause := s.cfg.retry
-	for s.ctx.Err() == nil {
-		if s.readConn(msgs) {
+	for conn := uint64(1); s.ctx.Err() == nil; conn++ {
+		if s.readConn(msgs, conn) {
 			pause = s.cfg.retry // it worked for a while: reconnect promptly
 		}
 		select {
@@ -188,8 +224,11 @@ func (s *Subscriber) read(msgs chan<- [][]byte) {
 	}
 }
 
-// readConn runs one connection; it reports whether the handshake succeeded.
-func (s *Subscriber) readConn(msgs chan<- [][]byte) bool {
+// readConn runs connection number conn; it reports whether the handshake succeeded.
+func (s *Subscriber) readConn(msgs chan<- liveMessage, conn uint64) bool {
+	s.mu.Lock()
+	floor, exhausted := s.next, s.exhausted
+	s.mu.Unlock()
 	d := net.Dialer{Timeout: s.cfg.handshake}
 	nc, err := d.DialContext(s.ctx, "tcp", s.addr)
 	if err != nil {
@@ -224,7 +263,7 @@ func (s *Subscriber) readConn(msgs chan<- [][]byte) bool {
 			continue
 		}
 		select {
-		case msgs <- m.Frames:
+		case msgs <- liveMessage{m.Frames, conn, floor, exhausted}:
 		case <-s.ctx.Done():
 			return true
 		}
@@ -250,8 +289,12 @@ func (s *Subscriber) count(f func(*SubscriberStats)) {
 }
 
 // receive handles one live batch: a duplicate is skipped, a gap is filled by replay first.
-func (s *Subscriber) receive(seq uint64, payload []byte) {
+// restart says it is the first batch of a restarted publisher (see Subscriber).
+func (s *Subscriber) receive(seq uint64, payload []byte, restart bool) {
 	s.mu.Lock()
+	if restart {
+		s.restarted()
+	}
 	gap := !s.exhausted && seq > s.next && seq-s.next <= s.cfg.maxJump
 	s.mu.Unlock()
 	if gap {
@@ -297,6 +340,19 @@ func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
 	s.stats.Applied++
 	if replayed {
 		s.stats.Replayed++
+	}
+}
+
+// restarted clears what the index holds of the server, which restarted with an empty
+// cache, and expects its new stream from 0. Called with s.mu held.
+func (s *Subscriber) restarted() {
+	s.stats.Restarts++
+	s.next, s.exhausted = 0, false
+	if s.replay != nil {
+		s.replay.reset() // its connection went with the old publisher: the replay below dials anew
+	}
+	if err := s.index.Apply(s.server, &kvevents.Batch{Events: []kvevents.Event{{Kind: kvevents.KindAllBlocksCleared}}}); err != nil {
+		s.stats.ApplyErrors++
 	}
 }
 
