@@ -9,6 +9,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/poolrefs"
 	"github.com/kvpage/kvpage/internal/trusted"
 	"github.com/kvpage/kvpage/prefix"
 )
@@ -19,6 +20,7 @@ import (
 type Manager struct {
 	cfg      Config
 	pool     *blocks.Pool
+	refs     []int32 // the pool's holder counts (internal/poolrefs): read only, by plan
 	index    *prefix.Index
 	bs       int
 	clock    evict.Clock
@@ -166,6 +168,7 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg:      cfg,
 		pool:     cfg.Pool,
+		refs:     poolrefs.Of(cfg.Pool),
 		index:    cfg.Index,
 		bs:       cfg.BlockSize,
 		clock:    cfg.Clock,
@@ -339,8 +342,9 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	if req.Lookahead > m.maxSlots-p.tokens {
 		return p, &SizeError{Op: "admit", Seq: seq, What: "lookahead", N: req.Lookahead, Max: m.maxSlots - p.tokens}
 	}
-	for _, id := range p.hits {
-		if m.pool.RefCount(id) == blocks.MaxRefCount {
+	refs := m.refs
+	for _, id := range p.hits { // matched blocks: valid IDs of this pool
+		if refs[id] == blocks.MaxRefCount {
 			return p, &SeqError{Op: "admit", Seq: seq, Err: &blocks.BlockError{Op: "retain", ID: id, Err: blocks.ErrRefCountOverflow}}
 		}
 	}
