@@ -230,13 +230,20 @@ func (t *GroupTree) newNode() Node {
 	for i := range t.res {
 		t.res[i].addNode(t.ng)
 	}
+	if t.ev != nil || t.tiers != nil {
+		t.growExtras()
+	}
+	return n
+}
+
+// growExtras grows the event and lower-tier arrays with a node slot.
+func (t *GroupTree) growExtras() {
 	if t.ev != nil {
 		t.ev.addNode()
 	}
 	if t.tiers != nil {
 		t.tiers.addNode(t.ng)
 	}
-	return n
 }
 
 // maybeFree frees node n, and then its parent and so on, while nothing keeps them.

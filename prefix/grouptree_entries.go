@@ -265,7 +265,7 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 			}
 			r.prefixes[g]--
 			if t.ev != nil {
-				t.emitRemoved(b, n, g, "")
+				t.emitRemoved(b, n, g)
 			}
 		}
 	} else {
@@ -277,9 +277,6 @@ func (t *GroupTree) UncacheAs(b blocks.ID, cause EvictCause) error {
 	x.node, x.next = 0, 0
 	nd.entries--
 	r.cached[g]--
-	if t.tiers != nil {
-		t.deviceGone(n, g)
-	}
 	t.maybeFree(n)
 	return nil
 }

@@ -169,8 +169,12 @@ func (ev *groupEvents) pathTo(t *GroupTree, n Node, k int) []Node {
 	return p
 }
 
-// emitRemoved reports that (n, g) lost its last block, b, in medium's tier.
-func (t *GroupTree) emitRemoved(b blocks.ID, n Node, g int, medium string) {
+// emitRemoved reports that (n, g) lost its last device block, b.
+func (t *GroupTree) emitRemoved(b blocks.ID, n Node, g int) { t.emitRemovedIn(b, n, g, "") }
+
+// emitRemovedIn reports that (n, g) lost its last block, b, in medium's tier (b is a slot
+// of that tier for a lower one).
+func (t *GroupTree) emitRemovedIn(b blocks.ID, n Node, g int, medium string) {
 	ev := t.ev
 	ev.ids = append(ev.ids[:0], b)
 	ev.removed = BlockRemoved{Hashes: ev.hashOf(n), HashSize: ev.hs, Blocks: ev.ids, Group: g, HasGroup: true, Medium: medium}

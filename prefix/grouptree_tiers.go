@@ -163,8 +163,9 @@ func (t *GroupTree) PendingTransfers() int {
 }
 
 // TierStatsOf returns tier tier's counters (the zero value for a tier the tree lacks).
-// The device's Resident is its entries over all groups; its Pending is the owner's to
-// count (blocks being demoted), and is 0 here.
+// The device's Resident is its entries over all groups, its Evicted and Lost what the
+// owner counted (CountDeviceEviction); its Pending is the owner's to count (blocks being
+// demoted), and is 0 here.
 func (t *GroupTree) TierStatsOf(tier Tier) TierStats {
 	if t.tiers == nil || int(tier) >= t.NumTiers() {
 		return TierStats{}
@@ -201,11 +202,17 @@ func (t *GroupTree) TierConfig() (TierConfig, bool) {
 	return t.tiers.cfg, true
 }
 
-// deviceGone counts a device entry of (n, g) leaving the device.
-func (t *GroupTree) deviceGone(n Node, g int) {
+// CountDeviceEviction counts device block b, cached and about to be evicted by the
+// owner, in the device's TierStats: Evicted, and Lost when no lower tier holds its entry.
+// (The owner counts, not Uncache: an eviction costs one check less without tiers.)
+func (t *GroupTree) CountDeviceEviction(b blocks.ID) {
 	ts := t.tiers
+	e, ok := t.Entry(b)
+	if ts == nil || !ok {
+		return
+	}
 	ts.stats[Device].Evicted++
-	if t.LowerTier(n, g) == Device {
+	if t.LowerTier(e.Node, e.Group) == Device {
 		ts.stats[Device].Lost++
 	}
 }
@@ -268,7 +275,7 @@ func (t *GroupTree) dropSlot(tier Tier, s int32) {
 			ts.stats[tier].Lost++
 		}
 		if t.ev != nil {
-			t.emitRemoved(blocks.ID(s), n, g, l.spec.Medium)
+			t.emitRemovedIn(blocks.ID(s), n, g, l.spec.Medium)
 		}
 	}
 	l.put(s, res)
@@ -362,7 +369,7 @@ func (t *GroupTree) failSlot(tier Tier, s int32) {
 		ts.stats[tier].Lost++
 	}
 	if t.ev != nil {
-		t.emitRemoved(blocks.ID(s), n, g, l.spec.Medium)
+		t.emitRemovedIn(blocks.ID(s), n, g, l.spec.Medium)
 	}
 }
 

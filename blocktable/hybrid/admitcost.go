@@ -88,7 +88,10 @@ func (m *Manager) admitCount(s *seq, req *Request, per []int) (hit, full, slots,
 		if full > 0 && m.participates(g) {
 			hb = full / bs
 			skip = min(spec.Skipped(full)/bs, hb)
-			dev = m.deviceEnd(g, hit, full)
+			dev = hb
+			if full != hit {
+				dev = m.deviceEnd(g, hit, full)
+			}
 			for i := skip; i < dev; i++ {
 				if m.st.ref(m.blockAt(s, g, i)) == 0 {
 					k++

@@ -91,6 +91,9 @@ func (s *store) allocN(t []blocks.ID, n int) []blocks.ID {
 	start := len(t)
 	t, err := s.q.Allocate(t, n)
 	must(err)
+	if s.tiers != nil {
+		s.countEvictions(t[start:])
+	}
 	for _, b := range t[start:] {
 		if s.t.IsCached(b) {
 			cause := prefix.EvictPolicy
@@ -110,6 +113,9 @@ func (s *store) evict(b blocks.ID) {
 	cause := prefix.EvictPolicy
 	if s.win[b] {
 		cause = prefix.EvictWindow
+	}
+	if s.tiers != nil {
+		s.t.CountDeviceEviction(b)
 	}
 	must(s.t.UncacheAs(b, cause))
 	s.evictions++
@@ -164,9 +170,6 @@ func (s *store) cacheChain(g int, ids []blocks.ID, path []prefix.Node, k int) {
 // and a later eviction is the policy's unless they are released early again.
 func (s *store) takeTable(ids []blocks.ID, early bool) {
 	must(s.q.RetainTable(ids))
-	if s.tiers != nil {
-		s.hitRun(ids)
-	}
 	if early {
 		for _, b := range ids {
 			s.win[b] = false

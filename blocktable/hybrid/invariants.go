@@ -21,7 +21,10 @@ import (
 //   - full attention stays downward closed: a node with a block of a full-attention group
 //     has a parent with one too, so eviction in queue order is leaf-only for full
 //     attention (unless EvictBlocks dropped an interior block, as vLLM's evict_blocks
-//     may: its descendants then stay cached but unreachable, as in vLLM);
+//     may: its descendants then stay cached but unreachable, as in vLLM; and with lower
+//     tiers, whose copies hold a block out of the queue while its parent may be evicted);
+//   - with lower tiers, every block's count includes the copies in flight holding it, each
+//     demoted block is held by one, and every loading sequence is filed under its load;
 //   - with a policy that reads Freeable, the kept figures (freeable.go) are each running
 //     sequence's blocks, those it holds alone per group, and what a plan of its release
 //     frees; records not in use keep nothing.
@@ -90,7 +93,7 @@ func (m *Manager) CheckInvariants() error {
 			return fmt.Errorf("node %d: %d pins, %d sequences on it", n, t.Pins(n), pins[n])
 		}
 		parent := t.Parent(n)
-		if m.st.dropped != 0 || t.IsRoot(n) || t.IsRoot(parent) {
+		if m.st.dropped != 0 || m.st.tiers != nil || t.IsRoot(n) || t.IsRoot(parent) {
 			continue
 		}
 		for g, spec := range m.specs {

@@ -157,8 +157,9 @@ type Manager struct {
 	preempt    evict.Preemption
 	clock      uint64 // logical arrival clock: one tick per Admit and Fork
 	pre        preemptScratch
-	counters   Stats      // the counters Stats reports beside the pool's
-	tierCounts TierCounts // the lower tiers' counters (tiers.go)
+	counters   Stats       // the counters Stats reports beside the pool's
+	tierCounts TierCounts  // the lower tiers' counters (tiers.go)
+	admitted   AdmitResult // what the last admission took from each tier (AdmitTiered)
 
 	// ordered is preempt when it is an evict.OrderedPreemption: order then keeps the
 	// running sequences in its order (order.go), re-placed as they grow when
@@ -317,7 +318,7 @@ func New(cfg Config) (*Manager, error) {
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
 	m.preTokens = (cfg.NumBlocks - 1) * slices.Max(m.bs)
 	m.initFreeable(cfg.NumBlocks)
-	m.view.st, m.view.align, m.view.devUnits = m.st, m.align, noLowerUnits
+	m.view.st, m.view.align = m.st, m.align
 	if cfg.Observer != nil {
 		if err := m.st.t.SetObserver(cfg.Observer, cfg.Hasher, m.k); err != nil {
 			return nil, err
@@ -361,7 +362,7 @@ type cachedView struct {
 	kind []int
 	k    int
 	// devUnits is where the device's lists end and the lower tiers' begin, in match
-	// units (noLowerUnits: the device alone); align marks Mamba align groups.
+	// units, for lowerView; align marks Mamba align groups.
 	devUnits int
 	align    []bool
 }
@@ -373,9 +374,6 @@ func (v *cachedView) Cached(i int) bool {
 		return false
 	}
 	n := v.path[u]
-	if u >= v.devUnits {
-		return v.lowerCached(n)
-	}
 	for _, g := range v.kind {
 		if v.st.first(n, g) == blocks.NullID {
 			return false
@@ -388,7 +386,11 @@ func (v *cachedView) Cached(i int) bool {
 // kind accepting or lowering the length until it is stable (one round for one full kind
 // and one other, as vLLM's simple hybrid), every length a multiple of the LCM of the
 // block sizes. maxLen is in tokens; so is the result. s.path holds the matched nodes.
-func (m *Manager) hit(s *seq, maxLen int) int {
+func (m *Manager) hit(s *seq, maxLen int) int { return m.hitIn(s, maxLen, &m.view) }
+
+// hitIn is hit with c answering which blocks are cached: m.view (the device) or its
+// lowerView (the device, then the lower tiers).
+func (m *Manager) hitIn(s *seq, maxLen int, c Cached) int {
 	if len(m.kinds) == 0 {
 		return 0
 	}
@@ -396,7 +398,7 @@ func (m *Manager) hit(s *seq, maxLen int) int {
 	if len(m.kinds) == 1 {
 		g := m.kinds[0][0]
 		m.view.kind, m.view.k = m.kinds[0], m.k[g]
-		return m.specs[g].Hit(&m.view, maxLen/m.bs[g], m.lcm/m.bs[g], m.eagle) * m.bs[g]
+		return m.specs[g].Hit(c, maxLen/m.bs[g], m.lcm/m.bs[g], m.eagle) * m.bs[g]
 	}
 	simple := len(m.kinds) == 2 && m.specs[m.kinds[0][0]].Downward()
 	clear(m.kdone)
@@ -412,7 +414,7 @@ func (m *Manager) hit(s *seq, maxLen int) int {
 				continue
 			}
 			m.view.kind, m.view.k = kind, m.k[g]
-			next := m.specs[g].Hit(&m.view, cur/bs, m.lcm/bs, m.eagle) * bs
+			next := m.specs[g].Hit(c, cur/bs, m.lcm/bs, m.eagle) * bs
 			if i > 0 && next < cur {
 				m.lowGroup, m.lowFrom = g, cur // for Explain: who lowered it, from where
 			}
@@ -565,36 +567,40 @@ const maxSeqTokens = math.MaxInt32
 // the pool has it all, takes every group's hit blocks and then allocates the rest, in group
 // order, as vLLM's allocate_slots. The prompt's full blocks are cached. It returns the hit
 // in tokens. On error nothing changes.
-func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) {
-	r, err := m.admit(id, req)
-	return r.Hit, err
-}
+func (m *Manager) Admit(id blocktable.SeqID, req *Request) (int, error) { return m.admit(id, req) }
 
 // AdmitTiered is Admit for a Manager with lower tiers (Config.Tiers): past the device hit,
 // the longest hit every group can serve from the lower tiers is loaded into blocks the
 // sequence owns (AdmitResult.Load, which TakePlans hands out), and the sequence runs once
 // CompleteTransfer confirms the load. Without tiers it is Admit.
 func (m *Manager) AdmitTiered(id blocktable.SeqID, req *Request) (AdmitResult, error) {
-	return m.admit(id, req)
+	m.admitted = AdmitResult{}
+	hit, err := m.admit(id, req)
+	if err != nil {
+		return AdmitResult{}, err
+	}
+	m.admitted.Hit = hit
+	return m.admitted, nil
 }
 
-func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) {
-	var r AdmitResult
+// admit is Admit; with lower tiers it also fills m.admitted's Load and Tiers (which
+// AdmitTiered reads).
+func (m *Manager) admit(id blocktable.SeqID, req *Request) (int, error) {
 	if err := m.checkRequest("admit", id, req); err != nil {
-		return r, err
+		return 0, err
 	}
 	if _, ok := m.seqs[id]; ok {
-		return r, seqErr("admit", id, errDup)
+		return 0, seqErr("admit", id, errDup)
 	}
 	if _, ok := m.swapped[id]; ok {
-		return r, seqErr("admit", id, errDup)
+		return 0, seqErr("admit", id, errDup)
 	}
 	s := m.newSeq(req)
 	n := len(req.Prompt)
 	hit, full, slots, need := m.admitCount(s, req, nil)
 	if need > m.st.free() {
 		m.spare = append(m.spare, s)
-		return r, outOfBlocks("admit", id, need, m.st.free())
+		return 0, outOfBlocks("admit", id, need, m.st.free())
 	}
 	// Extend the matched path over the prompt's full units now, and pin its end, so that
 	// the evictions below cannot free a node of it and commit need not walk it again.
@@ -611,7 +617,10 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) 
 		}
 		hb := full / m.bs[g]
 		skip := min(spec.Skipped(full)/m.bs[g], hb)
-		dev := m.deviceEnd(g, hit, full)
+		dev := hb
+		if full != hit {
+			dev = m.deviceEnd(g, hit, full)
+		}
 		t := s.tables[g]
 		for i := range dev {
 			if i < skip {
@@ -622,13 +631,16 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) 
 		}
 		m.taking(s, g, t[skip:dev])
 		m.st.takeTable(t[skip:dev], m.skips[g])
+		if m.st.tiers != nil {
+			m.st.hitRun(t[skip:dev])
+			m.admitted.Tiers.Blocks[prefix.Device] += dev - skip
+		}
 		s.tables[g], s.numCached[g] = t, dev
-		r.Tiers.Blocks[prefix.Device] += dev - skip
 	}
 	m.grow(s, slots, slots)
 	s.id = id
 	if full > hit {
-		m.prepareLoad(s, hit, full, &r)
+		m.prepareLoad(s, hit, full, &m.admitted)
 		s.loadResumed = req.Resumed
 	}
 	m.commit(s, slots)
@@ -649,8 +661,7 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (AdmitResult, error) 
 	if invariant.Enabled {
 		invariant.Check(m.CheckInvariants)
 	}
-	r.Hit = hit
-	return r, nil
+	return hit, nil
 }
 
 // grow allocates, group by group, the blocks s needs for tokens slots (main of them the
@@ -695,9 +706,15 @@ func (m *Manager) copyShared(s *seq, g int, t []blocks.ID) {
 // commit caches s's full blocks up to tokens, group by group, and moves its pin to the
 // deepest node of its path.
 func (m *Manager) commit(s *seq, tokens int) {
-	if s.loading != 0 {
-		tokens = min(tokens, s.loadFrom) // the loaded blocks are cached once they hold their KV
+	if m.st.tiers != nil {
+		m.commitTiered(s, tokens) // tiers.go
+		return
 	}
+	m.commitDevice(s, tokens)
+}
+
+// commitDevice is commit on the device alone.
+func (m *Manager) commitDevice(s *seq, tokens int) {
 	units := 0
 	for g := range m.specs {
 		if !m.caches[g] {
@@ -710,8 +727,7 @@ func (m *Manager) commit(s *seq, tokens int) {
 		units = max(units, full*m.k[g])
 		m.extend(s, full*m.k[g])
 		t := s.tables[g]
-		nc := s.numCached[g]
-		if !m.sparse {
+		if nc := s.numCached[g]; !m.sparse {
 			m.st.cacheChain(g, t[nc:full], s.path[nc*m.k[g]:], m.k[g])
 		} else {
 			for i := nc; i < full; i++ {
@@ -719,9 +735,6 @@ func (m *Manager) commit(s *seq, tokens int) {
 					m.st.cache(t[i], s.path[(i+1)*m.k[g]-1], g)
 				}
 			}
-		}
-		if m.st.tiers != nil {
-			m.st.cachedRun(t[nc:full])
 		}
 		s.numCached[g] = full
 	}

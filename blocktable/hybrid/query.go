@@ -79,17 +79,19 @@ type BlockState struct {
 	// cached).
 	Cached bool
 	Group  int
+	// Transfers is how many of Refs are copies to or from a lower tier in flight.
+	Transfers int
 }
 
 // Block returns the state of block b (the zero BlockState for the null block or an ID
 // outside the pool): what a test kit needs to tell a leak from a cached block.
 func (m *Manager) Block(b blocks.ID) BlockState {
-	refs := m.st.ref(b)
+	refs, tr := m.st.ref(b), m.st.t.TransferRefs(b)
 	e, cached := m.st.t.Entry(b)
 	if !cached {
-		return BlockState{Refs: refs}
+		return BlockState{Refs: refs, Transfers: tr}
 	}
-	return BlockState{Refs: refs, Cached: true, Group: e.Group}
+	return BlockState{Refs: refs, Cached: true, Group: e.Group, Transfers: tr}
 }
 
 // NumBlocks is the pool's size, the null block included.

@@ -61,7 +61,7 @@ func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 		return AdmitResult{}, seqErr("resume", id, blocktable.ErrNotRunning)
 	}
 	delete(m.swapped, id)
-	r, err := m.admit(id, &Request{Prompt: rec.tokens, MaxTokens: rec.maxTokens, Namespace: rec.ns,
+	r, err := m.AdmitTiered(id, &Request{Prompt: rec.tokens, MaxTokens: rec.maxTokens, Namespace: rec.ns,
 		Priority: rec.priority, Resumed: true})
 	if err != nil {
 		m.swapped[id] = rec

@@ -38,6 +38,7 @@ type tierState struct {
 	ahead      []blocks.ID
 	done       []blocks.ID
 	loads      []prefix.GroupLoad
+	before     []int // commitTiered's scratch: blocks cached per group before
 }
 
 func newTierState(c *prefix.TierConfig, numBlocks int) *tierState {
@@ -57,6 +58,33 @@ func (s *store) prepareStore(b blocks.ID, demote bool) bool {
 		ts.demoting++
 	}
 	return true
+}
+
+// commitTiered is commit with lower tiers: nothing past a load in flight is cached (the
+// loaded blocks are cached once they hold their KV), and tier 1's write policy runs for
+// the blocks just cached.
+func (m *Manager) commitTiered(s *seq, tokens int) {
+	if s.loading != 0 {
+		tokens = min(tokens, s.loadFrom)
+	}
+	ts := m.st.tiers
+	ts.before = append(ts.before[:0], s.numCached...)
+	m.commitDevice(s, tokens)
+	for g, nc := range ts.before {
+		if m.caches[g] && s.numCached[g] > nc {
+			m.st.cachedRun(s.tables[g][nc:s.numCached[g]])
+		}
+	}
+}
+
+// countEvictions counts, in the device's TierStats, the cached blocks among ids, just
+// allocated and about to be evicted.
+func (s *store) countEvictions(ids []blocks.ID) {
+	for _, b := range ids {
+		if s.t.IsCached(b) {
+			s.t.CountDeviceEviction(b)
+		}
+	}
 }
 
 // cachedRun runs tier 1's write policy for blocks just cached.
@@ -166,17 +194,22 @@ type LoadDone = blocktable.LoadDone
 // read from the lower tiers.
 func (m *Manager) hitLower(s *seq, limit, hit int) int {
 	m.view.devUnits = hit / m.unit
-	h := m.hit(s, limit)
-	m.view.devUnits = noLowerUnits
-	return h
+	return m.hitIn(s, limit, (*lowerView)(&m.view))
 }
 
-// noLowerUnits is cachedView.devUnits for a lookup of the device alone.
-const noLowerUnits = int(^uint(0) >> 1)
+// lowerView is a cachedView that reads the device's lists before devUnits and the lower
+// tiers' from there: a type of its own, so that a lookup of the device alone pays nothing
+// for the tiers.
+type lowerView cachedView
 
-// lowerCached reports whether a lower tier holds block n of every group of the view's
-// kind (no Mamba align group takes one).
-func (v *cachedView) lowerCached(n prefix.Node) bool {
+// Cached implements Cached: block i is cached in every group of the kind, on the device
+// before devUnits and in some lower tier from there (no Mamba align group takes one).
+func (v *lowerView) Cached(i int) bool {
+	u := (i+1)*v.k - 1
+	if u < v.devUnits || u >= len(v.path) {
+		return (*cachedView)(v).Cached(i)
+	}
+	n := v.path[u]
 	for _, g := range v.kind {
 		if v.align[g] || v.st.t.LowerTier(n, g) == prefix.Device {
 			return false

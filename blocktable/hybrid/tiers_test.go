@@ -139,3 +139,46 @@ func TestHybridTierDemoteAhead(t *testing.T) {
 	require.Equal(t, 8, m.TierStats(1).Resident)
 	require.NoError(t, m.CheckInvariants())
 }
+
+// The tiered cycle (an admission that loads, the plans, their completion, a decode step,
+// the finish, write-through stores) allocates nothing in steady state.
+func TestHybridTierCycleAllocatesNothing(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 64, Write: prefix.WriteThrough}, 0)
+	p1, p2 := seqTokens(17, 0), seqTokens(24, 1000)
+	plans := make([]prefix.Plan, 0, 16)
+	loads := 0
+	cycle := func() {
+		for i, p := range [][]int32{p1, p2} {
+			id := blocktable.SeqID(i)
+			r, err := m.AdmitTiered(id, &hybrid.Request{Prompt: p, MaxTokens: len(p) + 4})
+			if err != nil {
+				panic(err)
+			}
+			if r.LoadTokens > 0 {
+				loads++
+			}
+			plans = m.TakePlans(plans[:0])
+			for j, pl := range plans {
+				if j > 0 && plans[j-1].ID == pl.ID {
+					continue
+				}
+				if _, err := m.CompleteTransfer(pl.ID, true); err != nil {
+					panic(err)
+				}
+			}
+			if err := m.Append(id, []int32{7}); err != nil {
+				panic(err)
+			}
+			if err := m.Finish(id); err != nil {
+				panic(err)
+			}
+		}
+	}
+	for range 3 {
+		cycle()
+	}
+	loads = 0
+	require.Zero(t, testing.AllocsPerRun(50, cycle))
+	require.Equal(t, 2*51, loads, "every admission loads")
+	require.NoError(t, m.CheckInvariants())
+}

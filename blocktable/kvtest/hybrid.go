@@ -9,6 +9,7 @@ import (
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // HybridConfig describes the hybrid stack NewHybrid builds. The zero value is a small
@@ -27,6 +28,10 @@ type HybridConfig struct {
 	MatchUnit         int
 	Eagle             bool
 	FreeUncachedFirst bool
+	// Tiers gives the Manager lower tiers (hybrid.Config.Tiers); Check then verifies
+	// their books too, and a block a transfer still holds at the end is a leak, named as
+	// held by "a transfer in flight".
+	Tiers *prefix.TierConfig
 }
 
 // HybridEnv is a hybrid.Manager built inside a test, with a decision log and the
@@ -70,7 +75,7 @@ func NewHybrid(tb TB, cfg HybridConfig) *HybridEnv {
 	}
 	e.Preemptions = RecordPreemptions(pre, e.Log, e.Name)
 	m, err := hybrid.New(hybrid.Config{Groups: cfg.Groups, NumBlocks: cfg.Blocks, MatchUnit: cfg.MatchUnit,
-		Eagle: cfg.Eagle, FreeUncachedFirst: cfg.FreeUncachedFirst, Preemption: e.Preemptions})
+		Eagle: cfg.Eagle, FreeUncachedFirst: cfg.FreeUncachedFirst, Preemption: e.Preemptions, Tiers: cfg.Tiers})
 	if err != nil {
 		tb.Fatalf("kvtest: %v", err)
 		return nil
@@ -200,6 +205,9 @@ func (e *HybridEnv) Leaks() []Leak {
 	var leaks []Leak
 	for b := 1; b < m.NumBlocks(); b++ {
 		if st := m.Block(blocks.ID(b)); st.Refs > 0 {
+			for range st.Transfers {
+				holders[blocks.ID(b)] = append(holders[blocks.ID(b)], "a transfer in flight")
+			}
 			leaks = append(leaks, Leak{Block: blocks.ID(b), Refs: st.Refs, Holders: holders[blocks.ID(b)], Cached: st.Cached})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/blocktable/kvtest"
+	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -144,6 +145,35 @@ func TestHybridLeakDetection(t *testing.T) {
 		"a fork holds the same blocks: counted once in Held, once per table per group")
 	env.FinishAll()
 	require.Equal(t, kvtest.HybridBlocks{Capacity: 16, Free: 14, Evictable: 2, HeldPerGroup: []int{0, 0}, CachedPerGroup: []int{1, 1}}, env.Blocks())
+	f.finish()
+	require.Empty(t, f.report())
+}
+
+// With lower tiers the kit checks their books, and a block a transfer never completed
+// holds is a leak, named as such.
+func TestHybridTiersLeakDetection(t *testing.T) {
+	tiers := &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 8, Write: prefix.WriteThrough}}}
+	f := &fakeTB{}
+	env := kvtest.NewHybrid(f, kvtest.HybridConfig{Tiers: tiers})
+	_, err := env.Manager.Admit(env.Seq("a"), &hybrid.Request{Prompt: kvtest.MustTokens("0..5"), MaxTokens: 8})
+	require.NoError(t, err)
+	require.NoError(t, env.Check())
+	require.NoError(t, env.Manager.Finish(env.Seq("a")))
+	f.finish()
+	rep := f.report()
+	require.Contains(t, rep, "block 1: refcount 1, held by a transfer in flight (and cached)")
+	require.Equal(t, 2, strings.Count(rep, "\n  block "), "the full block of each group, held by its write-through copy")
+
+	f = &fakeTB{}
+	env = kvtest.NewHybrid(f, kvtest.HybridConfig{Tiers: tiers})
+	_, err = env.Manager.Admit(env.Seq("a"), &hybrid.Request{Prompt: kvtest.MustTokens("0..5"), MaxTokens: 8})
+	require.NoError(t, err)
+	for _, p := range env.Manager.TakePlans(nil) {
+		_, err := env.Manager.CompleteTransfer(p.ID, true)
+		require.NoError(t, err)
+	}
+	env.FinishAll()
+	require.Equal(t, 2, env.Manager.TierStats(1).Resident)
 	f.finish()
 	require.Empty(t, f.report())
 }

@@ -1,0 +1,338 @@
+package hybrid_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/prefix"
+	"pgregory.net/rapid"
+)
+
+// tierModel is the reference model of what every tier holds: the (medium, group, hash)
+// keys the Manager's events say are present. An event that stores a key already
+// present, or removes one that is not, is a duplicated or lost event.
+type tierModel struct {
+	held map[string]bool
+	bad  error
+}
+
+func tierKey(medium string, g int, h []byte) string { return fmt.Sprintf("%s|%d|%x", medium, g, h) }
+
+func (tm *tierModel) BlockStored(e *prefix.BlockStored) {
+	for i := range e.Blocks {
+		k := tierKey(e.Medium, e.Group, e.Hash(i))
+		if tm.held[k] && tm.bad == nil {
+			tm.bad = fmt.Errorf("stored twice: %s", k)
+		}
+		tm.held[k] = true
+	}
+}
+
+func (tm *tierModel) BlockRemoved(e *prefix.BlockRemoved) {
+	for i := range e.Blocks {
+		k := tierKey(e.Medium, e.Group, e.Hash(i))
+		if !tm.held[k] && tm.bad == nil {
+			tm.bad = fmt.Errorf("removed but not held: %s", k)
+		}
+		delete(tm.held, k)
+	}
+}
+
+func (tm *tierModel) AllBlocksCleared() { clear(tm.held) }
+
+// count is the number of keys held in medium.
+func (tm *tierModel) count(medium string) int {
+	n := 0
+	for k := range tm.held {
+		if len(k) > len(medium) && k[:len(medium)+1] == medium+"|" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTierMachine runs random admissions (with loads), decode steps, finishes, swap and
+// recompute preemptions, resumptions, plans taken and transfers completed ok or failed,
+// and prefix-cache resets on a hybrid Manager with a host tier and sometimes a disk
+// below it (every write policy, watermarks, small tiers), against a reference model of
+// what each tier holds, built from the events alone. After every step: the invariants
+// (the tiers' books included: slots, pins, transfer references, demotions); the model's
+// keys per tier are exactly the tier's residents (no event lost or duplicated by a move);
+// and, for full-attention models, every admission's device hit and load are exactly the
+// longest prefix the model says the device holds, then the longest continuation it says
+// the lower tiers hold: a block confirmed stored is found and loaded until its tier
+// reports it removed. At the end every transfer completes and nothing is leaked.
+func TestTierMachine(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		const bs = 4
+		specs := []hybrid.Spec{hybrid.FullAttention{Block: bs}}
+		fullOnly := true
+		switch rapid.IntRange(0, 3).Draw(rt, "second group") {
+		case 1:
+			specs = append(specs, hybrid.FullAttention{Block: bs})
+		case 2:
+			specs = append(specs, hybrid.SlidingWindow{Block: bs, Window: rapid.IntRange(1, 9).Draw(rt, "window")})
+			fullOnly = false
+		case 3:
+			specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAll})
+			fullOnly = false
+		}
+		nb := rapid.IntRange(6, 20).Draw(rt, "blocks")
+		host := prefix.TierSpec{Medium: prefix.MediumCPU, Capacity: rapid.IntRange(1, 24).Draw(rt, "host"),
+			Write: prefix.WritePolicy(rapid.IntRange(0, 2).Draw(rt, "host write")), Hits: uint32(rapid.IntRange(1, 3).Draw(rt, "hits"))}
+		tiers := []prefix.TierSpec{host}
+		if rapid.Bool().Draw(rt, "disk") {
+			tiers = append(tiers, prefix.TierSpec{Medium: prefix.MediumDisk, Capacity: rapid.IntRange(1, 24).Draw(rt, "disk size"),
+				Write: prefix.WritePolicy(rapid.IntRange(0, 1).Draw(rt, "disk write"))})
+		}
+		cfg := prefix.TierConfig{Tiers: tiers, BlockBytes: 16, FreeTarget: rapid.IntRange(0, nb/2).Draw(rt, "free target")}
+		model := &tierModel{held: map[string]bool{}}
+		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Observer: model, Tiers: &cfg})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		ng := len(specs)
+		live := map[blocktable.SeqID]bool{}
+		var swapped []blocktable.SeqID
+		pending := map[prefix.TransferID]bool{}
+		var order []prefix.TransferID
+		next := blocktable.SeqID(0)
+		bases := [][]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 2, 3, 4, 9, 9, 9, 9}, {5, 5, 5, 5, 5, 5, 5, 5}}
+
+		check := func(what string) {
+			if err := m.CheckInvariants(); err != nil {
+				rt.Fatalf("%s: %v", what, err)
+			}
+			if model.bad != nil {
+				rt.Fatalf("%s: events: %v", what, model.bad)
+			}
+			dev := 0
+			for _, c := range m.Stats().CachedPrefixes {
+				dev += c
+			}
+			if got := model.count(""); got != dev {
+				rt.Fatalf("%s: the events hold %d device prefixes, the Manager %d", what, got, dev)
+			}
+			for i, s := range tiers {
+				if got, want := model.count(s.Medium), m.TierStats(prefix.Tier(i+1)).Resident; got != want {
+					rt.Fatalf("%s: the events hold %d %s blocks, the tier %d", what, got, s.Medium, want)
+				}
+			}
+		}
+		// expect is the model's hit for prompt: the device prefix every group holds, then
+		// the continuation every group holds in some lower tier, in tokens.
+		expect := func(prompt []int32) (int, int) {
+			h := make([]byte, 8)
+			prefix.Fast64{}.Root(h)
+			limit := (len(prompt) - 1) / bs
+			devEnd, end := 0, 0
+			onDev := true
+			for b := 0; b < limit; b++ {
+				nh := make([]byte, 8)
+				prefix.Fast64{}.Block(nh, h, prompt[b*bs:(b+1)*bs], prefix.Extra{})
+				h = nh
+				all := func(medium string) bool {
+					for g := range ng {
+						if !model.held[tierKey(medium, g, h)] {
+							return false
+						}
+					}
+					return true
+				}
+				lower := func() bool {
+					for g := range ng {
+						found := false
+						for _, s := range tiers {
+							found = found || model.held[tierKey(s.Medium, g, h)]
+						}
+						if !found {
+							return false
+						}
+					}
+					return true
+				}
+				if onDev && all("") {
+					devEnd, end = b+1, b+1
+					continue
+				}
+				onDev = false
+				if !lower() {
+					break
+				}
+				end = b + 1
+			}
+			return devEnd * bs, (end - devEnd) * bs
+		}
+		admitted := func(rt *rapid.T, id blocktable.SeqID, prompt []int32, r hybrid.AdmitResult, wantHit, wantLoad int) {
+			if fullOnly && (r.Hit != wantHit || r.LoadTokens != wantLoad) {
+				rt.Fatalf("seq %d %v: hit %d + load %d, the model %d + %d", id, prompt, r.Hit, r.LoadTokens, wantHit, wantLoad)
+			}
+			live[id] = true
+		}
+
+		actions := map[string]func(*rapid.T){
+			"admit": func(rt *rapid.T) {
+				base := rapid.SampledFrom(bases).Draw(rt, "base")
+				cut := rapid.IntRange(1, len(base)).Draw(rt, "cut")
+				prompt := append(append([]int32(nil), base[:cut]...), rapid.SliceOfN(rapid.Int32Range(1, 3), 0, 6).Draw(rt, "tail")...)
+				wantHit, wantLoad := expect(prompt)
+				id := next
+				next++
+				r, err := m.AdmitTiered(id, &hybrid.Request{Prompt: prompt, MaxTokens: len(prompt) + 6})
+				if errors.Is(err, blocks.ErrOutOfBlocks) {
+					check("admit refused")
+					return
+				}
+				if err != nil {
+					rt.Fatal(err)
+				}
+				admitted(rt, id, prompt, r, wantHit, wantLoad)
+				check("admit")
+			},
+			"append": func(rt *rapid.T) {
+				if len(live) == 0 {
+					rt.Skip()
+				}
+				id := rapid.SampledFrom(keys(live)).Draw(rt, "seq")
+				if ld, _ := m.Loading(id); ld != 0 {
+					rt.Skip() // a scheduler runs a sequence once its load is in
+				}
+				err := m.Append(id, []int32{rapid.Int32Range(1, 3).Draw(rt, "tok")})
+				if err != nil && !errors.Is(err, blocks.ErrOutOfBlocks) && !errors.Is(err, blocktable.ErrInvalidArgument) {
+					rt.Fatal(err)
+				}
+				check("append")
+			},
+			"finish": func(rt *rapid.T) {
+				if len(live) == 0 {
+					rt.Skip()
+				}
+				id := rapid.SampledFrom(keys(live)).Draw(rt, "seq")
+				if err := m.Finish(id); err != nil {
+					rt.Fatal(err)
+				}
+				delete(live, id)
+				check("finish")
+			},
+			"preempt": func(rt *rapid.T) {
+				if len(live) == 0 {
+					rt.Skip()
+				}
+				id := rapid.SampledFrom(keys(live)).Draw(rt, "seq")
+				mode := blocktable.PreemptMode(rapid.IntRange(0, 1).Draw(rt, "mode"))
+				if _, err := m.PreemptSeq(id, mode); err != nil {
+					rt.Fatal(err)
+				}
+				delete(live, id)
+				if mode == blocktable.Swap {
+					swapped = append(swapped, id)
+				}
+				check("preempt")
+			},
+			"resume": func(rt *rapid.T) {
+				if len(swapped) == 0 {
+					rt.Skip()
+				}
+				i := rapid.IntRange(0, len(swapped)-1).Draw(rt, "which")
+				id := swapped[i]
+				r, err := m.Resume(id)
+				if errors.Is(err, blocks.ErrOutOfBlocks) {
+					check("resume refused")
+					return
+				}
+				if err != nil {
+					rt.Fatal(err)
+				}
+				swapped = append(swapped[:i], swapped[i+1:]...)
+				live[id] = true
+				_ = r
+				check("resume")
+			},
+			"take plans": func(rt *rapid.T) {
+				for _, p := range m.TakePlans(nil) {
+					if p.Bytes != int64(p.Blocks)*cfg.BlockBytes || len(p.Runs) == 0 {
+						rt.Fatalf("plan %+v", p)
+					}
+					if !pending[p.ID] {
+						pending[p.ID] = true
+						order = append(order, p.ID)
+					}
+				}
+				check("take plans")
+			},
+			"complete": func(rt *rapid.T) {
+				if len(order) == 0 {
+					rt.Skip()
+				}
+				i := rapid.IntRange(0, len(order)-1).Draw(rt, "which")
+				id := order[i]
+				ok := rapid.IntRange(0, 3).Draw(rt, "ok") > 0
+				d, err := m.CompleteTransfer(id, ok)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if d.Loaded && !ok && d.ComputeTokens == 0 {
+					rt.Fatalf("a failed load leaves nothing to compute")
+				}
+				order = append(order[:i], order[i+1:]...)
+				delete(pending, id)
+				check("complete")
+			},
+			"reset": func(rt *rapid.T) {
+				err := m.ResetPrefixCache()
+				if err == nil && (len(live) > 0 || m.PendingTransfers() > 0) {
+					rt.Fatalf("reset with %d sequences and %d transfers", len(live), m.PendingTransfers())
+				}
+				if err == nil && len(model.held) != 0 {
+					rt.Fatalf("reset leaves %d keys", len(model.held))
+				}
+				check("reset")
+			},
+		}
+		for range 4 { // rapid's 30 steps a round, too few to evict, demote and load back
+			rt.Repeat(actions)
+		}
+		for id := range live {
+			if err := m.Finish(id); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		for _, id := range swapped {
+			if err := m.Finish(id); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		for round := 0; m.PendingTransfers() > 0; round++ {
+			if round > 10 {
+				rt.Fatalf("%d transfers never complete", m.PendingTransfers())
+			}
+			for _, p := range m.TakePlans(nil) {
+				pending[p.ID] = true
+			}
+			for id := range pending {
+				if _, err := m.CompleteTransfer(id, true); err != nil {
+					rt.Fatal(err)
+				}
+				delete(pending, id)
+			}
+		}
+		check("end")
+		if st := m.Stats(); st.Free != st.Capacity {
+			rt.Fatalf("leaked: %d of %d blocks free", st.Free, st.Capacity)
+		}
+	})
+}
+
+func keys(m map[blocktable.SeqID]bool) []blocktable.SeqID {
+	out := make([]blocktable.SeqID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
