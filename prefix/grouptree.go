@@ -51,6 +51,8 @@ type GroupTree struct {
 	evPath []Node
 
 	tiers *gtierStore // nil: no lower tiers (SetTiers)
+	// extras: ev or tiers is set, so a new node grows their arrays (one check in newNode)
+	extras bool
 }
 
 // Node names one logical prefix of a GroupTree. RootNode is the zero namespace's root;
@@ -151,11 +153,19 @@ func (t *GroupTree) Stats() GroupTreeStats {
 }
 
 // Parent returns n's parent (RootNode for a namespace root and for the zero namespace's
-// first units).
-func (t *GroupTree) Parent(n Node) Node { return t.nodes[n].parent }
+// first units), or NoNode for a node that is not live (freed, or out of range).
+func (t *GroupTree) Parent(n Node) Node {
+	if uint(n) >= uint(len(t.nodes)) {
+		return NoNode
+	}
+	return t.nodes[n].parent
+}
 
-// IsRoot reports whether n is a namespace's root (RootNode included).
-func (t *GroupTree) IsRoot(n Node) bool { return n == RootNode || t.nodes[n].root }
+// IsRoot reports whether n is a namespace's root (RootNode included); false for a node
+// out of range.
+func (t *GroupTree) IsRoot(n Node) bool {
+	return n == RootNode || uint(n) < uint(len(t.nodes)) && t.nodes[n].root
+}
 
 // Nodes yields every live node but RootNode, in slot order: for invariant checks and
 // dumps (it is O(node slots)).
@@ -169,22 +179,44 @@ func (t *GroupTree) Nodes() iter.Seq[Node] {
 	}
 }
 
-// Pins returns how many sequences are positioned on n.
-func (t *GroupTree) Pins(n Node) int { return int(t.nodes[n].pins) }
-
-// Pin positions a sequence on n, which then stays (with its ancestors) until Unpin.
-func (t *GroupTree) Pin(n Node) {
-	if n > 0 {
-		t.nodes[n].pins++
+// Pins returns how many sequences are positioned on n (0 for a node out of range).
+func (t *GroupTree) Pins(n Node) int {
+	if uint(n) >= uint(len(t.nodes)) {
+		return 0
 	}
+	return int(t.nodes[n].pins)
 }
 
-// Unpin undoes one Pin of n, freeing n and the ancestors nothing else keeps.
-func (t *GroupTree) Unpin(n Node) {
-	if n > 0 {
-		t.nodes[n].pins--
-		t.maybeFree(n)
+// Pin positions a sequence on n, which then stays (with its ancestors) until Unpin.
+// RootNode needs no pin (a no-op). It fails with ErrInvalidArgument, changing nothing,
+// for a node that is not live.
+func (t *GroupTree) Pin(n Node) error {
+	if n == RootNode {
+		return nil
 	}
+	if !t.IsLive(n) {
+		return fmt.Errorf("%w: pin node %d, which is not live", ErrInvalidArgument, n)
+	}
+	t.nodes[n].pins++
+	return nil
+}
+
+// Unpin undoes one Pin of n, freeing n and the ancestors nothing else keeps (a no-op for
+// RootNode). It fails, changing nothing, with ErrInvalidArgument for a node that is not
+// live and ErrNotPinned for one no sequence is positioned on: a count never goes negative.
+func (t *GroupTree) Unpin(n Node) error {
+	if n == RootNode {
+		return nil
+	}
+	if !t.IsLive(n) {
+		return fmt.Errorf("%w: unpin node %d, which is not live", ErrInvalidArgument, n)
+	}
+	if t.nodes[n].pins <= 0 {
+		return fmt.Errorf("%w: unpin node %d", ErrNotPinned, n)
+	}
+	t.nodes[n].pins--
+	t.maybeFree(n)
+	return nil
 }
 
 // Root returns ns's root node, creating it if create is set: RootNode for the zero
@@ -230,7 +262,7 @@ func (t *GroupTree) newNode() Node {
 	for i := range t.res {
 		t.res[i].addNode(t.ng)
 	}
-	if t.ev != nil || t.tiers != nil {
+	if t.extras {
 		t.growExtras()
 	}
 	return n

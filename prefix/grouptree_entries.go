@@ -57,9 +57,15 @@ type GroupEntry struct {
 
 // First returns the first device block cached for group g at node n (the one a lookup
 // takes: vLLM keeps later blocks cached under a key that already has one, and reads the
-// first), or blocks.NullID when the group has none there.
+// first), or blocks.NullID when the group has none there (and for a node or group out
+// of range).
 func (t *GroupTree) First(n Node, g int) blocks.ID {
-	return blocks.ID(t.res[Device].head[int(n)*t.ng+g])
+	h := t.res[Device].head
+	i := int(n)*t.ng + g
+	if uint(g) >= uint(t.ng) || uint(i) >= uint(len(h)) {
+		return blocks.NullID
+	}
+	return blocks.ID(h[i])
 }
 
 // NextCached returns the device block cached after b under b's (node, group), or
@@ -214,7 +220,7 @@ func (t *GroupTree) undoChain(g int, done []blocks.ID, path []Node, k int) {
 func (t *GroupTree) Gone(n Node, g int) EvictCause {
 	i := int(n)*t.ng + g
 	r := &t.res[Device]
-	if r.head[i] != 0 {
+	if uint(g) >= uint(t.ng) || uint(i) >= uint(len(r.head)) || r.head[i] != 0 {
 		return EvictNone
 	}
 	if g >= goneGroups {

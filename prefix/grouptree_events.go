@@ -69,6 +69,7 @@ func (t *GroupTree) SetObserver(o Observer, h Hasher, blockUnits []int) error {
 	ev.hashes = make([]byte, hs, cap(t.nodes)*hs)
 	ev.nsRoot = make([]Node, 1, cap(t.nodes))
 	t.ev = ev
+	t.extras = true
 	return nil
 }
 
@@ -169,7 +170,10 @@ func (ev *groupEvents) pathTo(t *GroupTree, n Node, k int) []Node {
 	return p
 }
 
-// emitRemoved reports that (n, g) lost its last device block, b.
+// emitRemoved reports that (n, g) lost its last device block, b. Not inlined: Uncache,
+// the eviction path, keeps its registers for the common case of no observer.
+//
+//go:noinline
 func (t *GroupTree) emitRemoved(b blocks.ID, n Node, g int) { t.emitRemovedIn(b, n, g, "") }
 
 // emitRemovedIn reports that (n, g) lost its last block, b, in medium's tier (b is a slot

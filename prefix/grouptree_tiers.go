@@ -87,6 +87,7 @@ func (t *GroupTree) SetTiers(c TierConfig) error {
 			leaving: make([]bool, n), touched: make([]uint64, n)})
 	}
 	t.tiers = ts
+	t.extras = true
 	return nil
 }
 

@@ -191,8 +191,8 @@ func (s *store) ensure(parent prefix.Node, toks []int32) prefix.Node {
 	return s.t.Ensure(parent, toks)
 }
 
-func (s *store) pin(n prefix.Node)   { s.t.Pin(n) }
-func (s *store) unpin(n prefix.Node) { s.t.Unpin(n) }
+func (s *store) pin(n prefix.Node)   { must(s.t.Pin(n)) }
+func (s *store) unpin(n prefix.Node) { must(s.t.Unpin(n)) }
 
 // drop uncaches b if it is a cached block of the pool (EvictBlocks), and reports whether
 // it was.

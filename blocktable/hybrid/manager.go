@@ -706,15 +706,10 @@ func (m *Manager) copyShared(s *seq, g int, t []blocks.ID) {
 // commit caches s's full blocks up to tokens, group by group, and moves its pin to the
 // deepest node of its path.
 func (m *Manager) commit(s *seq, tokens int) {
-	if m.st.tiers != nil {
+	if ts := m.st.tiers; ts != nil && !ts.committing {
 		m.commitTiered(s, tokens) // tiers.go
 		return
 	}
-	m.commitDevice(s, tokens)
-}
-
-// commitDevice is commit on the device alone.
-func (m *Manager) commitDevice(s *seq, tokens int) {
 	units := 0
 	for g := range m.specs {
 		if !m.caches[g] {

@@ -39,6 +39,7 @@ type tierState struct {
 	done       []blocks.ID
 	loads      []prefix.GroupLoad
 	before     []int // commitTiered's scratch: blocks cached per group before
+	committing bool  // commitTiered is running commit's device pass
 }
 
 func newTierState(c *prefix.TierConfig, numBlocks int) *tierState {
@@ -69,7 +70,9 @@ func (m *Manager) commitTiered(s *seq, tokens int) {
 	}
 	ts := m.st.tiers
 	ts.before = append(ts.before[:0], s.numCached...)
-	m.commitDevice(s, tokens)
+	ts.committing = true
+	m.commit(s, tokens)
+	ts.committing = false
 	for g, nc := range ts.before {
 		if m.caches[g] && s.numCached[g] > nc {
 			m.st.cachedRun(s.tables[g][nc:s.numCached[g]])
