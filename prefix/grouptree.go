@@ -191,32 +191,41 @@ func (t *GroupTree) Pins(n Node) int {
 // RootNode needs no pin (a no-op). It fails with ErrInvalidArgument, changing nothing,
 // for a node that is not live.
 func (t *GroupTree) Pin(n Node) error {
+	if uint(n)-1 < uint(len(t.nodes))-1 && t.nodes[n].parent != NoNode {
+		t.nodes[n].pins++
+		return nil
+	}
 	if n == RootNode {
 		return nil
 	}
-	if !t.IsLive(n) {
-		return fmt.Errorf("%w: pin node %d, which is not live", ErrInvalidArgument, n)
-	}
-	t.nodes[n].pins++
-	return nil
+	return errPinNotLive // a sentinel, so that Pin stays inlined
 }
+
+var errPinNotLive = fmt.Errorf("%w: pin a node that is not live", ErrInvalidArgument)
 
 // Unpin undoes one Pin of n, freeing n and the ancestors nothing else keeps (a no-op for
 // RootNode). It fails, changing nothing, with ErrInvalidArgument for a node that is not
 // live and ErrNotPinned for one no sequence is positioned on: a count never goes negative.
 func (t *GroupTree) Unpin(n Node) error {
-	if n == RootNode {
+	if uint(n)-1 < uint(len(t.nodes))-1 && t.nodes[n].pins > 0 { // a freed node has none
+		t.nodes[n].pins--
+		t.maybeFree(n)
 		return nil
 	}
-	if !t.IsLive(n) {
+	return t.pinError(n)
+}
+
+// pinError is Unpin's refusal of n: nil for RootNode (which needs no pin), else
+// ErrInvalidArgument for a node that is not live and ErrNotPinned for a live node with
+// no pin.
+func (t *GroupTree) pinError(n Node) error {
+	switch {
+	case n == RootNode:
+		return nil
+	case !t.IsLive(n):
 		return fmt.Errorf("%w: unpin node %d, which is not live", ErrInvalidArgument, n)
 	}
-	if t.nodes[n].pins <= 0 {
-		return fmt.Errorf("%w: unpin node %d", ErrNotPinned, n)
-	}
-	t.nodes[n].pins--
-	t.maybeFree(n)
-	return nil
+	return fmt.Errorf("%w: unpin node %d", ErrNotPinned, n)
 }
 
 // Root returns ns's root node, creating it if create is set: RootNode for the zero

@@ -57,15 +57,12 @@ type GroupEntry struct {
 
 // First returns the first device block cached for group g at node n (the one a lookup
 // takes: vLLM keeps later blocks cached under a key that already has one, and reads the
-// first), or blocks.NullID when the group has none there (and for a node or group out
-// of range).
+// first), or blocks.NullID when the group has none there. It is a lookup's inner step
+// (once per block and group of every match) and checks nothing: n must be a node of the
+// tree and g a group below Groups(), as the owner's walk guarantees; a node out of range
+// panics with an index error. Entry and Gone are the checked readers.
 func (t *GroupTree) First(n Node, g int) blocks.ID {
-	h := t.res[Device].head
-	i := int(n)*t.ng + g
-	if uint(g) >= uint(t.ng) || uint(i) >= uint(len(h)) {
-		return blocks.NullID
-	}
-	return blocks.ID(h[i])
+	return blocks.ID(t.res[Device].head[int(n)*t.ng+g])
 }
 
 // NextCached returns the device block cached after b under b's (node, group), or

@@ -3,7 +3,6 @@ package prefix
 import (
 	"testing"
 
-	"github.com/kvpage/kvpage/blocks"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +22,6 @@ func TestGroupTreeAccessorsRangeChecked(t *testing.T) {
 		grp  int
 	}{{"negative node", -5, 0}, {"node past the end", 1 << 20, 0}, {"negative group", n, -1}, {"group past the end", n, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, blocks.NullID, g.First(tc.node, tc.grp))
 			require.Equal(t, EvictNone, g.Gone(tc.node, tc.grp))
 			require.Equal(t, Device, g.LowerTier(tc.node, tc.grp))
 			require.False(t, g.HeldBelow(tc.node, tc.grp))

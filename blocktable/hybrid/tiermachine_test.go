@@ -181,6 +181,9 @@ func TestTierMachine(t *testing.T) {
 				cut := rapid.IntRange(1, len(base)).Draw(rt, "cut")
 				prompt := append(append([]int32(nil), base[:cut]...), rapid.SliceOfN(rapid.Int32Range(1, 3), 0, 6).Draw(rt, "tail")...)
 				wantHit, wantLoad := expect(prompt)
+				if h, l := m.MatchTiers(&hybrid.Request{Prompt: prompt}); fullOnly && (h != wantHit || l != wantLoad) {
+					rt.Fatalf("MatchTiers %v: %d + %d, the model %d + %d", prompt, h, l, wantHit, wantLoad)
+				}
 				id := next
 				next++
 				r, err := m.AdmitTiered(id, &hybrid.Request{Prompt: prompt, MaxTokens: len(prompt) + 6})

@@ -379,3 +379,25 @@ func (m *Manager) checkTiers() error {
 	}
 	return nil
 }
+
+// MatchTiers returns what AdmitTiered would take for req (its namespace, HitLimit and
+// SkipCacheRead included), touching nothing: the device hit, and the tokens after it
+// that the lower tiers hold and an admission would load.
+func (m *Manager) MatchTiers(req *Request) (hit, load int) {
+	if req == nil || len(req.Prompt) == 0 || req.SkipCacheRead {
+		return 0, 0
+	}
+	n := len(req.Prompt)
+	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
+	limit := n - 1
+	if req.HitLimit > 0 {
+		limit = min(limit, req.HitLimit)
+	}
+	m.walk(s, limit/m.unit)
+	hit = m.hit(s, limit)
+	if m.st.tiers != nil && hit < limit {
+		load = max(hit, m.hitLower(s, limit, hit)) - hit
+	}
+	m.spare = append(m.spare, s)
+	return hit, load
+}

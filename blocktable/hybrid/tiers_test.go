@@ -182,3 +182,19 @@ func TestHybridTierCycleAllocatesNothing(t *testing.T) {
 	require.Equal(t, 2*51, loads, "every admission loads")
 	require.NoError(t, m.CheckInvariants())
 }
+
+// EvictBlocks may drop a block a store is still copying: the copy completes into its
+// slot, and the block goes back to the free queue uncached.
+func TestHybridTierEvictBlocksDuringStore(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteThrough}, 0)
+	_, err := m.Admit(1, &hybrid.Request{Prompt: seqTokens(9, 0), MaxTokens: 12})
+	require.NoError(t, err)
+	tb, err := m.Table(1, 0)
+	require.NoError(t, err)
+	m.EvictBlocks(tb[:1])
+	require.NoError(t, m.CheckInvariants())
+	require.NoError(t, m.Finish(1))
+	completeAll(t, m, true)
+	require.Equal(t, 12, m.Stats().Free)
+	require.Equal(t, 4, m.TierStats(1).Resident)
+}
