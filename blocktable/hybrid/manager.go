@@ -450,7 +450,7 @@ func (m *Manager) newSeq(req *Request) *seq {
 	s.tokens = append(s.tokens[:0], req.Prompt...)
 	s.path, s.pinned, s.computed, s.maxTokens = s.path[:0], 0, 0, req.MaxTokens
 	s.extent, s.resEnd, s.priority, s.hit, s.promptLen = 0, 0, req.Priority, 0, len(req.Prompt)
-	s.forked = false
+	s.forked, s.loading = false, 0
 	s.ns, s.root = req.Namespace, m.st.root(req.Namespace, false)
 	// Sized for the whole sequence, so that its decode steps allocate nothing, but no
 	// further than the pool could hold at once: a legal but huge MaxTokens must not

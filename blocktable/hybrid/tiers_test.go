@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 )
@@ -143,6 +144,9 @@ func TestHybridTierDemoteAhead(t *testing.T) {
 // The tiered cycle (an admission that loads, the plans, their completion, a decode step,
 // the finish, write-through stores) allocates nothing in steady state.
 func TestHybridTierCycleAllocatesNothing(t *testing.T) {
+	if invariant.Enabled {
+		t.Skip("the invariant checks (kvinvariants, -race) allocate")
+	}
 	m := tiered(t, prefix.TierSpec{Capacity: 64, Write: prefix.WriteThrough}, 0)
 	p1, p2 := seqTokens(17, 0), seqTokens(24, 1000)
 	plans := make([]prefix.Plan, 0, 16)
