@@ -67,3 +67,39 @@ func Example() {
 	// second request: hit 8 tokens, new blocks 1
 	// invariants: <nil>
 }
+
+// ExampleManager_Resume preempts a sequence in Swap mode, which keeps its KV in the
+// index's host tier (there is no separate host pool: Swap needs prefix.WithTiers), and
+// brings it back: the server executes the tiers' plans and confirms them.
+func ExampleManager_Resume() {
+	pool, _ := blocks.New(9, blocks.WithNullBlock()) // 8 usable blocks of 4 tokens
+	index, _ := prefix.New(pool, 4, prefix.WithTiers(prefix.TierConfig{
+		Tiers:      []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 16}},
+		BlockBytes: 2 << 20, // one block's KV, as blocks/sizing computes it
+	}))
+	m, _ := blocktable.New(blocktable.Config{Index: index})
+	_, _ = m.Admit(1, &blocktable.Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}})
+
+	out, _ := m.Preempt(blocktable.PreemptRequest{Need: 3, Mode: blocktable.Swap}, nil)
+	fmt.Printf("swapped: free at once %d, once copied %d, held in the host %d\n",
+		out[0].Freed, out[0].Awaiting, m.Stats().HostInUse)
+	complete := func() {
+		for _, p := range m.TakePlans(nil) { // the server issues each plan's runs, then:
+			fmt.Printf("plan: %d blocks, tier %d to %d, %d bytes\n", p.Blocks, p.From, p.To, p.Bytes)
+			_, _ = m.CompleteTransfer(p.ID, true)
+		}
+	}
+	complete()
+
+	res, _ := m.Resume(1)
+	fmt.Printf("resumed: load %d tokens, compute %d\n", res.LoadTokens, res.Tokens-res.HitTokens-res.LoadTokens)
+	complete()
+	_ = m.Finish(1)
+	fmt.Println("invariants:", m.CheckInvariants())
+	// Output:
+	// swapped: free at once 1, once copied 2, held in the host 2
+	// plan: 2 blocks, tier 0 to 1, 4194304 bytes
+	// resumed: load 8 tokens, compute 2
+	// plan: 2 blocks, tier 1 to 0, 4194304 bytes
+	// invariants: <nil>
+}

@@ -38,8 +38,13 @@
 // with byte sizes) that the server executes, and CompleteTransfer confirms each, ok or
 // failed. A device block being demoted is unavailable until its copy is confirmed, and
 // demotion starts below a watermark of free blocks so that no allocation waits on a copy.
-// Events name each tier's medium (vLLM's GPU, CPU, DISK); Reset and BumpEpoch cover every
-// tier. The Manager of package blocktable drives all of it from admission.
+// Events name each tier's medium (vLLM's GPU, CPU, DISK), one event per chain of blocks a
+// transfer moves; Reset and BumpEpoch cover every tier. Multimodal blocks are tiered as
+// any other, verified by the hash of their extra keys. Hold keeps a prefix's lower-tier
+// copies from eviction (a swapped-out sequence's KV) until ReleaseHold, and refuses
+// (ErrTierFull) what tier 1 cannot take. Under TierConfig.StreamOrdered a store's device
+// block is reusable once its plan is handed out. The Manager of package blocktable drives
+// all of it from admission and Swap preemption.
 //
 // # Hybrid models
 //

@@ -148,6 +148,8 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 	if need, room := x.HoldNeed(ids); need > room {
 		return 0, &TierFullError{Requested: need, Available: room}
 	}
+	x.beginTierEvents() // the slots dropped to make room: one event per tier
+	defer x.flushTierEvents()
 	var refs []holdRef
 	if k := len(ts.holdFree); k > 0 {
 		refs = ts.holdFree[k-1]

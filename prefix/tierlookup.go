@@ -23,12 +23,13 @@ func (x *Index) lowerWalk(p *Prompt, c Cursor, limit HitLimit, most int, ops []t
 		n--
 	}
 	full := n / x.bs
-	lo := 0 // blockMM's first input that may still overlap
+	if len(p.MM) > 0 {
+		return x.lowerWalkMM(p, int(c.blocks), full, most, key, &ri, ops), start
+	}
 	for b, got := int(c.blocks), 0; b < full && got < most; b, got = b+1, got+1 {
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
-		mm := x.blockMM(p, b, &lo) // nil, at once, for a prompt without multimodal inputs
-		k := x.childKey(key, toks, &ri, b == 0, mm)
-		e := x.findEntry(k, key, toks, x.mmHash(mm))
+		k := x.childKey(key, toks, &ri, b == 0, nil)
+		e := x.findEntry(k, key, toks)
 		if e < 0 {
 			break
 		}
@@ -40,6 +41,31 @@ func (x *Index) lowerWalk(p *Prompt, c Cursor, limit HitLimit, most int, ops []t
 		key = k
 	}
 	return ops, start
+}
+
+// lowerWalkMM is lowerWalk's loop for a prompt with multimodal inputs, from block b to
+// full: a multimodal block's key folds in its extra keys, as on the device, and its
+// entry's extra-key hash is verified with its parent and tokens. (A text block's key
+// differs from any multimodal block's, so the text loop verifies parent and tokens only,
+// as the device's text path does; it is kept apart so that it pays nothing for this.)
+func (x *Index) lowerWalkMM(p *Prompt, b, full, most int, key uint64, ri *rootInfo, ops []tierOp) []tierOp {
+	lo := 0 // blockMM's first input that may still overlap
+	for got := 0; b < full && got < most; b, got = b+1, got+1 {
+		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
+		mm := x.blockMM(p, b, &lo)
+		k := x.childKey(key, toks, ri, b == 0, mm)
+		e := x.findEntry(k, key, toks)
+		if e < 0 || x.tiers.ents[e].mmh != x.mmHash(mm) {
+			break
+		}
+		t := x.tiers.ents[e].bestTier()
+		if t == 0 {
+			break
+		}
+		ops = append(ops, tierOp{from: t, e: e})
+		key = k
+	}
+	return ops
 }
 
 // lowerStart is where a walk past cursor c starts: the chained key of the last device

@@ -143,6 +143,11 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 	}
 	// A server calls this every scheduler step, and most steps have nothing to hand out:
 	// each part runs only when it has work (2.6 million calls a lagged W5 trace).
+	// The slots the stores started here drop to make room are one event per tier.
+	batch := x.obs != nil && (len(ts.hitQueue) > 0 || ts.cfg.FreeTarget > 0)
+	if batch {
+		x.beginTierEvents()
+	}
 	if len(ts.hitQueue) > 0 {
 		x.startHitStores()
 	}
@@ -158,6 +163,9 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 	}
 	if len(ts.ready) > 0 {
 		dst = ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
+	}
+	if batch {
+		x.flushTierEvents()
 	}
 	x.mutated()
 	return dst
@@ -334,14 +342,15 @@ func (x *Index) PendingTransfers() int {
 	return x.tiers.pending()
 }
 
-// Lower-tier events, for maintainers. Outside CompleteTransfer each is emitted at once,
-// one block per event (a slot dropped to make room). Within it, where a plan's blocks land
-// together, they are collected (tierEvents) and emitted when it returns: each run of
+// Lower-tier events, for maintainers. Within CompleteTransfer, where a plan's blocks land
+// together, and within TakePlans and Hold, whose copies make room in their tiers, they are
+// collected (tierEvents) and emitted when the call returns: each run of
 // blocks that chain (each the parent of the next, in one namespace) and entered one tier
 // is one BlockStored, and the blocks that left one tier one BlockRemoved, as the device's
 // events batch a commit, and as vLLM's BlockStored carries many block hashes. Stored events
 // go first, so that a block moving down a tier is never reported held by none. A block
-// is still reported once per tier it enters and once per tier it leaves.
+// is still reported once per tier it enters and once per tier it leaves. Elsewhere (a
+// write-through copy's room made at commit) each is emitted at once.
 type tierEvents struct {
 	on      bool
 	stored  []tierEv // entries that became resident, in completion order

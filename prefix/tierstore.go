@@ -187,15 +187,16 @@ func (ts *tierStore) entryTokens(e int32, bs int) []int32 {
 	return ts.toks[off : off+bs : off+bs]
 }
 
-// findEntry returns the entry of key whose parent key, tokens and multimodal keys' hash
-// (mmHash) are these, or -1.
-func (x *Index) findEntry(key, parent uint64, toks []int32, mmh uint64) int32 {
+// findEntry returns the entry of key whose parent key and tokens are these, or -1. The
+// caller checks its multimodal keys' hash (tierEntry.mmh) too: kept out of here, so that
+// this stays small enough to inline into the lookup's loop.
+func (x *Index) findEntry(key, parent uint64, toks []int32) int32 {
 	e := x.tiers.byKey.find(key, x.tiers.ents)
 	if e < 0 {
 		return -1
 	}
 	en := &x.tiers.ents[e]
-	if en.parent != parent || en.mmh != mmh || !sameTokens(x.tiers.entryTokens(e, x.bs), toks) {
+	if en.parent != parent || !sameTokens(x.tiers.entryTokens(e, x.bs), toks) {
 		return -1
 	}
 	return e
