@@ -629,7 +629,9 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (int, error) {
 				t = append(t, m.blockAt(s, g, i))
 			}
 		}
-		m.taking(s, g, t[skip:dev])
+		if m.fa.on { // guarded here: the slice costs a bounds check (freeable.go)
+			m.taking(s, g, t[skip:dev])
+		}
 		m.st.takeTable(t[skip:dev], m.skips[g])
 		if m.st.tiers != nil {
 			m.st.hitRun(t[skip:dev])
@@ -947,8 +949,11 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 
 // releaseAll releases every group's blocks of s, last first, group by group.
 func (m *Manager) releaseAll(s *seq) {
+	on := m.fa.on
 	for g := range m.specs {
-		m.dropping(s, g, s.tables[g])
+		if on {
+			m.dropping(s, g, s.tables[g])
+		}
 		m.st.releaseTable(s.tables[g])
 		s.tables[g] = s.tables[g][:0]
 	}
