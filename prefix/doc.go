@@ -52,9 +52,13 @@
 // sliding window, Mamba state): one tree of logical prefixes, each node holding per group
 // the blocks cached for it, so that a group can lose a block mid-chain (a window block
 // evicted) while the prefix stays reachable for the others. Its entries carry a residency
-// Tier (Device only, for now: GroupTree's doc says where lower tiers plug in). It holds no
-// references and no free list: blocktable/hybrid composes it with blocks.FreeQueue, vLLM's
-// free queue, and drives it. Index and GroupTree are separate types; an Index is one group.
+// Tier: with SetTiers (the TierConfig WithTiers takes) a host, disk or user tier holds
+// copies per (node, group), a node stays while any tier holds an entry, and the same
+// Plans, TransferIDs and TransferResults move them (PrepareStore, PrepareLoad, TakePlans,
+// CompleteTransfer; LowerTier reads where a lookup continues). It holds no references
+// and no free list: blocktable/hybrid composes it with blocks.FreeQueue, vLLM's free
+// queue, holds the device blocks copies read or fill, and drives it. Index and GroupTree
+// are separate types; an Index is one group.
 //
 // # Contract
 //

@@ -2,18 +2,15 @@ package prefix
 
 import "github.com/kvpage/kvpage/blocks"
 
-// A GroupTree entry's residency is a Tier (tier.go): Device only, for now.
-//
-// The seam for host and disk tiers (issue 16): every tier has a residency of its own, an
-// ID space (a device block, a host slot, a disk page) with, per (node, group), the list of
-// its entries and, per ID, the entry it holds. A node lives while any tier has an entry
-// for it, so demoting a device block is Uncache of the device entry and a cache of the
-// lower one, and the prefix stays. Lookups that take device blocks (First) read only the
-// device's residency; a tiered lookup reads the next tier's where the device's stop.
-// Adding a tier is raising groupTiers, a size per tier at NewGroupTree, and the per-tier
-// forms of Cache, Uncache and First: no node or key changes. The lower tiers of an Index
-// (WithTiers) key their store by chained key and tokens, not by pool block, for the same
-// reason: the tree's (node, group) can key them.
+// A GroupTree entry's residency is a Tier (tier.go). The device's entries are lists per
+// (node, group) over device block IDs (res, here: several blocks may cache one prefix,
+// and lookups take the first); the lower tiers' (grouptree_tiers.go) hold at most one
+// copy per (node, group) in a slot of their own, counted as one of the node's entries, so
+// that a node lives while any tier has an entry for it: demoting a device block is a
+// store into a lower slot and the device entry's Uncache, and the prefix stays. Lookups
+// that take device blocks (First) read only the device's lists; a tiered lookup reads
+// LowerTier where they stop. groupTiers counts the residencies kept as lists: the
+// device's.
 const groupTiers = 1
 
 // residency is one tier's entries.

@@ -32,7 +32,26 @@
 // (one running state block per sequence; AlignedChunk splits a prefill on block
 // boundaries so that their states are cached). Config.Observer receives the prefix
 // index's events, each naming its KV-cache group (prefix/kvevents publishes them with
-// vLLM's group_idx); ResetPrefixCache empties the cache, as vLLM's reset_prefix_cache.
+// vLLM's group_idx); ResetPrefixCache empties the cache, as vLLM's reset_prefix_cache
+// (and, unlike vLLM's, every lower tier too).
+//
+// # Lower tiers
+//
+// Config.Tiers (a prefix.TierConfig, as prefix.WithTiers takes) gives the prefix index
+// host, disk or user tiers below the device, each with its capacity in blocks and its
+// eviction policy: an entry a tier holds keeps its prefix node, per (node, group). Tier
+// 1's write policy copies device blocks down (write-through when cached, after N hits,
+// or write-back ahead of need: the free queue's next FreeTarget victims), and a copied
+// block stays held (unavailable) until the server confirms the copy. AdmitTiered finds
+// the device hit, then the longest hit every group can serve with the blocks past it read
+// from the lower tiers (full attention needs every block, a sliding window those inside
+// its window, Mamba the state at the hit), reserves the sequence's own blocks for that
+// span and prepares their load; MatchTiers looks the same up touching nothing.
+// TakePlans and CompleteTransfer drive the copies exactly as blocktable.Manager's (the
+// same prefix.Plan, TransferID and TransferResult): a load that completes ok caches the
+// blocks, a failed one evicts the keys and says how many tokens to compute. Swap
+// preemption demotes a victim's blocks into the tiers and Resume admits it again.
+// Events carry the tier's medium and report each tier a block enters once.
 //
 // # Semantics
 //
@@ -56,8 +75,9 @@
 // sequences in the policy's order, so a Preempt costs what its victims hold however many
 // sequences run; with cost, or a policy of one's own, it describes every running sequence
 // from a Freeable it keeps exact as they run, O(n log n) in n running sequences.
-// Only recompute mode exists: Swap is refused with blocktable.ErrNoHostPool
-// (swapping becomes a use of the host tier, issue 16).
+// Swap mode needs lower tiers (else blocktable.ErrNoHostPool): victims' blocks then
+// return to the free queue as their demotions complete, so Preempted.Freed counts only
+// what is free at once.
 //
 // # Errors, concurrency
 //
@@ -72,9 +92,11 @@
 // vLLM's rule that a Mamba block cached in this step cannot serve another request before
 // the next step is not modelled, nor its speculative Mamba blocks (num_speculative_blocks)
 // or the shared-prefix junction that its sparse retention also keeps (Marconi). There is no
-// swap-mode preemption, no Truncate of rejected draft tokens (Reserve's lookahead is
-// reused by the next step instead), no multimodal extra keys,
-// no host tiers.
+// Truncate of rejected draft tokens (Reserve's lookahead is reused by the next step
+// instead), and no multimodal extra keys. Lower tiers serve no Mamba group in align mode,
+// and a load continues only past the device hit with blocks a lower tier holds (a block
+// past it that only the device holds ends the continuation); with Swap preemption,
+// Preempt's Need is met once the demotions complete.
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.
 //
