@@ -202,3 +202,34 @@ func TestHybridTierEvictBlocksDuringStore(t *testing.T) {
 	require.Equal(t, 12, m.Stats().Free)
 	require.Equal(t, 4, m.TierStats(1).Resident)
 }
+
+// Preempt in Swap mode picks victims as in recompute mode and swaps them into the tiers;
+// without tiers it is refused with ErrNoHostPool.
+func TestHybridTierPreemptSwap(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteBack}, 0)
+	for id := range blocktable.SeqID(2) {
+		_, err := m.Admit(id, &hybrid.Request{Prompt: seqTokens(9, int32(100*id)), MaxTokens: 12})
+		require.NoError(t, err)
+	}
+	v, err := m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Swap}, nil)
+	require.NoError(t, err)
+	require.Len(t, v, 1)
+	require.Equal(t, blocktable.Swap, v[0].Mode)
+	require.Equal(t, blocktable.SeqID(1), v[0].Seq, "newest first")
+	require.True(t, m.Swapped(1))
+	completeAll(t, m, true)
+	_, err = m.Resume(1)
+	require.NoError(t, err)
+	completeAll(t, m, true)
+	require.NoError(t, m.Finish(0))
+	require.NoError(t, m.Finish(1))
+	require.Equal(t, 12, m.Stats().Free)
+
+	plain := twoGroups(t, 16)
+	_, err = plain.Admit(1, &hybrid.Request{Prompt: seqTokens(9, 0), MaxTokens: 12})
+	require.NoError(t, err)
+	_, err = plain.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Swap}, nil)
+	require.ErrorIs(t, err, blocktable.ErrNoHostPool)
+	_, err = m.Resume(7)
+	require.ErrorIs(t, err, blocktable.ErrNotRunning)
+}
