@@ -181,33 +181,35 @@ type replayClient struct {
 	closed bool
 }
 
-func (c *replayClient) connect() (*zmtp.Conn, error) {
+// connect returns the connection, dialling one if there is none; reused says it was
+// already open (and may have died since).
+func (c *replayClient) connect() (conn *zmtp.Conn, reused bool, err error) {
 	c.mu.Lock()
 	conn, closed := c.conn, c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, errors.New("kvevents/zmq: subscriber closed")
+		return nil, false, errors.New("kvevents/zmq: subscriber closed")
 	}
 	if conn != nil {
-		return conn, nil
+		return conn, true, nil
 	}
 	nc, err := net.DialTimeout("tcp", c.addr, c.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("kvevents/zmq: replay dial: %w", err)
+		return nil, false, fmt.Errorf("kvevents/zmq: replay dial: %w", err)
 	}
 	conn, err = zmtp.Handshake(nc, "DEALER", c.lim, time.Now().Add(c.handshake))
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("kvevents/zmq: replay handshake: %w", err)
+		return nil, false, fmt.Errorf("kvevents/zmq: replay handshake: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		conn.Close()
-		return nil, errors.New("kvevents/zmq: subscriber closed")
+		return nil, false, errors.New("kvevents/zmq: subscriber closed")
 	}
 	c.conn = conn
-	return conn, nil
+	return conn, false, nil
 }
 
 // reset drops the connection.
@@ -230,17 +232,32 @@ func (c *replayClient) close() {
 
 // replay requests every buffered batch from seq on and calls apply for each, in order,
 // until the end marker. Each message must come within the timeout, the whole answer
-// within 30 times it.
+// within 30 times it. A connection kept from an earlier replay may have died meanwhile
+// (the publisher's end closed, a network blip the PUB connection also saw): a request
+// that fails on one, other than by timing out, is made once more on a new connection,
+// from the batch after the last one applied, rather than leave the gap unfilled.
 func (c *replayClient) replay(seq uint64, apply func(seq uint64, payload []byte)) error {
-	conn, err := c.connect()
+	from := seq
+	reused, err := c.replayOnce(seq, func(s uint64, payload []byte) {
+		from = max(from, s+1)
+		apply(s, payload)
+	})
+	if err != nil && reused && !errors.Is(err, errReplayTimeout) {
+		_, err = c.replayOnce(from, apply)
+	}
+	return err
+}
+
+func (c *replayClient) replayOnce(seq uint64, apply func(seq uint64, payload []byte)) (reused bool, err error) {
+	conn, reused, err := c.connect()
 	if err != nil {
-		return err
+		return reused, err
 	}
 	nc := conn.NetConn()
 	_ = nc.SetWriteDeadline(time.Now().Add(c.timeout))
 	if err := conn.WriteMessage(nil, seqBytes(seq)); err != nil {
 		c.reset()
-		return fmt.Errorf("kvevents/zmq: replay request: %w", err)
+		return reused, fmt.Errorf("kvevents/zmq: replay request: %w", err)
 	}
 	end := time.Now().Add(30 * c.timeout)
 	for {
@@ -254,16 +271,16 @@ func (c *replayClient) replay(seq uint64, apply func(seq uint64, payload []byte)
 			c.reset()
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return errReplayTimeout
+				return reused, errReplayTimeout
 			}
-			return fmt.Errorf("kvevents/zmq: replay: %w", err)
+			return reused, fmt.Errorf("kvevents/zmq: replay: %w", err)
 		}
 		// [empty delimiter, seq, payload]
 		if m.Command != "" || len(m.Frames) != 3 || len(m.Frames[0]) != 0 || len(m.Frames[1]) != 8 {
 			continue
 		}
 		if string(m.Frames[1]) == string(endSeq) {
-			return nil
+			return reused, nil
 		}
 		apply(binary.BigEndian.Uint64(m.Frames[1]), m.Frames[2])
 	}

@@ -71,6 +71,7 @@ func TestSubscriberTakesARestartedPublisherFromItsStart(t *testing.T) {
 			waitFor(t, sub, last)
 			require.Equal(t, []cluster.ServerHit{{Server: "s", Blocks: 4}}, match(t, c, old))
 			lastSeq, _ := pub.LastSeq()
+			connects := sub.Stats().Connects
 			require.NoError(t, pub.Close())
 
 			var events []kvevents.Option
@@ -82,7 +83,7 @@ func TestSubscriberTakesARestartedPublisherFromItsStart(t *testing.T) {
 			defer func() { require.NoError(t, pub2.Close()) }()
 			// Publish once the subscriber has reconnected, until it has caught up (a PUB
 			// socket sends nothing to a peer before its subscription arrives).
-			require.Eventually(t, func() bool { return sub.Stats().Connects == 2 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return sub.Stats().Connects > connects }, 10*time.Second, time.Millisecond)
 			require.Eventually(t, func() bool {
 				storeOn(t, pub2, fresh)
 				hits := match(t, c, fresh)

@@ -1,0 +1,87 @@
+package zmq_test
+
+import (
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/internal/zmtp"
+	"github.com/kvpage/kvpage/prefix/kvevents/zmq"
+)
+
+// The subscriber keeps its replay connection between replays. When that connection died
+// meanwhile while the publisher lives on (here the replay server closes it after its first
+// answer), the next replay failed on it (ReplayErrors) and the gap it was to fill was
+// counted Lost although the publisher still buffered it; the request is now made once
+// more on a new connection.
+func TestReplayRetriesOnADeadConnection(t *testing.T) {
+	b := newBatcher(t)
+	b.AllBlocksCleared()
+	payload := b.AppendBatch(nil, 1)
+	seq := func(s uint64) []byte { return binary.BigEndian.AppendUint64(nil, s) }
+	var published atomic.Uint64 // the last batch the fake publisher has published
+	published.Store(5)
+	var conns atomic.Int32
+	firstReplayDone := make(chan struct{})
+	replayEP := fakePub(t, func(nc net.Conn) {
+		first := conns.Add(1) == 1
+		c, err := zmtp.Handshake(nc, "ROUTER", zmtp.DefaultLimits, time.Now().Add(5*time.Second))
+		if err != nil {
+			return
+		}
+		for {
+			m, err := c.Read()
+			if err != nil {
+				return
+			}
+			if m.Command != "" || len(m.Frames) != 2 || len(m.Frames[1]) != 8 {
+				continue
+			}
+			for s := binary.BigEndian.Uint64(m.Frames[1]); s <= published.Load(); s++ {
+				if c.WriteMessage(nil, seq(s), payload) != nil {
+					return
+				}
+			}
+			if c.WriteMessage(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, nil) != nil {
+				return
+			}
+			if first {
+				close(firstReplayDone)
+				return // the connection dies; the publisher lives on
+			}
+		}
+	})
+	pubEP := fakePub(t, func(nc net.Conn) {
+		c, err := zmtp.Handshake(nc, "PUB", zmtp.DefaultLimits, time.Now().Add(5*time.Second))
+		if err != nil {
+			return
+		}
+		if _, err := c.Read(); err != nil { // the subscription
+			return
+		}
+		<-firstReplayDone
+		time.Sleep(50 * time.Millisecond) // the replay connection is closed by now
+		published.Store(9)
+		for _, s := range []uint64{6, 9} { // 7 and 8 did not reach this subscriber live
+			if c.WriteMessage(nil, seq(s), payload) != nil {
+				return
+			}
+		}
+		time.Sleep(5 * time.Second)
+	})
+	// The start-up replay (from 0) is answered with 0-5 on the first connection, which
+	// then dies; live 6 follows; live 9 makes a gap, replayed from 7.
+	sub, err := zmq.NewSubscriber(newIndex(t), "s", pubEP, zmq.SubscribeReplay(replayEP), zmq.SubscribeResync(time.Hour))
+	require.NoError(t, err)
+	defer sub.Close()
+	waitFor(t, sub, 9)
+	st := sub.Stats()
+	require.Zero(t, st.ReplayErrors, "the dead connection was redialled: %+v", st)
+	require.Zero(t, st.Lost, "%+v", st)
+	require.EqualValues(t, 10, st.Applied, "%+v", st)
+	require.EqualValues(t, 2, conns.Load())
+}
