@@ -10,13 +10,21 @@ import (
 )
 
 // gateSink holds the sender goroutine until the gate opens, then records what it got.
+// held (if not nil) is signalled once the sender is held: by then the Recorder has
+// recycled the batch's recording (it does before Send), so exactly the configured queue's
+// slots are left.
 type gateSink struct {
 	gate chan struct{}
+	held chan struct{}
 	seqs chan uint64
 	fail bool
 }
 
 func (s *gateSink) Send(seq uint64, payload []byte) error {
+	select {
+	case s.held <- struct{}{}:
+	default:
+	}
 	<-s.gate
 	s.seqs <- seq
 	if s.fail {
@@ -28,26 +36,30 @@ func (s *gateSink) Send(seq uint64, payload []byte) error {
 // With every queue slot taken, Flush drops the batch at once, counts it, and still uses
 // its sequence number, so that subscribers see the gap.
 func TestRecorderDropsInsteadOfWaiting(t *testing.T) {
-	sink := &gateSink{gate: make(chan struct{}), seqs: make(chan uint64, 8)}
+	sink := &gateSink{gate: make(chan struct{}), held: make(chan struct{}, 1), seqs: make(chan uint64, 8)}
 	r, err := kvevents.NewRecorder(sink, kvevents.WithQueue(2))
 	require.NoError(t, err)
+	r.AllBlocksCleared()
+	r.Flush() // 0: the sender holds it
+	<-sink.held
 	for range 3 {
 		r.AllBlocksCleared()
 		r.AllBlocksCleared()
-		r.Flush() // the sender is held: the third batch finds no free slot
+		r.Flush() // 1 and 2 fill the queue's two slots: 3 finds none
 	}
 	st := r.Stats()
-	require.EqualValues(t, 3, st.Sealed)
+	require.EqualValues(t, 4, st.Sealed)
 	require.EqualValues(t, 1, st.DroppedBatches)
 	require.EqualValues(t, 2, st.DroppedEvents)
 	last, ok := r.LastSeq()
 	require.True(t, ok)
-	require.EqualValues(t, 2, last, "the dropped batch used sequence number 2")
+	require.EqualValues(t, 3, last, "the dropped batch used sequence number 3")
 	close(sink.gate)
 	require.NoError(t, r.Close())
-	require.EqualValues(t, 2, r.Stats().Published)
-	require.Equal(t, uint64(0), <-sink.seqs)
-	require.Equal(t, uint64(1), <-sink.seqs)
+	require.EqualValues(t, 3, r.Stats().Published)
+	for _, want := range []uint64{0, 1, 2} {
+		require.Equal(t, want, <-sink.seqs)
+	}
 }
 
 // Every sealed batch ends up counted once: published, dropped, or refused by the sink.

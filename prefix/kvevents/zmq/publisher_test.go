@@ -160,47 +160,66 @@ func waitPublished(t *testing.T, p *zmq.Publisher, n uint64) {
 	require.Eventually(t, func() bool { return p.Stats().Published >= n }, 10*time.Second, time.Millisecond)
 }
 
+// heldSender is a send hook that holds the sender in its first batch until gate closes,
+// and signals held once it is there: by then the Recorder has recycled that batch's
+// recording (it does before Send), so the queue and free recordings left are exactly
+// the configured queue's.
+func heldSender() (hook func(), held, gate chan struct{}) {
+	held, gate = make(chan struct{}, 1), make(chan struct{})
+	return func() {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-gate
+	}, held, gate
+}
+
 // With every queue slot taken, Flush drops the batch at once, counts it, and still uses
 // its sequence number, so that subscribers see the gap.
 func TestPublisherDropsInsteadOfWaiting(t *testing.T) {
-	gate := make(chan struct{})
-	p := newPublisher(t, zmq.WithEvents(kvevents.WithQueue(2)), zmq.WithSendHook(func() { <-gate }))
+	hook, held, gate := heldSender()
+	p := newPublisher(t, zmq.WithEvents(kvevents.WithQueue(2)), zmq.WithSendHook(hook))
+	publishCleared(t, p) // 0: the sender holds it
+	<-held
 	for range 3 {
 		p.AllBlocksCleared()
 		p.AllBlocksCleared()
-		p.Flush() // the sender is held: the third batch finds no free slot
+		p.Flush() // 1 and 2 fill the queue's two slots: 3 finds none
 	}
 	st := p.Stats()
-	require.EqualValues(t, 3, st.Sealed)
+	require.EqualValues(t, 4, st.Sealed)
 	require.EqualValues(t, 1, st.DroppedBatches)
 	require.EqualValues(t, 2, st.DroppedEvents)
 	last, ok := p.LastSeq()
 	require.True(t, ok)
-	require.EqualValues(t, 2, last, "the dropped batch used sequence number 2")
+	require.EqualValues(t, 3, last, "the dropped batch used sequence number 3")
 	close(gate)
-	waitPublished(t, p, 2)
+	waitPublished(t, p, 3)
 }
 
 // A subscriber that finds a gap the replay buffer cannot fill counts it as lost and goes on.
 func TestSubscriberCountsUnrecoverableGaps(t *testing.T) {
-	gate := make(chan struct{})
-	p := newPublisher(t, zmq.WithEvents(kvevents.WithQueue(1)), zmq.WithSendHook(func() { <-gate }))
-	publishCleared(t, p) // 0: queued, held
-	publishCleared(t, p) // 1: dropped
+	hook, held, gate := heldSender()
+	p := newPublisher(t, zmq.WithEvents(kvevents.WithQueue(1)), zmq.WithSendHook(hook))
+	publishCleared(t, p) // 0: the sender holds it
+	<-held
+	publishCleared(t, p) // 1: queued
+	publishCleared(t, p) // 2: dropped
 	close(gate)
-	waitPublished(t, p, 1)
-	publishCleared(t, p) // 2
 	waitPublished(t, p, 2)
+	publishCleared(t, p) // 3
+	waitPublished(t, p, 3)
 
 	c := newIndex(t)
 	sub, err := zmq.NewSubscriber(c, "s", p.Endpoint(), zmq.SubscribeReplay(p.ReplayEndpoint()), zmq.SubscribeResync(20*time.Millisecond))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, sub.Close()) }()
-	waitFor(t, sub, 2)
+	waitFor(t, sub, 3)
 	st := sub.Stats()
-	require.EqualValues(t, 2, st.Applied)
-	require.EqualValues(t, 1, st.Lost, "batch 1 was dropped by the publisher")
-	require.EqualValues(t, 3, st.Next)
+	require.EqualValues(t, 3, st.Applied)
+	require.EqualValues(t, 1, st.Lost, "batch 2 was dropped by the publisher")
+	require.EqualValues(t, 4, st.Next)
 }
 
 func newIndex(t *testing.T) *cluster.ClusterIndex {
