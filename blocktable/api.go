@@ -166,7 +166,8 @@ type Preempted struct {
 	// they keep in the tree. They count as unavailable until then: until TakePlans hands
 	// their plans out under TierConfig.StreamOrdered, until CompleteTransfer confirms
 	// them otherwise. Freed + Awaiting is what the victim's release frees, the figure
-	// Preempt counts against Need. 0 in Recompute mode.
+	// Preempt counts against Need. 0 in Recompute mode. Blocks a load in flight into the
+	// victim still holds are in neither: the load's completion returns them.
 	Awaiting int
 }
 

@@ -249,3 +249,29 @@ func TestSwapPreemptCountsAwaiting(t *testing.T) {
 		s.done(t)
 	}
 }
+
+// A victim whose load is in flight: the load holds its loading blocks, so Preempt counts
+// them neither in Freed nor in Awaiting (nor against Need); they return when the load
+// completes.
+func TestRecomputeVictimLoadingAwaits(t *testing.T) {
+	s := newTieredStack(t, 8, 4, 8, 0)
+	req := &Request{Prompt: prompt(10, 17)} // 4 full blocks and a token
+	_, err := s.m.Admit(1, req)
+	require.NoError(t, err)
+	_, err = s.m.PreemptSeq(1, Swap)
+	require.NoError(t, err)
+	s.completeAll(t, true)
+	require.NoError(t, s.m.Abort(1))
+	res, err := s.m.Admit(2, req)
+	require.NoError(t, err)
+	require.Equal(t, 16, res.LoadTokens)
+	before := s.pool.Available()
+	p, err := s.m.PreemptSeq(2, Recompute)
+	require.NoError(t, err)
+	require.Equal(t, 1, p.Freed, "the computed last block")
+	require.Zero(t, p.Awaiting, "the 4 loading blocks are the load's")
+	require.Equal(t, before+1, s.pool.Available())
+	s.completeAll(t, true)
+	require.Equal(t, before+5, s.pool.Available(), "the load's completion returned them")
+	s.done(t)
+}
