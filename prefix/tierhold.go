@@ -89,6 +89,12 @@ func (ts *tierStore) dropsFromTier1() bool {
 // by dropping, its eviction candidates other than the entries ids hold there). A block
 // listed twice counts once. Hold succeeds exactly when need <= room. Without lower tiers
 // both are 0. It changes nothing.
+//
+// When the tier below tier 1 is write-back, tier 1 makes room by writing its victims down
+// first, and their slots free only when those copies complete: room is then tier 1's free
+// slots alone, and a hold beyond them is refused until other stores' write-backs or
+// released holds free some (a scheduler falls back to Recompute). Holds that wait for a
+// write-back to land are not built.
 func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := x.tiers
 	if ts == nil {
