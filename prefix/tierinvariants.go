@@ -96,10 +96,10 @@ func (x *Index) checkTiers() error {
 	}
 	keys := 0
 	for _, s := range ts.byKey.slots {
-		if s != 0 {
+		if s.e != 0 {
 			keys++
-			if !ts.ents[s-1].live {
-				return fmt.Errorf("the key table names entry %d, which is free", s-1)
+			if en := &ts.ents[s.e-1]; !en.live || s.tag != keyTag(en.key) {
+				return fmt.Errorf("the key table names entry %d, which is free or has another key", s.e-1)
 			}
 		}
 	}

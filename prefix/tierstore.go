@@ -280,7 +280,7 @@ func (ts *tierStore) freeEntry(e int32) {
 	if en.dev != 0 {
 		ts.devEnt[en.dev] = 0
 	}
-	ts.byKey.remove(e, en.key, ts.ents)
+	ts.byKey.remove(e, en.key)
 	ts.gen++
 	*en = tierEntry{gen: en.gen + 1}
 	ts.freeE = append(ts.freeE, e)

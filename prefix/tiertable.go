@@ -1,34 +1,41 @@
 package prefix
 
-import "math/bits"
-
-// entryTable finds the lower tiers' entries by chained key: an open-addressing table of
-// entry indices (entry+1, 0 = empty) probed linearly from the key, built as the tree's
-// childTable is (multiply-shift home slot, backward-shift deletion, no tombstones). It is
-// sized once, two slots per entry the store can hold, so it never grows, never allocates
-// and its load never passes 1/2. Keys are unique in it (a block whose key another entry
+// entryTable finds the lower tiers' entries by chained key: an open-addressing table
+// probed linearly, built as the tree's childTable is (multiply-shift home slot,
+// backward-shift deletion, no tombstones). Each slot holds an entry index (entry+1, 0 =
+// empty) and its key's high 32 bits, from which the home slot is computed too, so that a
+// probe reads the entries only on a tag match: most committed blocks have no entry
+// (tierCommitted probes each), and the entries, over a hundred bytes each, would cost a
+// cache miss per probed slot. It is sized once, two slots per entry the store can hold,
+// so it never grows, never allocates and its load never passes 1/2 (8 bytes a slot: 64 KiB
+// for W5's 4,096-block host tier). Keys are unique in it (a block whose key another entry
 // already holds, a 64-bit collision, is not tiered: newEntryFromNode), so a probe stops at
 // the first slot holding the key, and the caller verifies parent key and tokens. It
 // replaced a Go map: a lookup past the device probes it once per block, and every
-// committed block probes it once (tierCommitted), 3.3 million probes a W5 trace.
+// committed block probes it once, 2.5 million probes a W5 trace.
 type entryTable struct {
-	slots []int32 // entry+1, 0 = empty
-	size  uint64  // len(slots)
-	n     int     // entries in the table
+	slots []entrySlot
+	size  uint64 // len(slots), below 2^32
+	n     int    // entries in the table
+}
+
+type entrySlot struct {
+	e   int32  // entry+1, 0 = empty
+	tag uint32 // the entry's key >> 32
 }
 
 func (t *entryTable) init(entries int) {
 	n := max(8, entries*2)
-	t.slots = make([]int32, n)
+	t.slots = make([]entrySlot, n)
 	t.size = uint64(n)
 	t.n = 0
 }
 
-// home is the first slot probed for key (Lemire's multiply-shift range reduction).
-func (t *entryTable) home(key uint64) uint64 {
-	hi, _ := bits.Mul64(key, t.size)
-	return hi
-}
+func keyTag(key uint64) uint32 { return uint32(key >> 32) }
+
+// home is the first slot probed for a key of tag tag (Lemire's multiply-shift range
+// reduction of the tag, which a hashed key spreads evenly).
+func (t *entryTable) home(tag uint32) uint64 { return uint64(tag) * t.size >> 32 }
 
 // step is the slot probed after slot i.
 func (t *entryTable) step(i uint64) uint64 {
@@ -40,13 +47,14 @@ func (t *entryTable) step(i uint64) uint64 {
 
 // find returns the entry holding key, or -1.
 func (t *entryTable) find(key uint64, ents []tierEntry) int32 {
-	for i := t.home(key); ; i = t.step(i) {
+	tag := keyTag(key)
+	for i := t.home(tag); ; i = t.step(i) {
 		s := t.slots[i]
-		if s == 0 {
+		if s.e == 0 {
 			return -1
 		}
-		if ents[s-1].key == key {
-			return s - 1
+		if s.tag == tag && ents[s.e-1].key == key {
+			return s.e - 1
 		}
 	}
 }
@@ -54,20 +62,21 @@ func (t *entryTable) find(key uint64, ents []tierEntry) int32 {
 // insert adds entry e under key, which no entry holds. The table never fills: it has
 // twice the slots of the entries.
 func (t *entryTable) insert(e int32, key uint64) {
-	i := t.home(key)
-	for t.slots[i] != 0 {
+	tag := keyTag(key)
+	i := t.home(tag)
+	for t.slots[i].e != 0 {
 		i = t.step(i)
 	}
-	t.slots[i] = e + 1
+	t.slots[i] = entrySlot{e: e + 1, tag: tag}
 	t.n++
 }
 
 // remove deletes entry e (whose key is key) with backward-shift deletion, which keeps
 // every probe sequence unbroken without tombstones.
-func (t *entryTable) remove(e int32, key uint64, ents []tierEntry) {
-	i := t.home(key)
-	for t.slots[i] != e+1 {
-		if t.slots[i] == 0 {
+func (t *entryTable) remove(e int32, key uint64) {
+	i := t.home(keyTag(key))
+	for t.slots[i].e != e+1 {
+		if t.slots[i].e == 0 {
 			panic("kvpage: broken invariant: a live tier entry is missing from its table")
 		}
 		i = t.step(i)
@@ -76,17 +85,17 @@ func (t *entryTable) remove(e int32, key uint64, ents []tierEntry) {
 	for {
 		j = t.step(j)
 		m := t.slots[j]
-		if m == 0 {
+		if m.e == 0 {
 			break
 		}
-		k := t.home(ents[m-1].key)
+		k := t.home(m.tag)
 		// m may move back to i only if its home slot is not cyclically in (i, j].
 		if (j > i && (k <= i || k > j)) || (j < i && k <= i && k > j) {
 			t.slots[i] = m
 			i = j
 		}
 	}
-	t.slots[i] = 0
+	t.slots[i] = entrySlot{}
 	t.n--
 }
 
