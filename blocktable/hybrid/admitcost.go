@@ -71,7 +71,7 @@ func (m *Manager) admitCount(s *seq, req *Request, per []int) (hit, full, slots,
 		// full is the hit with the lower tiers' continuation: the blocks past the device
 		// hit, up to full, are loaded (tiers.go).
 		if m.st.tiers != nil && hit < limit {
-			full = max(hit, m.hitLower(s, limit, hit))
+			hit, full = m.hitTiers(s, limit, hit)
 		}
 	}
 	if full == 0 {

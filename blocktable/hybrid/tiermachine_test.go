@@ -9,6 +9,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/prefix"
 	"pgregory.net/rapid"
 )
@@ -70,9 +71,22 @@ func (tm *tierModel) count(medium string) int {
 func TestTierMachine(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		const bs = 4
-		specs := []hybrid.Spec{hybrid.FullAttention{Block: bs}}
+		// The first group: full attention, or (no group of full attention at all) a small
+		// sliding window or chunked local attention, whose lower-tier hits may need none of
+		// their blocks loaded (a window of one token, a hit ending on a chunk boundary).
+		var specs []hybrid.Spec
 		fullOnly := true
-		switch rapid.IntRange(0, 3).Draw(rt, "second group") {
+		switch rapid.IntRange(0, 3).Draw(rt, "first group") {
+		case 0, 1:
+			specs = append(specs, hybrid.FullAttention{Block: bs})
+		case 2:
+			specs = append(specs, hybrid.SlidingWindow{Block: bs, Window: rapid.IntRange(1, 2*bs+1).Draw(rt, "first window")})
+			fullOnly = false
+		case 3:
+			specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: bs * rapid.IntRange(1, 3).Draw(rt, "first chunk")})
+			fullOnly = false
+		}
+		switch rapid.IntRange(0, 4).Draw(rt, "second group") {
 		case 1:
 			specs = append(specs, hybrid.FullAttention{Block: bs})
 		case 2:
@@ -80,6 +94,9 @@ func TestTierMachine(t *testing.T) {
 			fullOnly = false
 		case 3:
 			specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAll})
+			fullOnly = false
+		case 4:
+			specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: bs * rapid.IntRange(1, 3).Draw(rt, "chunk")})
 			fullOnly = false
 		}
 		nb := rapid.IntRange(6, 20).Draw(rt, "blocks")
@@ -172,6 +189,11 @@ func TestTierMachine(t *testing.T) {
 			if fullOnly && (r.Hit != wantHit || r.LoadTokens != wantLoad) {
 				rt.Fatalf("seq %d %v: hit %d + load %d, the model %d + %d", id, prompt, r.Hit, r.LoadTokens, wantHit, wantLoad)
 			}
+			// Every model: a load names a transfer and the blocks it reads, and no load
+			// is planned that reads nothing.
+			if (r.LoadTokens > 0) != (r.Load != 0) || (r.Load != 0) != (r.Tiers.Lower > 0) {
+				rt.Fatalf("seq %d %v: load of %d tokens, transfer %d, %d lower-tier blocks", id, prompt, r.LoadTokens, r.Load, r.Tiers.Lower)
+			}
 			live[id] = true
 		}
 
@@ -181,8 +203,12 @@ func TestTierMachine(t *testing.T) {
 				cut := rapid.IntRange(1, len(base)).Draw(rt, "cut")
 				prompt := append(append([]int32(nil), base[:cut]...), rapid.SliceOfN(rapid.Int32Range(1, 3), 0, 6).Draw(rt, "tail")...)
 				wantHit, wantLoad := expect(prompt)
-				if h, l := m.MatchTiers(&hybrid.Request{Prompt: prompt}); fullOnly && (h != wantHit || l != wantLoad) {
+				h, l := m.MatchTiers(&hybrid.Request{Prompt: prompt})
+				if fullOnly && (h != wantHit || l != wantLoad) {
 					rt.Fatalf("MatchTiers %v: %d + %d, the model %d + %d", prompt, h, l, wantHit, wantLoad)
+				}
+				if !fullOnly {
+					wantHit, wantLoad = h, l // the admission takes what MatchTiers found
 				}
 				id := next
 				next++
@@ -193,6 +219,9 @@ func TestTierMachine(t *testing.T) {
 				}
 				if err != nil {
 					rt.Fatal(err)
+				}
+				if r.Hit != wantHit || r.LoadTokens != wantLoad {
+					rt.Fatalf("seq %d %v: hit %d + load %d, MatchTiers (or the model) %d + %d", id, prompt, r.Hit, r.LoadTokens, wantHit, wantLoad)
 				}
 				admitted(rt, id, prompt, r, wantHit, wantLoad)
 				check("admit")
@@ -252,8 +281,10 @@ func TestTierMachine(t *testing.T) {
 					rt.Fatal(err)
 				}
 				swapped = append(swapped[:i], swapped[i+1:]...)
+				if (r.LoadTokens > 0) != (r.Load != 0) || (r.Load != 0) != (r.Tiers.Lower > 0) {
+					rt.Fatalf("resumed seq %d: load of %d tokens, transfer %d, %d lower-tier blocks", id, r.LoadTokens, r.Load, r.Tiers.Lower)
+				}
 				live[id] = true
-				_ = r
 				check("resume")
 			},
 			"take plans": func(rt *rapid.T) {
@@ -297,7 +328,11 @@ func TestTierMachine(t *testing.T) {
 				check("reset")
 			},
 		}
-		for range 4 { // rapid's 30 steps a round, too few to evict, demote and load back
+		rounds := 4 // rapid's 30 steps a round, too few to evict, demote and load back
+		if invariant.Enabled {
+			rounds = 2 // every step checks every invariant twice over
+		}
+		for range rounds {
 			rt.Repeat(actions)
 		}
 		for id := range live {

@@ -23,8 +23,9 @@ import (
 // lower tiers (cachedView.devUnits): full attention needs every block, a sliding window
 // only those inside its window, Mamba only the state at the hit. Those blocks are loaded
 // into blocks the sequence owns, which are cached only once the load completes: until
-// then no other sequence can hit KV that is not there yet. Mamba groups in align mode
-// take no lower-tier hits.
+// then no other sequence can hit KV that is not there yet. A continuation that needs no
+// block loaded is a pure hit (hitTiers). Mamba groups in align mode take no lower-tier
+// hits.
 
 // tierState is the device's side of the lower tiers.
 type tierState struct {
@@ -175,7 +176,9 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 
 // AdmitResult says what AdmitTiered did.
 type AdmitResult struct {
-	// Hit is the device hit in tokens: KV the sequence shares and must not compute.
+	// Hit is the device hit in tokens: KV the sequence shares and must not compute. A
+	// lower-tier hit that needs no block loaded (its blocks all before the groups'
+	// windows or chunks) is part of it, with no load.
 	Hit int
 	// LoadTokens are the tokens after Hit that lower tiers hold: the sequence's own blocks
 	// for them are being loaded (transfer Load, which TakePlans hands out). The caller
@@ -198,6 +201,26 @@ type LoadDone = blocktable.LoadDone
 func (m *Manager) hitLower(s *seq, limit, hit int) int {
 	m.view.devUnits = hit / m.unit
 	return m.hitIn(s, limit, (*lowerView)(&m.view))
+}
+
+// hitTiers is the device hit and, past it, the hit with the lower tiers' continuation
+// (full), for a lookup of at most limit tokens whose device hit is hit. A continuation
+// that needs no block loaded in any group (every block it adds lies before its groups'
+// windows or chunks: a sliding window of one token, a hit ending on a chunk boundary) is
+// a pure hit, as vLLM's device hit whose blocks remove_skipped_blocks turns to null
+// blocks at once: the tiers show the prefix was computed, nothing of it is needed again,
+// so it is no load but part of the hit (hit == full), with no transfer.
+func (m *Manager) hitTiers(s *seq, limit, hit int) (int, int) {
+	full := max(hit, m.hitLower(s, limit, hit))
+	if full == hit {
+		return hit, full
+	}
+	for g := range m.specs {
+		if m.participates(g) && m.deviceEnd(g, hit, full) < full/m.bs[g] {
+			return hit, full
+		}
+	}
+	return full, full
 }
 
 // lowerView is a cachedView that reads the device's lists before devUnits and the lower
@@ -396,7 +419,9 @@ func (m *Manager) MatchTiers(req *Request) (hit, load int) {
 	m.walk(s, limit/m.unit)
 	hit = m.hit(s, limit)
 	if m.st.tiers != nil && hit < limit {
-		load = max(hit, m.hitLower(s, limit, hit)) - hit
+		var full int
+		hit, full = m.hitTiers(s, limit, hit)
+		load = full - hit
 	}
 	m.spare = append(m.spare, s)
 	return hit, load
