@@ -75,9 +75,16 @@
 // sequences in the policy's order, so a Preempt costs what its victims hold however many
 // sequences run; with cost, or a policy of one's own, it describes every running sequence
 // from a Freeable it keeps exact as they run, O(n log n) in n running sequences.
-// Swap mode needs lower tiers (else blocktable.ErrNoHostPool): victims' blocks then
-// return to the free queue as their demotions complete, so Preempted.Freed counts only
-// what is free at once.
+// Swap mode needs lower tiers (else blocktable.ErrNoHostPool). What it guarantees today
+// is less than blocktable.Manager's Swap: a victim's cached blocks that only it holds are
+// demoted into tier 1 where tier 1 has (or makes) room, and return to the free queue as
+// their copies complete (CompleteTransfer; TierConfig.StreamOrdered is not honoured here),
+// so Preempted.Freed counts only what is free at once and Preempted.Awaiting is always 0,
+// while Preempt counts the demoted blocks against Need. The tiers place no hold on a
+// swapped sequence's entries: its blocks shared with others are not copied, a demotion
+// tier 1 has no room for is skipped (no TierFullError), and its copies may be evicted from
+// the tiers by later pressure before Resume, which then loads what is left and computes
+// the rest.
 //
 // # Errors, concurrency
 //
@@ -96,7 +103,8 @@
 // instead), and no multimodal extra keys. Lower tiers serve no Mamba group in align mode,
 // and a load continues only past the device hit with blocks a lower tier holds (a block
 // past it that only the device holds ends the continuation); with Swap preemption,
-// Preempt's Need is met once the demotions complete.
+// Preempt's Need is met once the demotions complete, and a swapped sequence's KV is kept
+// in the tiers only as long as their eviction policies keep it (no holds, as above).
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.
 //
