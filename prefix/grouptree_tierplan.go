@@ -127,7 +127,8 @@ func (t *GroupTree) matchSlots(ops []tierOp) {
 // destinations hold the KV (the owner caches them). Failed: a store's destination is
 // dropped; a load's source keys are evicted from their tiers, and the owner computes those
 // blocks. A load completed before TakePlans handed it out is cancelled. An unknown id fails
-// with ErrUnknownTransfer and changes nothing.
+// with ErrUnknownTransfer and changes nothing. The result's Sources count the blocks read
+// from each tier; the lower-tier events are batched (FlushTierEvents).
 func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (TransferResult, []blocks.ID, error) {
 	ts := t.tiers
 	if ts == nil {
@@ -137,12 +138,14 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 	if !found {
 		return TransferResult{}, dev, fmt.Errorf("%w: %d", ErrUnknownTransfer, id)
 	}
+	t.BatchTierEvents()
 	res := TransferResult{Kind: r.kind, Blocks: len(r.ops), OK: ok}
 	if len(r.ops) > 0 {
 		res.From, res.To = r.ops[0].from, r.ops[0].to
 	}
 	bb := uint64(ts.cfg.BlockBytes)
 	for _, op := range r.ops {
+		res.Sources[op.from]++
 		countDone(&ts.stats, r.kind, op, ok, bb)
 		switch {
 		case r.kind == Store && ok:
@@ -167,6 +170,7 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 		}
 	}
 	ts.recycle(r)
+	t.FlushTierEvents()
 	return res, dev, nil
 }
 

@@ -39,6 +39,7 @@ type gtierStore struct {
 	slotBuf []int32
 	nodeBuf []Node
 	grpBuf  []uint8
+	ev      gtierEvents // lower-tier events collected in a batch (grouptree_tierevents.go)
 }
 
 // gtierLevel is one lower tier of a GroupTree.
@@ -276,7 +277,7 @@ func (t *GroupTree) dropSlot(tier Tier, s int32) {
 			ts.stats[tier].Lost++
 		}
 		if t.ev != nil {
-			t.emitRemovedIn(blocks.ID(s), n, g, l.spec.Medium)
+			t.tierRemoved(tier, s, n, g)
 		}
 	}
 	l.put(s, res)
@@ -339,7 +340,7 @@ func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
 	l.touched[s] = ts.clock.Tick()
 	l.landed()
 	if t.ev != nil {
-		t.emitOne(blocks.ID(s), n, g, l.spec.Medium)
+		t.tierStored(tier, s, n, g)
 	}
 	below := tier + 1
 	if int(below) <= len(ts.lv) && ts.lv[below-1].spec.Write == WriteThrough && ts.lv[below-1].at[int(n)*t.ng+g] == 0 {
@@ -370,7 +371,7 @@ func (t *GroupTree) failSlot(tier Tier, s int32) {
 		ts.stats[tier].Lost++
 	}
 	if t.ev != nil {
-		t.emitRemovedIn(blocks.ID(s), n, g, l.spec.Medium)
+		t.tierRemoved(tier, s, n, g)
 	}
 }
 

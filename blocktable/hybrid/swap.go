@@ -27,6 +27,7 @@ type swapRec struct {
 // swapOut demotes the cached blocks of s only s holds (PreemptSeq's Swap mode), before
 // its release.
 func (m *Manager) swapOut(s *seq) {
+	m.st.t.BatchTierEvents() // the slots its copies drop to make room: one event per tier
 	for g := range m.specs {
 		for _, b := range s.tables[g] {
 			if b != blocks.NullID && m.st.ref(b) == 1 && m.st.t.IsCached(b) {
@@ -34,6 +35,7 @@ func (m *Manager) swapOut(s *seq) {
 			}
 		}
 	}
+	m.st.t.FlushTierEvents()
 	if m.swapped == nil {
 		m.swapped = make(map[blocktable.SeqID]*swapRec)
 	}

@@ -95,6 +95,10 @@ func (s *store) countEvictions(ids []blocks.ID) {
 func (s *store) cachedRun(ids []blocks.ID) {
 	ts := s.tiers
 	through := ts.write == prefix.WriteThrough || ts.write == prefix.WriteAfterHits && ts.hitsN <= 1
+	if through {
+		s.t.BatchTierEvents()
+		defer s.t.FlushTierEvents()
+	}
 	for _, b := range ids {
 		if b == blocks.NullID || !s.t.IsCached(b) {
 			continue
@@ -128,6 +132,8 @@ func (s *store) hitRun(ids []blocks.ID) {
 // the hit threshold, then write-back demotions of the free queue's next victims.
 func (s *store) startStores() {
 	ts := s.tiers
+	s.t.BatchTierEvents() // the slots these copies drop to make room: one event per tier
+	defer s.t.FlushTierEvents()
 	for _, b := range ts.hitQueue {
 		if s.t.IsCached(b) && ts.hits[b] >= ts.hitsN {
 			s.prepareStore(b, false)
