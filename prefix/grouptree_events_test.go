@@ -119,3 +119,68 @@ func TestGroupTreeEventsAllocateNothing(t *testing.T) {
 	require.Zero(t, failed)
 	require.NoError(t, g.CheckInvariants())
 }
+
+// With events on, a chain stored into the host and loaded back (its events batched)
+// allocates nothing once the scratch is warm.
+func TestGroupTreeTierEventsAllocateNothing(t *testing.T) {
+	g := newTestTree(t, 64, 4, 2)
+	require.NoError(t, g.SetObserver(nopObserver{}, nil, []int{1, 2}))
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 32}}, BlockBytes: 64}))
+	toks := make([]int32, 64)
+	for i := range toks {
+		toks[i] = int32(i)
+	}
+	path := pathOf(g, RootNode, toks)
+	g.Pin(path[len(path)-1])
+	ids0, ids1 := make([]blocks.ID, 16), make([]blocks.ID, 8)
+	for i := range ids0 {
+		ids0[i] = blocks.ID(1 + 2*i) // the groups' blocks interleave: the plan's copies are not in chain order
+	}
+	for i := range ids1 {
+		ids1[i] = blocks.ID(2 + 2*i)
+	}
+	var plans []Plan
+	var dev []blocks.ID
+	lds := make([]GroupLoad, 0, 24)
+	all := make([]blocks.ID, 0, 24)
+	failed := 0
+	run := func() {
+		if g.CacheChain(0, ids0, path, 1) != nil || g.CacheChain(1, ids1, path, 2) != nil {
+			failed++
+		}
+		all = append(append(all[:0], ids0...), ids1...)
+		for _, b := range all {
+			if !g.PrepareStore(b) {
+				failed++
+			}
+		}
+		plans = g.TakePlans(plans[:0])
+		for _, p := range plans {
+			var err error
+			if _, dev, err = g.CompleteTransfer(p.ID, true, dev[:0]); err != nil {
+				failed++
+			}
+		}
+		lds = lds[:0]
+		for _, b := range all {
+			e, _ := g.Entry(b)
+			lds = append(lds, GroupLoad{Node: e.Node, Group: e.Group, Dst: b + 32})
+			if g.Uncache(b) != nil {
+				failed++
+			}
+		}
+		id, err := g.PrepareLoad(lds)
+		if err != nil {
+			failed++
+		}
+		plans = g.TakePlans(plans[:0])
+		if _, dev, err = g.CompleteTransfer(id, false, dev[:0]); err != nil { // the keys leave the host
+			failed++
+		}
+	}
+	run()
+	require.Zero(t, failed)
+	require.Zero(t, testing.AllocsPerRun(20, run))
+	require.Zero(t, failed)
+	require.NoError(t, g.CheckInvariants())
+}
