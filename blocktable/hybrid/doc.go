@@ -51,7 +51,9 @@
 // same prefix.Plan, TransferID and TransferResult): a load that completes ok caches the
 // blocks, a failed one evicts the keys and says how many tokens to compute. Swap
 // preemption demotes a victim's blocks into the tiers and Resume admits it again.
-// Events carry the tier's medium and report each tier a block enters once.
+// Events carry the tier's medium and report each tier a block enters once, one event per
+// group's chain of blocks a transfer moves. A lower-tier hit that needs no block loaded
+// (its blocks all before the groups' windows or chunks) is a pure hit, with no transfer.
 //
 // # Semantics
 //
