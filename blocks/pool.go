@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/poolrefs"
 )
 
 // Pool is a fixed-capacity set of physical KV blocks with reference counts and a FIFO free
@@ -20,7 +21,8 @@ type Pool struct {
 	nfree     int
 	hasNull   bool
 	reclaimer Reclaimer
-	faults    *Faults // fault injection for tests (fault.go); nil in production
+	handoff   poolrefs.Handoff[ID] // the reclaimer, when it hands evicted blocks over (allocateHandoff)
+	faults    *Faults              // fault injection for tests (fault.go); nil in production
 
 	allocs, releases, failed, reclaimed uint64
 	mutations                           uint64
@@ -67,6 +69,7 @@ func (p *Pool) SetReclaimer(r Reclaimer) error {
 		return ErrReclaimerSet
 	}
 	p.reclaimer = r
+	p.handoff, _ = r.(poolrefs.Handoff[ID])
 	return nil
 }
 
@@ -122,6 +125,9 @@ func (p *Pool) Allocate(dst []ID, n int) ([]ID, error) {
 		return dst, &CountError{Op: "allocate", N: n}
 	}
 	if n > p.nfree {
+		if p.handoff != nil {
+			return p.allocateHandoff(dst, n)
+		}
 		if err := p.reclaim(n); err != nil {
 			return dst, err
 		}
@@ -142,6 +148,44 @@ func (p *Pool) Allocate(dst []ID, n int) ([]ID, error) {
 	}
 	p.nfree -= n
 	p.allocs += uint64(n)
+	p.checkAfterMutation()
+	return dst, nil
+}
+
+// allocateHandoff serves an allocation of n blocks when fewer are free: the whole free
+// list, then n-nfree blocks evicted by the reclaimer straight into dst (poolrefs.Handoff),
+// each passing its one reference from the cache to the allocation. The IDs, their order
+// and every counter are those of reclaim followed by the free list's path (the victims
+// would join the list's tail in eviction order and be taken next); only the victims'
+// trip through the ring and through a count of 0 is skipped.
+func (p *Pool) allocateHandoff(dst []ID, n int) ([]ID, error) {
+	avail := p.Available()
+	if avail < n {
+		p.failed++
+		return dst, &OutOfBlocksError{Requested: n, Available: avail}
+	}
+	before := p.nfree
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+	first := copy(out[:before], p.ring[p.head:min(p.head+before, len(p.ring))])
+	copy(out[first:before], p.ring)
+	p.head += before
+	if p.head >= len(p.ring) {
+		p.head -= len(p.ring)
+	}
+	p.nfree = 0
+	refs := p.refs
+	for _, id := range out[:before] {
+		refs[id] = 1
+	}
+	if got := p.handoff.ReclaimInto(out[before:]); got != n-before {
+		panic(fmt.Sprintf("kvpage: broken invariant: reclaimer reported %d reclaimable blocks but evicted %d for an allocation of %d", avail-before, got, n))
+	}
+	k := uint64(n - before)
+	p.allocs += uint64(n)
+	p.releases += k
+	p.reclaimed += k
 	p.checkAfterMutation()
 	return dst, nil
 }

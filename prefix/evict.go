@@ -89,14 +89,59 @@ type reclaimer struct{ x *Index }
 func (r reclaimer) Reclaimable() int  { return r.x.Reclaimable() }
 func (r reclaimer) Reclaim(n int) int { return r.x.Evict(n) }
 
+// ReclaimInto is the pool's handoff (internal/poolrefs.Handoff): it evicts len(dst)
+// blocks as Reclaim(len(dst)) would and writes their IDs into dst instead of releasing
+// them, each keeping the reference the index held, which becomes the allocation's.
+func (r reclaimer) ReclaimInto(dst []blocks.ID) int {
+	x := r.x
+	ids := x.evictInto(dst[:0], len(dst))
+	if len(ids) == 0 {
+		return 0
+	}
+	refs := x.refs
+	for _, id := range ids {
+		if refs[id] != 1 {
+			panic("kvpage: broken invariant: an evicted block is held outside the index")
+		}
+	}
+	x.evicted(ids)
+	x.mutated()
+	return len(ids)
+}
+
 // evictUpTo pops up to n victims, unlinks them and returns their blocks to the pool in
 // eviction order.
 func (x *Index) evictUpTo(n int) int {
-	ids := x.idBuf[:0]
+	ids := x.evictInto(x.idBuf[:0], n)
+	x.idBuf = ids
+	if len(ids) == 0 {
+		return 0
+	}
+	if err := x.pool.Release(ids...); err != nil {
+		panic("kvpage: broken invariant: releasing evicted blocks failed: " + err.Error())
+	}
+	x.evicted(ids)
+	return len(ids)
+}
+
+// evicted counts the blocks evictInto just took out of the index and reports them to the
+// observer, whose hashes evictInto left in x.hashBuf.
+func (x *Index) evicted(ids []blocks.ID) {
+	x.stats.evictions += uint64(len(ids))
+	if x.obs != nil {
+		x.emitRemoved(ids, x.hashBuf)
+	}
+}
+
+// evictInto pops up to n victims, unlinks them and appends their blocks to ids in eviction
+// order (the observer's hashes go to x.hashBuf); the blocks keep the index's reference.
+// Appends stay within ids' capacity when it has room for n.
+func (x *Index) evictInto(ids []blocks.ID, n int) []blocks.ID {
 	hashes := x.hashBuf[:0]
 	ghost, obs, tiers := x.ctl.ghost.on(), x.obs != nil, x.tiers != nil
 	if n <= 0 {
-		return 0
+		x.hashBuf = hashes
+		return ids
 	}
 	k, ok := x.policy.Victim()
 	for ok {
@@ -130,18 +175,8 @@ func (x *Index) evictUpTo(n int) int {
 		}
 		k, ok = x.policy.Victim()
 	}
-	x.idBuf, x.hashBuf = ids, hashes
-	if len(ids) == 0 {
-		return 0
-	}
-	if err := x.pool.Release(ids...); err != nil {
-		panic("kvpage: broken invariant: releasing evicted blocks failed: " + err.Error())
-	}
-	x.stats.evictions += uint64(len(ids))
-	if obs {
-		x.emitRemoved(ids, hashes)
-	}
-	return len(ids)
+	x.hashBuf = hashes
+	return ids
 }
 
 // nodeOfVictim checks that a policy's victim is an evictable leaf.
