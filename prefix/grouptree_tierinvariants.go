@@ -93,5 +93,5 @@ func (t *GroupTree) checkTiers(perNode []int32) error {
 			return fmt.Errorf("device block %d: %d transfer references, %d copies in flight", b, r, devRefs[b])
 		}
 	}
-	return nil
+	return t.checkHolds()
 }

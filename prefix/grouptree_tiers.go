@@ -33,13 +33,14 @@ type gtierStore struct {
 	cfg TierConfig
 	lv  []gtierLevel // lv[t-1] is tier t
 	planBook
-	clock   evict.Counter
-	devRefs []int32 // per device block: in-flight copies holding it
-	stats   [MaxTiers]TierStats
-	slotBuf []int32
-	nodeBuf []Node
-	grpBuf  []uint8
-	ev      gtierEvents // lower-tier events collected in a batch (grouptree_tierevents.go)
+	clock      evict.Counter
+	devRefs    []int32 // per device block: in-flight copies holding it
+	stats      [MaxTiers]TierStats
+	slotBuf    []int32
+	nodeBuf    []Node
+	grpBuf     []uint8
+	ev         gtierEvents // lower-tier events collected in a batch (grouptree_tierevents.go)
+	gtHoldBook             // holds of swapped-out sequences (grouptree_tierhold.go)
 }
 
 // gtierLevel is one lower tier of a GroupTree.
@@ -52,6 +53,8 @@ type gtierLevel struct {
 	pins    []int32 // copies in flight reading the slot
 	leaving []bool  // drop the slot when its last pin goes
 	touched []uint64
+	holds   []int32  // holds on the slot (grouptree_tierhold.go): no eviction candidate
+	hgen    []uint32 // bumped when the slot is freed, so that a stale hold names it no more
 }
 
 // SetTiers gives the tree the lower tiers of c (host, disk, a user's own), each with its
@@ -85,7 +88,7 @@ func (t *GroupTree) SetTiers(c TierConfig) error {
 		n := s.Capacity
 		ts.lv = append(ts.lv, gtierLevel{slotLevel: sl, at: make([]int32, t.ng, cap(t.nodes)*t.ng),
 			node: make([]Node, n), group: make([]uint8, n), st: make([]uint8, n), pins: make([]int32, n),
-			leaving: make([]bool, n), touched: make([]uint64, n)})
+			leaving: make([]bool, n), touched: make([]uint64, n), holds: make([]int32, n), hgen: make([]uint32, n)})
 	}
 	t.tiers = ts
 	t.extras = true
@@ -283,6 +286,8 @@ func (t *GroupTree) dropSlot(tier Tier, s int32) {
 	l.put(s, res)
 	l.at[int(n)*t.ng+g] = 0
 	l.node[s], l.group[s], l.st[s], l.pins[s], l.leaving[s] = 0, 0, slotNone, 0, false
+	l.holds[s] = 0
+	l.hgen[s]++
 	t.nodes[n].entries--
 	t.maybeFree(n)
 }
@@ -299,7 +304,7 @@ func (t *GroupTree) residentBelow(tier Tier, n Node, g int) bool {
 }
 
 func (l *gtierLevel) candidate(s int32) bool {
-	return l.st[s] == slotResident && l.pins[s] == 0 && !l.leaving[s]
+	return l.st[s] == slotResident && l.pins[s] == 0 && !l.leaving[s] && l.holds[s] == 0
 }
 
 func (l *gtierLevel) addCandidate(s int32) {
@@ -387,6 +392,8 @@ func (t *GroupTree) clearTiers() {
 			}
 			l.at[int(n)*t.ng+int(l.group[s])] = 0
 			l.node[s], l.group[s], l.st[s] = 0, 0, slotNone
+			l.holds[s] = 0
+			l.hgen[s]++
 			t.nodes[n].entries--
 			t.maybeFree(n)
 		}

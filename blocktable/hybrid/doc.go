@@ -50,7 +50,7 @@
 // TakePlans and CompleteTransfer drive the copies exactly as blocktable.Manager's (the
 // same prefix.Plan, TransferID and TransferResult): a load that completes ok caches the
 // blocks, a failed one evicts the keys and says how many tokens to compute. Swap
-// preemption demotes a victim's blocks into the tiers and Resume admits it again.
+// preemption holds a victim's blocks in the tiers and Resume admits it again (below).
 // Events carry the tier's medium and report each tier a block enters once, one event per
 // group's chain of blocks a transfer moves. A lower-tier hit that needs no block loaded
 // (its blocks all before the groups' windows or chunks) is a pure hit, with no transfer.
@@ -77,16 +77,17 @@
 // sequences in the policy's order, so a Preempt costs what its victims hold however many
 // sequences run; with cost, or a policy of one's own, it describes every running sequence
 // from a Freeable it keeps exact as they run, O(n log n) in n running sequences.
-// Swap mode needs lower tiers (else blocktable.ErrNoHostPool). What it guarantees today
-// is less than blocktable.Manager's Swap: a victim's cached blocks that only it holds are
-// demoted into tier 1 where tier 1 has (or makes) room, and return to the free queue as
-// their copies complete (CompleteTransfer; TierConfig.StreamOrdered is not honoured here),
-// so Preempted.Freed counts only what is free at once and Preempted.Awaiting is always 0,
-// while Preempt counts the demoted blocks against Need. The tiers place no hold on a
-// swapped sequence's entries: its blocks shared with others are not copied, a demotion
-// tier 1 has no room for is skipped (no TierFullError), and its copies may be evicted from
-// the tiers by later pressure before Resume, which then loads what is left and computes
-// the rest.
+// Swap mode needs lower tiers (else blocktable.ErrNoHostPool), and keeps
+// blocktable.Manager's contract: a victim's cached blocks, every group's, are held in the
+// lower tiers (prefix.GroupTree.Hold), those no tier holds yet copied into tier 1 first,
+// and a held copy is evicted from no tier until Resume or Finish releases the hold (only
+// a failed copy or ResetPrefixCache drops it). A swap tier 1 cannot take now is refused
+// with a *prefix.TierFullError (prefix.ErrTierFull), nothing changed; Preempt checks
+// its victims together. Preempted.Freed counts what is free at once, Preempted.Awaiting
+// the blocks that return to the free queue once their copies complete (CompleteTransfer:
+// a GroupTree's plans do not honour TierConfig.StreamOrdered, so here a copy's device
+// block is reused only once it is confirmed); Freed + Awaiting is what Preempt counts
+// against Need.
 //
 // # Errors, concurrency
 //
@@ -105,8 +106,7 @@
 // instead), and no multimodal extra keys. Lower tiers serve no Mamba group in align mode,
 // and a load continues only past the device hit with blocks a lower tier holds (a block
 // past it that only the device holds ends the continuation); with Swap preemption,
-// Preempt's Need is met once the demotions complete, and a swapped sequence's KV is kept
-// in the tiers only as long as their eviction policies keep it (no holds, as above).
+// Preempt's Need is met once the demotions complete (StreamOrdered is not honoured).
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.
 //

@@ -24,7 +24,9 @@ import (
 //     may: its descendants then stay cached but unreachable, as in vLLM; and with lower
 //     tiers, whose copies hold a block out of the queue while its parent may be evicted);
 //   - with lower tiers, every block's count includes the copies in flight holding it, each
-//     demoted block is held by one, and every loading sequence is filed under its load;
+//     demoted block is held by one, every loading sequence is filed under its load, and
+//     the tree's holds (prefix.GroupTree's, checked there per slot) are the swapped
+//     sequences', one each;
 //   - with a policy that reads Freeable, the kept figures (freeable.go) are each running
 //     sequence's blocks, those it holds alone per group, and what a plan of its release
 //     frees; records not in use keep nothing.
@@ -104,6 +106,9 @@ func (m *Manager) CheckInvariants() error {
 	}
 	if m.st.tiers != nil {
 		if err := m.checkTiers(); err != nil {
+			return err
+		}
+		if err := m.checkSwapped(); err != nil {
 			return err
 		}
 	}

@@ -190,6 +190,7 @@ type Manager struct {
 	// preemption put into the lower tiers (tiers.go, swap.go).
 	loads   map[prefix.TransferID]blocktable.SeqID
 	swapped map[blocktable.SeqID]*swapRec
+	swap    swapScratch
 }
 
 type seq struct {
@@ -930,8 +931,9 @@ func (m *Manager) releaseSkipped(s *seq) {
 func (m *Manager) Finish(id blocktable.SeqID) error {
 	s, ok := m.lookup(id)
 	if !ok {
-		if _, out := m.swapped[id]; out {
-			delete(m.swapped, id) // swapped out: nothing held but its tokens
+		if rec, out := m.swapped[id]; out {
+			delete(m.swapped, id) // swapped out: nothing held but its tokens and its hold
+			m.releaseHold(id, rec.hold)
 			return nil
 		}
 		return seqErr("finish", id, errUnknown)

@@ -9,6 +9,7 @@ import (
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // preemptScratch is Preempt's reused memory: candidates, and a release plan that counts,
@@ -120,10 +121,12 @@ func (m *Manager) candidate(id blocktable.SeqID, s *seq, kept bool) evict.Candid
 // returns an *blocks.OutOfBlocksError saying what they would free.
 //
 // req.Mode Swap needs lower tiers (Config.Tiers; else it fails with
-// blocktable.ErrNoHostPool): the victims' blocks that only they hold are demoted into
-// tier 1 and return to the free queue as their copies complete (TakePlans,
-// CompleteTransfer), so Preempted.Freed counts what is free at once; Resume brings a
-// victim back (swap.go).
+// blocktable.ErrNoHostPool): the victims' cached blocks are held in the lower tiers
+// (swap.go), those no tier holds copied into tier 1 and returned to the free queue as
+// their copies complete (TakePlans, CompleteTransfer), so Preempted.Freed counts what is
+// free at once and Preempted.Awaiting the rest, Freed + Awaiting adding up to at least
+// req.Need. When tier 1 cannot take the victims' copies together, it preempts none and
+// returns a *prefix.TierFullError (prefix.ErrTierFull). Resume brings a victim back.
 //
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
@@ -198,6 +201,20 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 	if gain < req.Need {
 		return dst, outOfBlocks("preempt", 0, req.Need, gain)
 	}
+	var pre prefix.HoldID
+	if req.Mode == blocktable.Swap {
+		var err error
+		if pre, err = m.preHold(func(yield func(*seq) bool) {
+			for _, i := range p.victims[:k] {
+				if !yield(p.cands[i]) {
+					return
+				}
+			}
+		}); err != nil {
+			clear(p.cands)
+			return dst, err
+		}
+	}
 	// Victims' IDs first: preempting one moves others in the running list.
 	p.ids = p.ids[:0]
 	for _, i := range p.victims[:k] {
@@ -211,6 +228,7 @@ func (m *Manager) Preempt(req blocktable.PreemptRequest, dst []blocktable.Preemp
 		}
 		dst = append(dst, v)
 	}
+	m.releasePreHold(pre)
 	return dst, nil
 }
 
@@ -240,6 +258,15 @@ func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable
 		gain += m.planRelease(s)
 		m.walked = append(m.walked, s)
 	}
+	var pre prefix.HoldID
+	if req.Mode == blocktable.Swap {
+		var err error
+		if pre, err = m.preHold(slices.Values(m.walked)); err != nil {
+			clear(m.walked)
+			return dst, err
+		}
+		defer m.releasePreHold(pre)
+	}
 	for i, s := range m.walked {
 		v, err := m.PreemptSeq(s.id, req.Mode)
 		if err != nil {
@@ -253,8 +280,10 @@ func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable
 
 // PreemptSeq preempts one sequence chosen by the caller: it releases every group's blocks
 // (the cached ones stay cached) and forgets the sequence, as Finish. In Swap mode (lower
-// tiers only; else blocktable.ErrNoHostPool) the blocks only it holds are demoted into
-// tier 1 first, and the Manager keeps its tokens for Resume (see Preempt).
+// tiers only; else blocktable.ErrNoHostPool) its cached blocks are held in the lower
+// tiers first (copied into tier 1 where no tier holds them), and the Manager keeps its
+// tokens for Resume (see Preempt); when tier 1 cannot take the copies it fails with a
+// *prefix.TierFullError, changing nothing.
 func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (blocktable.Preempted, error) {
 	s, ok := m.lookup(id)
 	if !ok {
@@ -272,7 +301,11 @@ func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (
 	before := m.st.free()
 	v := blocktable.Preempted{Seq: id, Mode: mode, Tokens: len(s.tokens)}
 	if mode == blocktable.Swap {
-		m.swapOut(s)
+		aw, err := m.swapOut(s)
+		if err != nil {
+			return blocktable.Preempted{}, seqErr("preempt", id, err)
+		}
+		v.Awaiting = aw
 	}
 	m.releaseAll(s)
 	if len(m.copies) > 0 {

@@ -1,6 +1,8 @@
 package hybrid
 
 import (
+	"fmt"
+
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/internal/invariant"
@@ -8,12 +10,16 @@ import (
 )
 
 // Swap preemption through the lower tiers, as blocktable.Manager's swapToTiers and
-// Resume: the victim's cached blocks that only it holds are demoted into tier 1
-// (whatever the write policy: copies TakePlans hands out, each block leaving the device
-// once its copy is confirmed), its blocks are released as Finish releases them, and the
-// Manager keeps its tokens until Resume admits it again, as a resumed admission that
-// finds its prefix on the device, then in the tiers, and loads it. The rest (at least a
-// partial last block, which no tier holds) is computed again.
+// Resume: the victim's cached blocks are held in the lower tiers (prefix.GroupTree.Hold,
+// per (node, group)): those a lower tier holds already are kept there, the others are
+// copied into tier 1 (TakePlans hands the copies out), and a held slot is evicted from no
+// tier until Resume or Finish releases the hold; only a failed copy or ResetPrefixCache
+// drops it. A copied block only the victim held leaves the device once its copy is
+// confirmed. Its blocks are released as Finish releases them, and the Manager keeps its
+// tokens until Resume admits it again, as a resumed admission that finds its prefix on
+// the device, then in the tiers, and loads it. The rest (at least a partial last block,
+// which no tier holds) is computed again. A swap tier 1 cannot take now is refused
+// (prefix.GroupTree.HoldNeed), changing nothing.
 
 // swapRec is what the Manager keeps of a sequence swapped into the tiers.
 type swapRec struct {
@@ -22,26 +28,119 @@ type swapRec struct {
 	promptLen int
 	priority  int
 	ns        prefix.Namespace
+	hold      prefix.HoldID
 }
 
-// swapOut demotes the cached blocks of s only s holds (PreemptSeq's Swap mode), before
-// its release.
-func (m *Manager) swapOut(s *seq) {
-	m.st.t.BatchTierEvents() // the slots its copies drop to make room: one event per tier
+// swapScratch is Swap's scratch: the blocks to hold, the copies a hold prepared, and per
+// block how many of the sequences being swapped out hold it.
+type swapScratch struct {
+	ids, stored []blocks.ID
+	cnt         []int32
+	extra       int // holds not in m.swapped: Preempt's pre-hold, Resume's while it admits
+}
+
+// appendSwapIDs appends s's cached blocks, every group's, to dst.
+func (m *Manager) appendSwapIDs(dst []blocks.ID, s *seq) []blocks.ID {
 	for g := range m.specs {
 		for _, b := range s.tables[g] {
-			if b != blocks.NullID && m.st.ref(b) == 1 && m.st.t.IsCached(b) {
-				m.st.prepareStore(b, true)
+			if b != blocks.NullID && m.st.t.IsCached(b) {
+				dst = append(dst, b)
 			}
 		}
 	}
-	m.st.t.FlushTierEvents()
+	return dst
+}
+
+// swapHold holds ids (the cached blocks of the sequences being swapped out, each listed
+// once per sequence holding it) in the lower tiers, or fails with a *prefix.TierFullError
+// changing nothing. The owner's side of each copy the hold prepared: a reference on the
+// block, and the demotion mark when those sequences alone hold it.
+func (m *Manager) swapHold(ids []blocks.ID) (prefix.HoldID, error) {
+	sw := &m.swap
+	if sw.cnt == nil {
+		sw.cnt = make([]int32, m.st.q.NumBlocks())
+	}
+	h, stored, err := m.st.t.Hold(ids, sw.stored[:0])
+	sw.stored = stored[:0]
+	if err != nil {
+		return 0, err
+	}
+	for _, b := range ids {
+		sw.cnt[b]++
+	}
+	ts := m.st.tiers
+	for _, b := range stored {
+		if m.st.ref(b) == int(sw.cnt[b]) && !ts.demote[b] {
+			ts.demote[b] = true
+			ts.demoting++
+		}
+		must(m.st.q.Retain(b))
+	}
+	for _, b := range ids {
+		sw.cnt[b] = 0
+	}
+	return h, nil
+}
+
+// swapOut holds s's cached blocks in the lower tiers (PreemptSeq's Swap mode), before its
+// release, and files s as swapped out; it returns how many of s's blocks its release
+// leaves to copies in flight alone (Preempted.Awaiting). It fails with a
+// *prefix.TierFullError, changing nothing, when tier 1 cannot take the copies.
+func (m *Manager) swapOut(s *seq) (int, error) {
+	sw := &m.swap
+	sw.ids = m.appendSwapIDs(sw.ids[:0], s)
+	h, err := m.swapHold(sw.ids)
+	if err != nil {
+		return 0, err
+	}
+	awaiting := 0
+	for _, b := range sw.ids {
+		if r := m.st.t.TransferRefs(b); r > 0 && m.st.ref(b) == 1+r {
+			awaiting++
+		}
+	}
 	if m.swapped == nil {
 		m.swapped = make(map[blocktable.SeqID]*swapRec)
 	}
 	m.swapped[s.id] = &swapRec{tokens: append([]int32(nil), s.tokens...), maxTokens: s.maxTokens,
-		promptLen: s.promptLen, priority: s.priority, ns: s.ns}
+		promptLen: s.promptLen, priority: s.priority, ns: s.ns, hold: h}
 	m.tierCounts.SwapOuts++
+	return awaiting, nil
+}
+
+// preHold holds, for Preempt in Swap mode, every victim's blocks at once before any is
+// preempted, so that one victim's copies cannot take the tier-1 room another's need (each
+// victim's own hold then finds its blocks held already); the caller releases it once the
+// victims hold their own.
+func (m *Manager) preHold(victims func(yield func(*seq) bool)) (prefix.HoldID, error) {
+	sw := &m.swap
+	sw.ids = sw.ids[:0]
+	for s := range victims {
+		sw.ids = m.appendSwapIDs(sw.ids, s)
+	}
+	h, err := m.swapHold(sw.ids)
+	if err != nil {
+		return 0, fmt.Errorf("hybrid: preempt: swap out: %w", err)
+	}
+	if h != 0 {
+		sw.extra++
+	}
+	return h, nil
+}
+
+// releasePreHold ends preHold's hold h.
+func (m *Manager) releasePreHold(h prefix.HoldID) {
+	if h != 0 {
+		m.releaseHold(0, h)
+		m.swap.extra--
+	}
+}
+
+// releaseHold ends sequence id's hold on the lower tiers.
+func (m *Manager) releaseHold(id blocktable.SeqID, h prefix.HoldID) {
+	if err := m.st.t.ReleaseHold(h); err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: releasing seq %d's hold: %v", id, err))
+	}
 }
 
 // Swapped reports whether sequence id is swapped out into the lower tiers (Resume brings
@@ -54,8 +153,9 @@ func (m *Manager) Swapped(id blocktable.SeqID) bool {
 // Resume brings back a sequence Swap preemption put into the lower tiers: it is admitted
 // again (as Request.Resumed, with its namespace, priority, maximum and every token it
 // had), sharing what of its prefix the device still caches and loading what the tiers
-// hold (AdmitResult.Load); the caller computes the rest. It keeps its ID and prompt
-// length. All or nothing: on failure (blocks.ErrOutOfBlocks) it stays swapped out. It
+// hold (AdmitResult.Load); the caller computes the rest. Its hold on the tiers is then
+// released (the load pins what it reads). It keeps its ID and prompt length. All or
+// nothing: on failure (blocks.ErrOutOfBlocks) it stays swapped out, its hold kept. It
 // fails with blocktable.ErrNotRunning for a sequence that is not swapped out.
 func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 	rec, ok := m.swapped[id]
@@ -63,12 +163,19 @@ func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 		return AdmitResult{}, seqErr("resume", id, blocktable.ErrNotRunning)
 	}
 	delete(m.swapped, id)
+	held := 0 // rec's hold, counted outside m.swapped meanwhile
+	if rec.hold != 0 {
+		held = 1
+	}
+	m.swap.extra += held
 	r, err := m.AdmitTiered(id, &Request{Prompt: rec.tokens, MaxTokens: rec.maxTokens, Namespace: rec.ns,
 		Priority: rec.priority, Resumed: true})
+	m.swap.extra -= held
 	if err != nil {
 		m.swapped[id] = rec
 		return AdmitResult{}, err
 	}
+	m.releaseHold(id, rec.hold)
 	s := m.seqs[id]
 	s.promptLen = rec.promptLen
 	m.orderFix(s)
@@ -77,4 +184,19 @@ func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 		invariant.Check(m.CheckInvariants)
 	}
 	return r, nil
+}
+
+// checkSwapped verifies that the tree's holds are the swapped sequences' (one each, for
+// those that hold a block).
+func (m *Manager) checkSwapped() error {
+	n := m.swap.extra
+	for _, rec := range m.swapped {
+		if rec.hold != 0 {
+			n++
+		}
+	}
+	if h := m.st.t.Holds(); h != n {
+		return fmt.Errorf("the tiers keep %d holds for %d swapped sequences holding blocks", h, n)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package hybrid_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -257,8 +258,17 @@ func TestTierMachine(t *testing.T) {
 				}
 				id := rapid.SampledFrom(keys(live)).Draw(rt, "seq")
 				mode := blocktable.PreemptMode(rapid.IntRange(0, 1).Draw(rt, "mode"))
+				before := m.Stats()
 				if _, err := m.PreemptSeq(id, mode); err != nil {
-					rt.Fatal(err)
+					var full *prefix.TierFullError
+					if mode != blocktable.Swap || !errors.As(err, &full) || full.Requested <= full.Available {
+						rt.Fatal(err)
+					}
+					if !reflect.DeepEqual(m.Stats(), before) || m.Swapped(id) {
+						rt.Fatalf("a refused swap changed the state: %+v, then %+v", before, m.Stats())
+					}
+					check("swap refused")
+					return
 				}
 				delete(live, id)
 				if mode == blocktable.Swap {
