@@ -110,3 +110,25 @@ func TestHybridSwapHoldReset(t *testing.T) {
 	require.NoError(t, m.Finish(0))
 	require.NoError(t, m.CheckInvariants())
 }
+
+// Preempt in Swap mode counts Freed + Awaiting against Need: two victims of 6 blocks
+// each (2 cached per group, 1 partial per group) free their partial blocks at once and
+// their cached ones once copied.
+func TestHybridSwapPreemptAwaiting(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteBack}, 0)
+	for id := range blocktable.SeqID(2) {
+		_, err := m.Admit(id, &hybrid.Request{Prompt: seqTokens(9, int32(100*id)), MaxTokens: 12})
+		require.NoError(t, err)
+	}
+	require.Zero(t, m.Stats().Free)
+	v, err := m.Preempt(blocktable.PreemptRequest{Need: 8, Mode: blocktable.Swap}, nil)
+	require.NoError(t, err)
+	require.Len(t, v, 2)
+	for _, p := range v {
+		require.Equal(t, [2]int{2, 4}, [2]int{p.Freed, p.Awaiting}, "seq %d", p.Seq)
+	}
+	require.Equal(t, 4, m.Stats().Free)
+	completeAll(t, m, true)
+	require.Equal(t, 12, m.Stats().Free)
+	require.NoError(t, m.CheckInvariants())
+}

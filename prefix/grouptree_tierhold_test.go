@@ -1,0 +1,59 @@
+package prefix
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/stretchr/testify/require"
+)
+
+// A hold keeps a GroupTree's host copies from eviction: a hold that fits the host's two
+// slots succeeds, one past it is refused changing nothing, and released copies make room
+// again; a failed copy drops its held slot.
+func TestGroupTreeHold(t *testing.T) {
+	g := newTestTree(t, 10, 2, 2)
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 2}}, BlockBytes: 100}))
+	path := pathOf(g, RootNode, []int32{1, 2, 3, 4, 5, 6})
+	for i, b := range []blocks.ID{3, 4, 5} {
+		require.NoError(t, g.Cache(b, path[i], 0))
+	}
+	need, room := g.HoldNeed([]blocks.ID{3, 4, 3})
+	require.Equal(t, [2]int{2, 2}, [2]int{need, room}, "a block listed twice counts once")
+	h, stored, err := g.Hold([]blocks.ID{3, 4}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{3, 4}, stored)
+	plans := g.TakePlans(nil)
+	require.Len(t, plans, 1)
+	_, _, err = g.CompleteTransfer(plans[0].ID, true, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, g.HeldBlocks(h))
+	require.NoError(t, g.CheckInvariants())
+
+	need, room = g.HoldNeed([]blocks.ID{5})
+	require.Equal(t, [2]int{1, 0}, [2]int{need, room}, "both host slots held")
+	_, stored, err = g.Hold([]blocks.ID{5}, nil)
+	var full *TierFullError
+	require.True(t, errors.As(err, &full))
+	require.Equal(t, TierFullError{Requested: 1, Available: 0}, *full)
+	require.Empty(t, stored)
+	require.Zero(t, g.PendingTransfers())
+	require.False(t, g.PrepareStore(5), "no victim to make room with")
+	require.Equal(t, Tier(1), g.LowerTier(path[0], 0))
+	require.NoError(t, g.CheckInvariants())
+
+	require.NoError(t, g.ReleaseHold(h))
+	require.ErrorIs(t, g.ReleaseHold(h), ErrUnknownHold)
+	require.Zero(t, g.Holds())
+	h2, stored, err := g.Hold([]blocks.ID{5}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{5}, stored, "released: a copy evicted to make room")
+	require.Equal(t, uint64(1), g.TierStatsOf(1).Evicted)
+	plans = g.TakePlans(plans[:0])
+	_, _, err = g.CompleteTransfer(plans[0].ID, false, nil)
+	require.NoError(t, err)
+	require.Zero(t, g.HeldBlocks(h2), "the failed copy dropped the held slot")
+	require.NoError(t, g.CheckInvariants())
+	require.NoError(t, g.ReleaseHold(h2))
+	require.NoError(t, g.CheckInvariants())
+}
