@@ -108,7 +108,7 @@ func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (Comm
 			res.Present++
 		} else {
 			res.Duplicates++
-			x.nodes[c].hits++
+			x.cold[c].hits++
 		}
 		if r := p.retentionAt(start+i, x.bs, t); r.Priority != 0 {
 			x.retain(c, r)
@@ -125,7 +125,7 @@ func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (Comm
 	if x.ctl.quota != nil && res.Stored > 0 {
 		x.enforceQuota(at)
 	}
-	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.nodes[at].gen, root: root}
+	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.cold[at].gen, root: root}
 	x.mutated()
 	return res, nil
 }
@@ -161,7 +161,7 @@ func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 		return detached, nil
 	case n < 0 || int(n) >= len(x.nodes):
 		return 0, ErrInvalidCursor
-	case x.nodes[n].gen == cur.gen && x.nodes[n].flags&(flagCached|flagRoot) != 0:
+	case x.cold[n].gen == cur.gen && x.nodes[n].flags&(flagCached|flagRoot) != 0:
 		// A live node of the generation the cursor saw lies under the very root the cursor
 		// was placed under (a root is freed only when childless, and freeing bumps its
 		// generation), so cur.root names the cursor's namespace.
@@ -284,7 +284,10 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		}
 		n := nodeOf(id)
 		nd := &x.nodes[n]
-		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, gen: nd.gen, hits: 1, flags: flagCached}
+		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, flags: flagCached}
+		cd := &x.cold[n]
+		cd.gen++ // a new incarnation: cursors at the evicted one stay stale
+		cd.hits = 1
 		b := start + i
 		if len(p.RetentionRanges) == 0 { // the common case, without a call per block
 			x.retain(n, p.Retention)

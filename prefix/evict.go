@@ -35,7 +35,7 @@ func evictable(nd *node) bool {
 // evictEntry describes block node n as an eviction candidate.
 func (x *Index) evictEntry(n int32) evict.Entry {
 	nd := &x.nodes[n]
-	e := evict.Entry{Key: int32(blockOf(n)), LastAccess: nd.lastAccess, Hits: nd.hits, Priority: nd.prio}
+	e := evict.Entry{Key: int32(blockOf(n)), LastAccess: nd.lastAccess, Hits: x.cold[n].hits, Priority: nd.prio}
 	if x.until != nil {
 		e.PriorityUntil = x.until[n]
 	}
@@ -203,8 +203,7 @@ func (x *Index) unlink(n int32, nd *node) int32 {
 		delete(x.mm, n)
 	}
 	p := nd.parent
-	nd.flags, nd.prio = 0, 0
-	nd.gen++
+	nd.flags, nd.prio = 0, 0 // no flagCached: cursors at n are stale (the next Commit bumps its gen)
 	nd.parent = 0
 	x.poisonFreed(n)
 	x.cached--
@@ -244,7 +243,7 @@ func (x *Index) Reset() error {
 		if x.ctl.ghost.on() {
 			x.ctl.ghost.record(x.eventKey(n), x.clock.Now(), EvictReset)
 		}
-		*nd = node{gen: nd.gen + 1}
+		*nd = node{} // stale for cursors: see nodeCold
 		x.poisonFreed(n)
 	}
 	for r := int32(len(x.nodes) - 1); int(r) > x.nb; r-- { // downwards: the lowest slot is reused first

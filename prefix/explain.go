@@ -146,7 +146,7 @@ func (x *Index) Explain(dst []blocks.ID, p *Prompt, o LookupOptions, e *Explanat
 		last := nodeOf(dst[len(dst)-1])
 		dst = dst[:len(dst)-1]
 		par := x.nodes[last].parent
-		c = Cursor{node: par, blocks: c.blocks - 1, gen: x.nodes[par].gen, root: c.root}
+		c = Cursor{node: par, blocks: c.blocks - 1, gen: x.cold[par].gen, root: c.root}
 		e.MatchedBlocks--
 		e.Reason = MissEAGLE
 		return dst, c

@@ -58,8 +58,9 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 	if len(ids) == 0 {
 		return
 	}
-	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs is cut to match
+	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs and bc are cut to match
 	refs, hint := x.refs[:len(bn)], x.hint
+	bc := x.cold[1 : len(bn)+1]
 	t := x.tick()
 	// Last to first: along a path, pinning the tail pins every block above it in one walk,
 	// and the blocks above then find themselves pinned already. The outcome (which blocks
@@ -79,7 +80,7 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 			x.pin(int32(b) + 1)
 		}
 		nd.lastAccess = t
-		nd.hits++
+		bc[b].hits++
 		if nd.flags&flagMM == 0 {
 			hint[nd.parent] = int32(b) + 1 // reused now: the child the next request likely wants
 		}

@@ -74,8 +74,9 @@ type Index struct {
 	ctr   *evict.Counter // clock when it is the default Counter: ticks without an interface call
 	obs   Observer
 
-	nodes  []node  // node 0 unused; 1..nb blocks; nb+1.. namespace roots
-	tokens []int32 // bs tokens per block, indexed by block ID
+	nodes  []node     // node 0 unused; 1..nb blocks; nb+1.. namespace roots
+	cold   []nodeCold // beside nodes, index for index
+	tokens []int32    // bs tokens per block, indexed by block ID
 	// tok16 is the same arena as tokens, seen as one array per block, when blocks hold 16
 	// tokens (nil otherwise): &tok16[b] is block b's tokens with one bounds check, which
 	// the hot loops of 16-token blocks (matchText16, insertChain) index without slicing.
@@ -152,10 +153,23 @@ type node struct {
 	parent     int32
 	children   int32
 	pinnedKids int32 // children that are pinned
-	gen        uint32
-	hits       uint32
 	flags      uint8
 	prio       uint8 // retention priority (Prompt.Retention); 0 = evict.DefaultPriority
+}
+
+// nodeCold holds the two fields of a node that the hot paths' per-block passes (release,
+// match, the child table, pinning) never read, in Index.cold beside Index.nodes: without
+// them a node is 32 bytes, two to a cache line and none straddling two, where the 40-byte
+// node straddled two lines every other time.
+//
+// gen is a block node's incarnation, for cursors: Commit bumps it when it caches a block
+// there (an evicted node has no flagCached, which already makes a cursor at it stale; the
+// next incarnation's gen makes it stale for good). A root slot's gen is bumped when it is
+// freed (freeRoot). hits counts a block's uses: 1 at commit, one per acquire and per
+// duplicate commit.
+type nodeCold struct {
+	gen  uint32
+	hits uint32
 }
 
 const (
@@ -219,6 +233,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		clock:  cfg.clock,
 		obs:    cfg.observer,
 		nodes:  make([]node, nb+1, nb+2),
+		cold:   make([]nodeCold, nb+1, nb+2),
 		hint:   make([]int32, nb+1, nb+2),
 		mm:     make(map[int32][]mmKey),
 		roots:  make(map[Namespace]int32),
@@ -430,11 +445,11 @@ func (x *Index) ensureRoot(ns Namespace) int32 {
 	if k := len(x.freeRoots); k > 0 {
 		r = x.freeRoots[k-1]
 		x.freeRoots = x.freeRoots[:k-1]
-		nd.gen = x.nodes[r].gen // bumped when freed: cursors of the last tenant are stale
-		x.nodes[r] = nd
+		x.nodes[r] = nd // x.cold[r].gen was bumped when freed: cursors of the last tenant are stale
 	} else {
 		r = int32(len(x.nodes))
 		x.nodes = append(x.nodes, nd)
+		x.cold = append(x.cold, nodeCold{})
 		x.hint = append(x.hint, 0)
 		x.rootInfo = append(x.rootInfo, rootInfo{})
 	}
@@ -462,7 +477,7 @@ func (x *Index) dropRoot(ns Namespace) {
 	if r == 0 || x.nodes[r].children != 0 {
 		panic("kvpage: broken invariant: dropping a namespace root that is in use")
 	}
-	x.releaseRoot(r, x.nodes[r].gen)
+	x.releaseRoot(r, x.cold[r].gen)
 }
 
 // freeRoot frees root r, which has no child: its namespace has nothing cached. The root's
@@ -473,7 +488,7 @@ func (x *Index) freeRoot(r int32) {
 	if x.nodes[r].flags&flagRoot == 0 || x.nodes[r].children != 0 {
 		panic("kvpage: broken invariant: freeing a namespace root that is in use")
 	}
-	x.releaseRoot(r, x.nodes[r].gen+1)
+	x.releaseRoot(r, x.cold[r].gen+1)
 }
 
 // releaseRoot puts root slot r on the free list with generation gen, dropping its map
@@ -489,7 +504,7 @@ func (x *Index) releaseRoot(r int32, gen uint32) {
 		x.defRoot = 0
 	}
 	*ri = rootInfo{}
-	x.nodes[r] = node{gen: gen}
+	x.nodes[r], x.cold[r] = node{}, nodeCold{gen: gen}
 	x.hint[r] = 0
 	x.freeRoots = append(x.freeRoots, r)
 }

@@ -142,7 +142,7 @@ func (x *Index) checkRoots(children []int32) error {
 			if !free[r] {
 				return fmt.Errorf("root slot %d is neither a root nor free", r)
 			}
-			if *nd != (node{gen: nd.gen}) || *ri != (rootInfo{}) || x.hint[r] != 0 || children[r] != 0 {
+			if *nd != (node{}) || x.cold[r].hits != 0 || *ri != (rootInfo{}) || x.hint[r] != 0 || children[r] != 0 {
 				return fmt.Errorf("free root slot %d is not blank", r)
 			}
 			continue

@@ -58,7 +58,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, C
 		} else {
 			dst, cur, matched = x.matchText(dst, p.Tokens, r, ri, full)
 		}
-		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
+		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.cold[cur].gen, root: r}
 	}
 	// With multimodal inputs: a block without any still tries the hint (hints are text-only
 	// children, so equal tokens under the same parent are the one right child); a block with
@@ -80,7 +80,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, C
 		cur = c
 		matched++
 	}
-	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
+	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.cold[cur].gen, root: r}
 }
 
 // RecordLookup counts in Stats one lookup of p that matched up to c: one lookup,

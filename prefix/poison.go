@@ -25,5 +25,5 @@ func (x *Index) poisonFreed(n int32) {
 	nd := &x.nodes[n]
 	nd.key = 0xdeadbeefdeadbeef
 	nd.lastAccess = math.MaxUint64
-	nd.hits = math.MaxUint32
+	x.cold[n].hits = math.MaxUint32
 }

@@ -90,13 +90,13 @@ func TestRootFreedWithItsLastBlock(t *testing.T) {
 	admit(t, x, pool, Prompt{Namespace: ns, Tokens: cat(toks(1, testBS), toks(90, testBS))}).finish(t, x)
 	r := x.rootOf(ns)
 	require.NotZero(t, r)
-	gen := x.nodes[r].gen
+	gen := x.cold[r].gen
 	for left := 3; left > 0; left-- {
 		assert.Equal(t, r, x.rootOf(ns), "%d blocks left", left)
 		require.Equal(t, 1, x.Evict(1))
 	}
 	assert.Zero(t, x.rootOf(ns))
-	assert.Equal(t, gen+1, x.nodes[r].gen, "freeing bumps the generation")
+	assert.Equal(t, gen+1, x.cold[r].gen, "freeing bumps the generation")
 	assert.Equal(t, rootInfo{}, *x.root(r), "the namespace's strings are dropped")
 	assert.Equal(t, []int32{r}, x.freeRoots)
 	assert.Zero(t, x.Stats().Namespaces)
@@ -267,12 +267,12 @@ func TestFailedCommitDropsItsNewRoot(t *testing.T) {
 	require.NoError(t, err)
 	var c Cursor
 	nodes, free := len(x.nodes), append([]int32(nil), x.freeRoots...)
-	gen := x.nodes[free[0]].gen
+	gen := x.cold[free[0]].gen
 	_, err = x.Commit(&c, &Prompt{Namespace: Namespace{Salt: "new"}, Tokens: toks(1, 2*testBS)}, []blocks.ID{ids[0], ids[0]})
 	assert.ErrorIs(t, err, ErrAlreadyCached)
 	assert.Equal(t, nodes, len(x.nodes))
 	assert.Equal(t, free, x.freeRoots)
-	assert.Equal(t, gen, x.nodes[free[0]].gen)
+	assert.Equal(t, gen, x.cold[free[0]].gen)
 	assert.Zero(t, x.Stats().Namespaces)
 	require.NoError(t, x.CheckInvariants())
 	require.NoError(t, pool.Release(ids...))

@@ -29,13 +29,12 @@ func (x *Index) tierCommitted(ids []blocks.ID) {
 	through := spec.Write == WriteThrough || (spec.Write == WriteAfterHits && spec.Hits <= 1)
 	for _, id := range ids {
 		n := nodeOf(id)
-		nd := &x.nodes[n]
 		if e := x.nodeEntry(n); e >= 0 {
 			en := &ts.ents[e]
 			if en.dev == 0 { // a promotion: the device holds the block again
 				en.dev = n
 				ts.devEnt[n] = e + 1
-				nd.hits = max(nd.hits, en.hits)
+				x.cold[n].hits = max(x.cold[n].hits, en.hits)
 			}
 			continue
 		}
@@ -56,10 +55,10 @@ func (x *Index) tierAcquired(ids []blocks.ID) {
 			nd.flags &^= flagDemote // taken again before its child's demotion evicted it
 			ts.demoting--
 		}
-		if spec.Write == WriteAfterHits && x.nodes[n].hits == spec.Hits && ts.devEnt[n] == 0 {
+		if spec.Write == WriteAfterHits && x.cold[n].hits == spec.Hits && ts.devEnt[n] == 0 {
 			// Started by the next TakePlans: reserving a slot now could evict a block an
 			// admission found in the tier and is about to load.
-			ts.hitQueue = append(ts.hitQueue, hitMark{n: n, gen: x.nodes[n].gen})
+			ts.hitQueue = append(ts.hitQueue, hitMark{n: n, gen: x.cold[n].gen})
 		}
 	}
 }
@@ -76,7 +75,7 @@ func (x *Index) startHitStores() {
 	ts := x.tiers
 	for _, h := range ts.hitQueue {
 		nd := &x.nodes[h.n]
-		if nd.gen == h.gen && nd.flags&flagCached != 0 && ts.devEnt[h.n] == 0 && x.tierable(h.n) && x.pool.RefCount(blockOf(h.n)) > 1 {
+		if x.cold[h.n].gen == h.gen && nd.flags&flagCached != 0 && ts.devEnt[h.n] == 0 && x.tierable(h.n) && x.pool.RefCount(blockOf(h.n)) > 1 {
 			x.startDeviceStore(h.n, false)
 		}
 	}
