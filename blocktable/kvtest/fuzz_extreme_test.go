@@ -147,6 +147,7 @@ func isTyped(err error) bool {
 		blocktable.ErrShortBuffer, blocktable.ErrNoHostPool, blocktable.ErrInvalidArgument, blocktable.ErrTooLarge,
 		blocks.ErrOutOfBlocks, blocks.ErrInvalidArgument, blocks.ErrUnknownBlock, blocks.ErrNotAllocated,
 		blocks.ErrNullBlock, blocks.ErrRefCountOverflow, blocks.ErrDoubleFree,
+		prefix.ErrTierFull, // a Swap the host tier cannot hold (Preempt, PreemptSeq)
 	} {
 		if errors.Is(err, s) {
 			return true
