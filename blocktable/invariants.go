@@ -28,7 +28,7 @@ func (m *Manager) CheckInvariants() error {
 		if s.state == Swapped {
 			// Swapped out into the tiers (tiers.go): its tokens and its hold only, no table,
 			// no cursor.
-			if len(s.t.ids) != 0 || s.t.tokens != 0 || s.committed() != 0 {
+			if len(s.t.ids) != 0 || s.t.tokens != 0 || s.t.room != 0 || s.committed() != 0 {
 				return fmt.Errorf("seq %d, swapped into the tiers, holds a table", id)
 			}
 			continue

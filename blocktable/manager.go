@@ -403,6 +403,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 		trusted.AcquireMatched(m.index, p.hits)
 		s.t.ids = append(s.t.ids, p.hits...)
 		s.t.tokens = len(p.hits) * m.bs
+		s.t.resetRoom()
 	}
 	s.cur = p.cur // at the end of the hit; the zero Cursor (the namespace's root) without one
 	if m.caching() {

@@ -38,7 +38,17 @@ type Table struct {
 	release func([]blocks.ID) error
 	// cows counts copy-on-writes, for Stats.
 	cows uint64
+	// room is how many more tokens appendInLast may add without its checks: set when
+	// they last passed, to what is left of the last block, which is then the table's own
+	// (one holder), past every reserved slot and outside any window. Every other call
+	// that changes the table sets it to 0 (resetRoom), and so does Fork, whose child
+	// shares the last block; 0 only means "check again". Only full blocks are cached,
+	// so nothing else takes a second holder of a partly filled last block.
+	room int
 }
+
+// resetRoom makes the next appendInLast check the table again.
+func (t *Table) resetRoom() { t.room = 0 }
 
 // TableOption configures a Table.
 type TableOption func(*Table)
@@ -154,6 +164,16 @@ func (t *Table) windowFreeable(drop int) int {
 // Sliding-window tables always take Append's general path. The caller runs the
 // invariant check (Table.Append its own, the Manager its sampled check of everything).
 func (t *Table) appendInLast(n int) bool {
+	if uint(n-1) < uint(t.room) { // 1 <= n <= room: the checks passed for this block
+		t.room -= n // reserved is 0 already (CheckInvariants)
+		t.tokens += n
+		return true
+	}
+	return t.appendInLastChecked(n)
+}
+
+// appendInLastChecked is appendInLast with its checks, and sets room when they pass.
+func (t *Table) appendInLastChecked(n int) bool {
 	last := len(t.ids) - 1
 	if n <= 0 || t.window != 0 || t.tokens+n > len(t.ids)*t.bs ||
 		t.tokens < last*t.bs || t.pool.RefCount(t.ids[last]) != 1 {
@@ -161,6 +181,7 @@ func (t *Table) appendInLast(n int) bool {
 	}
 	t.tokens += n
 	t.reserved = 0
+	t.room = len(t.ids)*t.bs - t.tokens
 	return true
 }
 
@@ -213,6 +234,7 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 	if err := t.checkSizes(n, lookahead); err != nil {
 		return res, err
 	}
+	t.resetRoom()
 	grow := t.grow(n, lookahead)
 	cow := t.needsCopy(n + lookahead)
 	need := grow
@@ -261,6 +283,7 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 }
 
 func (t *Table) dropWindow(drop int) {
+	t.resetRoom()
 	for i := t.nulls; i < t.nulls+drop; i++ {
 		t.mustRelease(t.ids[i])
 		t.ids[i] = blocks.NullID
@@ -287,6 +310,7 @@ func (t *Table) Truncate(n int) error {
 	if t.window > 0 && t.nulls > 0 && n-t.window+1 < t.nulls*t.bs {
 		return fmt.Errorf("%w: truncate to %d tokens needs positions the sliding window released", ErrInvalidArgument, n)
 	}
+	t.resetRoom()
 	keep := ceilDiv(n, t.bs)
 	if keep < len(t.ids) {
 		if err := t.release(t.ids[keep:]); err != nil {
@@ -322,6 +346,7 @@ func (t *Table) forkInto(c *Table) error {
 			return fmt.Errorf("fork: %w", err)
 		}
 	}
+	t.resetRoom() // c shares the last block now
 	ids := append(c.ids[:0], t.ids[:share]...)
 	*c = Table{pool: t.pool, bs: t.bs, window: t.window, ids: ids, tokens: t.tokens, nulls: t.nulls, release: c.release}
 	if c.release == nil {
@@ -348,6 +373,7 @@ func (t *Table) Release() error {
 	t.tokens = 0
 	t.reserved = 0
 	t.nulls = 0
+	t.resetRoom()
 	return nil
 }
 
@@ -431,6 +457,13 @@ func (t *Table) CheckInvariants() error {
 		}
 		if i >= ceilDiv(t.tokens, t.bs) && rc != 1 {
 			return fmt.Errorf("table: lookahead entry %d (block %d) has %d holders, want 1", i, id, rc)
+		}
+	}
+	if t.room != 0 {
+		last := len(t.ids) - 1
+		if t.room < 0 || t.window != 0 || t.reserved != 0 || last < 0 || t.tokens < last*t.bs ||
+			t.tokens+t.room != len(t.ids)*t.bs || t.pool.RefCount(t.ids[last]) != 1 {
+			return fmt.Errorf("table: room for %d tokens past %d in %d blocks of %d (reserved %d, window %d) is not the last block's own", t.room, t.tokens, len(t.ids), t.bs, t.reserved, t.window)
 		}
 	}
 	if t.reserved < 0 || t.reserved > len(t.ids)*t.bs-t.tokens {
