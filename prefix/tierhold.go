@@ -221,7 +221,7 @@ func (x *Index) holdEntry(refs []holdRef, e int32) []holdRef {
 
 // ReleaseHold ends hold h: its entries that no other hold keeps become eviction
 // candidates again in their tiers. HoldID 0 is a no-op; an ID that names no hold fails
-// with ErrUnknownHold and changes nothing.
+// with ErrUnknownHold (ErrNoTiers without lower tiers) and changes nothing.
 func (x *Index) ReleaseHold(h HoldID) error {
 	if h == 0 {
 		return nil

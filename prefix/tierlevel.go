@@ -8,12 +8,13 @@ import (
 
 // slotLevel is what every lower tier has, whichever tree it serves (an Index's tiers,
 // tierstore.go, or a GroupTree's, grouptree_tiers.go): its spec, its slots'
-// free list, which hands out the lowest slots first so that copies coalesce into runs,
+// free list (a stack: at first it hands out the lowest slots first, so that copies
+// coalesce into runs; after churn it hands out the slot freed last, so runs coalesce less),
 // its eviction policy over the slots, and the counts of resident slots and of slots
 // reserved for copies in flight.
 type slotLevel struct {
 	spec     TierSpec
-	free     []int32 // free slots, the lowest last (handed out first)
+	free     []int32 // free slots, a stack: initially the lowest last; freed slots go on top
 	policy   evict.Policy
 	resident int
 	pending  int
