@@ -38,23 +38,30 @@ func (ts *gtierStore) nextMark() {
 	}
 }
 
-// firstVisit reports whether device block b is cached and not yet seen in this pass.
+// firstVisit reports whether device block b is cached and its (node, group) not yet seen
+// in this pass: a duplicate's (node, group) is marked at its first block, so that two
+// blocks of one (node, group) count once, as they need one copy.
 func (t *GroupTree) firstVisit(b blocks.ID) (GroupEntry, bool) {
 	ts := t.tiers
-	if uint(b) >= uint(len(ts.mark)) || ts.mark[b] == ts.markGen {
+	e, ok := t.Entry(b)
+	if !ok {
 		return GroupEntry{}, false
 	}
-	ts.mark[b] = ts.markGen
-	return t.Entry(b)
+	f := t.First(e.Node, e.Group)
+	if uint(f) >= uint(len(ts.mark)) || ts.mark[f] == ts.markGen {
+		return GroupEntry{}, false
+	}
+	ts.mark[f] = ts.markGen
+	return e, true
 }
 
 // HoldNeed reports, for the cached device blocks ids (a prefix's blocks over its groups,
 // as Hold takes them), how many copies into tier 1 Hold would prepare (need: the blocks
 // whose (node, group) no lower tier holds or receives) and how many tier 1 can take now
 // (room: its free slots, plus, when it makes room by dropping victims, its eviction
-// candidates other than those ids hold there). A block listed twice counts once, an
-// uncached one not at all. Hold succeeds exactly when need <= room. Without lower tiers
-// both are 0. It changes nothing.
+// candidates other than those ids hold there). A block listed twice counts once (as do
+// two blocks of one (node, group)), an uncached one not at all. Hold succeeds exactly
+// when need <= room. Without lower tiers both are 0. It changes nothing.
 func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := t.tiers
 	if ts == nil {

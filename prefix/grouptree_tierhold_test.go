@@ -57,3 +57,20 @@ func TestGroupTreeHold(t *testing.T) {
 	require.NoError(t, g.ReleaseHold(h2))
 	require.NoError(t, g.CheckInvariants())
 }
+
+// Two device blocks cached for one (node, group) (a duplicate) need one copy: HoldNeed
+// counts them once, so that a hold Hold can place is not refused as past the tier's room.
+func TestGroupTreeHoldNeedCountsDuplicateOnce(t *testing.T) {
+	g := newTestTree(t, 10, 2, 2)
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 1}}, BlockBytes: 100}))
+	path := pathOf(g, RootNode, []int32{1, 2})
+	require.NoError(t, g.Cache(3, path[0], 0))
+	require.NoError(t, g.Cache(4, path[0], 0)) // a duplicate of 3
+	need, room := g.HoldNeed([]blocks.ID{3, 4})
+	require.Equal(t, [2]int{1, 1}, [2]int{need, room})
+	h, stored, err := g.Hold([]blocks.ID{3, 4}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{3}, stored)
+	require.Equal(t, 1, g.HeldBlocks(h))
+	require.NoError(t, g.CheckInvariants())
+}
