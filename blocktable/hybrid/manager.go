@@ -509,23 +509,13 @@ func (m *Manager) Match(prompt []int32) int {
 
 // MatchRequest returns the hit Admit would take for req (its namespace, HitLimit and
 // SkipCacheRead included), in tokens, touching nothing. A nil req is refused with
-// blocktable.ErrInvalidArgument, as Admit refuses it.
+// blocktable.ErrInvalidArgument, as Admit refuses it. With lower tiers it is MatchTiers'
+// hit: a lower-tier hit that needs nothing loaded is part of the hit Admit takes.
 func (m *Manager) MatchRequest(req *Request) (int, error) {
 	if req == nil {
 		return 0, errNilRequest
 	}
-	n := len(req.Prompt)
-	if n == 0 || req.SkipCacheRead {
-		return 0, nil
-	}
-	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
-	limit := n - 1
-	if req.HitLimit > 0 {
-		limit = min(limit, req.HitLimit)
-	}
-	m.walk(s, limit/m.unit)
-	hit := m.hit(s, limit)
-	m.spare = append(m.spare, s)
+	hit, _ := m.MatchTiers(req)
 	return hit, nil
 }
 

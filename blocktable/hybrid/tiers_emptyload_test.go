@@ -47,6 +47,10 @@ func TestTierHitLoadingNothing(t *testing.T) {
 			}
 			require.Zero(t, m.Stats().CachedPrefixes[0], "the device holds none of the prefix")
 			var r AdmitResult
+			next := toks(0, max(c.first, c.second))
+			hm, err := m.MatchRequest(&Request{Prompt: next})
+			require.NoError(t, err)
+			require.Equal(t, c.hit, hm, "MatchRequest: the hit Admit takes, the pure lower-tier hit included")
 			if c.second == 0 {
 				h, l := m.MatchTiers(&Request{Prompt: toks(0, c.first)})
 				require.Equal(t, [2]int{c.hit, 0}, [2]int{h, l}, "MatchTiers")
