@@ -53,7 +53,7 @@
 // transfer plans (TakePlans, CompleteTransfer), and its device blocks released. A held
 // block is evicted from no tier until the sequence resumes, finishes or is aborted; only
 // a failed copy or a Reset drops it. Preempt refuses a swap tier 1 cannot take now
-// (*prefix.TierFullError, nothing changed; see prefix.Index.HoldNeed for what "now" counts
+// (a *SeqError naming the victim, wrapping a *prefix.TierFullError; nothing changed; see prefix.Index.HoldNeed for what "now" counts
 // under a write-back tier below it) and reports per victim what is free at once
 // (Preempted.Freed) and what frees once its copies are done (Preempted.Awaiting). Resume
 // admits the sequence again: its prefix is a device hit where the device still caches

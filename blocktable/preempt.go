@@ -42,7 +42,9 @@ func (m *Manager) info(s *sequence, sole bool) evict.Candidate {
 // to dst. When even all candidates together cannot free enough, or the policy's choice
 // cannot, it preempts none and returns an *blocks.OutOfBlocksError; when, in Swap mode,
 // tier 1 cannot take the victims' blocks (prefix.Index.HoldNeed), it preempts none and
-// returns a *prefix.TierFullError (prefix.ErrTierFull). The count is exact: what releasing
+// returns a *SeqError (Op "swap out") naming the first victim, in the policy's order, at
+// which their blocks pass tier 1's room, wrapping a *prefix.TierFullError
+// (prefix.ErrTierFull) with what all the victims need and the room. The count is exact: what releasing
 // the victims makes free (uncached blocks left with no holder) or reclaimable (cached
 // blocks left with no holder and nothing held below them, and the ancestors they unpin, as
 // prefix.Index.Reclaimable counts). In Recompute mode, after a successful Preempt at least
@@ -120,11 +122,13 @@ func (m *Manager) Preempt(req PreemptRequest, dst []Preempted) ([]Preempted, err
 	}
 	m.victims = m.victims[:k]
 	if req.Mode == Swap {
-		m.swapIDs = m.swapIDs[:0]
+		m.walked = m.walked[:0]
 		for _, i := range m.victims {
-			m.swapIDs = m.appendSwapIDs(m.swapIDs, m.seqs[m.infoIDs[i]])
+			m.walked = append(m.walked, m.seqs[m.infoIDs[i]])
 		}
-		if err := m.checkHoldRoom(0); err != nil {
+		err := m.checkHoldRoom(m.walked)
+		clear(m.walked)
+		if err != nil {
 			return dst, err
 		}
 	}
@@ -165,11 +169,7 @@ func (m *Manager) preemptOrdered(req PreemptRequest, dst []Preempted) ([]Preempt
 		m.walked = append(m.walked, s)
 	}
 	if req.Mode == Swap {
-		m.swapIDs = m.swapIDs[:0]
-		for _, s := range m.walked {
-			m.swapIDs = m.appendSwapIDs(m.swapIDs, s)
-		}
-		if err := m.checkHoldRoom(0); err != nil {
+		if err := m.checkHoldRoom(m.walked); err != nil {
 			clear(m.walked)
 			return dst, err
 		}
@@ -218,8 +218,8 @@ func sortInfos(infos []evict.Candidate, ids []SeqID) {
 // PreemptSeq preempts one running sequence chosen by the caller, in mode. In Recompute
 // mode the sequence is forgotten (its committed blocks stay cached); in Swap mode its KV
 // is held in the lower tiers (tiers.go) and it waits for Resume. Swap fails with
-// ErrSwapNeedsTiers without lower tiers and with a *prefix.TierFullError when tier 1
-// cannot take its blocks, changing nothing.
+// ErrSwapNeedsTiers without lower tiers and with a *SeqError (Op "swap out") wrapping a
+// *prefix.TierFullError when tier 1 cannot take its blocks, changing nothing.
 func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 	s, err := m.running("preempt", seq)
 	if err != nil {
@@ -233,8 +233,10 @@ func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {
 		if !m.tiered {
 			return Preempted{}, &SeqError{Op: "preempt", Seq: seq, Err: ErrSwapNeedsTiers}
 		}
-		m.swapIDs = m.appendSwapIDs(m.swapIDs[:0], s)
-		if err := m.checkHoldRoom(seq); err != nil {
+		m.walked = append(m.walked[:0], s)
+		err := m.checkHoldRoom(m.walked)
+		m.walked[0] = nil
+		if err != nil {
 			return Preempted{}, err
 		}
 		gain = m.freeable(s)

@@ -144,12 +144,32 @@ func (m *Manager) appendSwapIDs(dst []blocks.ID, s *sequence) []blocks.ID {
 	return dst
 }
 
-// checkHoldRoom refuses a swap of the blocks m.swapIDs that tier 1 cannot take.
-func (m *Manager) checkHoldRoom(seq SeqID) error {
-	if need, room := m.index.HoldNeed(m.swapIDs); need > room {
-		return &SeqError{Op: "swap out", Seq: seq, Err: &prefix.TierFullError{Requested: need, Available: room}}
+// checkHoldRoom refuses a swap of victims, in the order they would be swapped out, whose
+// blocks tier 1 cannot take together. The error names the first victim at which the
+// need exceeds the room (with every victim's need and the room in its TierFullError): the
+// sequence the refusal is about when there is one, and where a caller that preempts fewer
+// would stop. Finding it is a second pass, on the refusal only.
+func (m *Manager) checkHoldRoom(victims []*sequence) error {
+	m.swapIDs = m.swapIDs[:0]
+	for _, s := range victims {
+		m.swapIDs = m.appendSwapIDs(m.swapIDs, s)
 	}
-	return nil
+	need, room := m.index.HoldNeed(m.swapIDs)
+	if need <= room {
+		return nil
+	}
+	at := victims[len(victims)-1].id
+	if len(victims) > 1 {
+		m.swapIDs = m.swapIDs[:0]
+		for _, s := range victims {
+			m.swapIDs = m.appendSwapIDs(m.swapIDs, s)
+			if n, _ := m.index.HoldNeed(m.swapIDs); n > room {
+				at = s.id
+				break
+			}
+		}
+	}
+	return &SeqError{Op: "swap out", Seq: at, Err: &prefix.TierFullError{Requested: need, Available: room}}
 }
 
 // swapToTiers is Swap preemption of s, once checkHoldRoom has passed.
