@@ -159,16 +159,21 @@ func TestPagedPreemptionByHand(t *testing.T) {
 		assert.Equal(t, 1, res.Preemptions)
 		assert.Equal(t, 3, res.Completed)
 		assert.Equal(t, 6, res.TotalSteps)
+		// Request 1's readmission (3 prompt tokens) is Resumed, counted apart from the
+		// first admissions' 2 + 2 + 4 prompt tokens, which hit nothing.
+		assert.True(t, res.ResumedApart)
+		assert.Equal(t, int64(3), res.ResumedPromptTokens)
+		assert.Zero(t, res.PrefixHitRate)
 		if !sharing {
-			assert.Zero(t, res.PrefixHitRate)
+			assert.Zero(t, res.ResumedHitRate)
 			continue
 		}
 		// Request 1's two prompt blocks stay cached when it is preempted; request 0's last
-		// token evicts one of them (the leaf), so the readmission hits one block. Prompt
-		// tokens of admissions: 2 + 2 + 3 + 4.
+		// token evicts one of them (the leaf), so the readmission re-hits one block of its
+		// own: 1 of 3 tokens, reported apart (it was 1 of 11 inside the hit rate).
 		assert.Equal(t, int64(2), sat[1].Cached, "request 1's blocks cached after preemption")
 		assert.Equal(t, int64(1), sat[2].Cached, "one evicted for request 0's last token")
-		assert.InDelta(t, 1.0/11, res.PrefixHitRate, 1e-12)
+		assert.InDelta(t, 1.0/3, res.ResumedHitRate, 1e-12)
 	}
 }
 

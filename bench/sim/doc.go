@@ -149,8 +149,9 @@
 // arrives all at once, simply when the queue first empties), so the drain at the end,
 // when memory empties and no scheme is under pressure, does not dilute the comparison.
 // Mean and peak running requests, completions per 1,000 steps, preemptions and the prefix
-// hit rate (hit tokens / prompt tokens of admissions, readmissions included) are over the
-// same steps. With too few requests for the memory the phase is short and mostly the
+// hit rate (hit tokens / prompt tokens of first admissions) are over the same steps.
+// Readmissions after preemption are counted apart (Result.ResumedHitRate), as vLLM counts
+// preempted requests' lookups apart: their re-hits are mostly their own blocks. With too few requests for the memory the phase is short and mostly the
 // ramp-up at the start; Result.SaturatedSteps says how long it was, and
 // Result.ShortPhase (marked "!" in the table, short_phase and a warning in the JSON) flags
 // a phase shorter than ShortPhaseLifetimes mean request lifetimes.

@@ -60,8 +60,9 @@ type FleetResult struct {
 	Requests, Completed int
 	// Steps is the run's length.
 	Steps int
-	// HitRate is the servers' prefix-hit tokens / prompt tokens over every admission,
-	// readmissions included (vLLM's definition), fleet-wide.
+	// HitRate is the servers' prefix-hit tokens / prompt tokens over every first
+	// admission, fleet-wide; readmissions after preemption are left out, as in
+	// Result.PrefixHitRate (their re-hits of their own blocks would flatter it).
 	HitRate float64
 	// RoutedHitRate is what the router expected: the cached prefix of the chosen server
 	// in its index, in tokens, / prompt tokens at routing. Above HitRate when the

@@ -38,6 +38,9 @@ type paged struct {
 	tiers    Tiers
 	plans    []prefix.Plan
 	clock    tierClock
+	// readmitted counts the prompt tokens of readmissions after preemption, which the
+	// Manager must have counted as Resumed (check).
+	readmitted uint64
 }
 
 // newPaged builds the scheme; opts go to the prefix index (the fleet simulator gives it a
@@ -87,7 +90,9 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	for i := range p.prompt {
 		p.prompt[i] = Token(p.seed, s.req, i)
 	}
-	p.req = blocktable.Request{Prompt: p.prompt, MaxTokens: s.req.KVLen()}
+	// A readmission after preemption is Resumed: the Manager counts its re-hits apart, and
+	// so does the scheduler (Result.ResumedHitRate).
+	p.req = blocktable.Request{Prompt: p.prompt, MaxTokens: s.req.KVLen(), Resumed: s.preempted}
 	id := blocktable.SeqID(s.req.ID)
 	if n > budget {
 		// Only a prefix hit can bring the prefill within the budget: ask first.
@@ -110,6 +115,9 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 		return 0, 0, false, err
 	}
 	s.stored = n
+	if s.preempted {
+		p.readmitted += uint64(n)
+	}
 	p.live++
 	p.tokens += int64(n)
 	p.internal += p.tail(n)
@@ -224,6 +232,9 @@ func (p *paged) check(deep bool) error {
 	}
 	if st.Running != p.live {
 		return fmt.Errorf("the Manager runs %d sequences, the simulator %d", st.Running, p.live)
+	}
+	if st.ResumedPromptTokens != p.readmitted {
+		return fmt.Errorf("the Manager counts %d resumed prompt tokens, the simulator readmitted %d", st.ResumedPromptTokens, p.readmitted)
 	}
 	// Without sharing every block has one holder, so the requests' own counts must
 	// account for every block in use exactly.

@@ -44,9 +44,9 @@ type Row struct {
 	Requests         int `json:"requests"`
 	CapacityTokens   int `json:"capacity_tokens"`
 
-	// Model, Layout, StateBlock and Groups are the hybrid scheme's (Scheme, Result.Groups),
-	// and so are ResumedHitRate and ResumedPromptTokens (Result's: readmissions' re-hits,
-	// counted apart from PrefixHitRate).
+	// Model, Layout, StateBlock and Groups are the hybrid scheme's (Scheme, Result.Groups).
+	// ResumedHitRate and ResumedPromptTokens are a preempting scheme's (Result's:
+	// readmissions' re-hits, counted apart from PrefixHitRate).
 	Model               string       `json:"model,omitempty"`
 	Layout              string       `json:"layout,omitempty"`
 	StateBlock          int          `json:"state_block,omitempty"`
@@ -139,13 +139,14 @@ var csvHeader = []string{
 	"token_utilization", "reserved_fraction", "internal_fragmentation", "external_fragmentation",
 	"free_fraction", "cached_fraction", "mean_running", "peak_running", "completed_per_kstep",
 	"preemptions", "prefix_hit_rate", "saturated_steps", "waiting_steps", "total_steps", "completed",
-	"total_preemptions", "requests", "capacity_tokens", "short_phase",
+	"total_preemptions", "requests", "capacity_tokens", "short_phase", "resumed_hit_rate", "resumed_prompt_tokens",
 }
 
 // WriteCSV writes one header row and one row per result, columns named as in the JSON.
-// When some result is the hybrid scheme's, the columns model, layout, state_block,
-// resumed_hit_rate and resumed_prompt_tokens follow (readmissions' re-hits, counted apart
-// from prefix_hit_rate), then one group_NAME_share column per KV-cache group (Result.Groups: the part of
+// resumed_hit_rate and resumed_prompt_tokens are readmissions' re-hits, counted apart from
+// prefix_hit_rate, for a scheme that preempts (Result.ResumedApart; empty for the others).
+// When some result is the hybrid scheme's, the columns model, layout and state_block
+// follow, then one group_NAME_share column per KV-cache group (Result.Groups: the part of
 // the budget that group's blocks in use take), over the union of the rows' groups in the
 // order they first appear; a row without a group leaves its cell empty. A kind that
 // appears twice in a model is NAME2 the second time.
@@ -154,8 +155,7 @@ func WriteCSV(w io.Writer, results []*Result) error {
 	groups, col := csvGroups(results)
 	header := csvHeader
 	if groups != nil {
-		header = append(append(header[:len(header):len(header)], "model", "layout", "state_block",
-			"resumed_hit_rate", "resumed_prompt_tokens"), groups...)
+		header = append(append(header[:len(header):len(header)], "model", "layout", "state_block"), groups...)
 	}
 	if err := cw.Write(header); err != nil {
 		return err
@@ -169,15 +169,17 @@ func WriteCSV(w io.Writer, results []*Result) error {
 			f(x.TokenUtilization), f(x.ReservedFraction), f(x.InternalFragmentation), f(x.ExternalFragmentation),
 			f(x.FreeFraction), f(x.CachedFraction), f(x.MeanRunning), d(x.PeakRunning), f(x.CompletedPerKStep),
 			d(x.Preemptions), f(x.PrefixHitRate), d(x.SaturatedSteps), d(x.WaitingSteps), d(x.TotalSteps), d(x.Completed),
-			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens), strconv.FormatBool(x.ShortPhase),
+			d(x.TotalPreemptions), d(x.Requests), d(x.CapacityTokens), strconv.FormatBool(x.ShortPhase), "", "",
+		}
+		if r.ResumedApart {
+			rec[len(csvHeader)-2], rec[len(csvHeader)-1] = f(x.ResumedHitRate), strconv.FormatInt(x.ResumedPromptTokens, 10)
 		}
 		if groups != nil {
-			state, resumed, resumedTokens := "", "", ""
+			state := ""
 			if x.Model != "" {
 				state = d(x.StateBlock)
-				resumed, resumedTokens = f(x.ResumedHitRate), strconv.FormatInt(x.ResumedPromptTokens, 10)
 			}
-			rec = append(rec, x.Model, x.Layout, state, resumed, resumedTokens)
+			rec = append(rec, x.Model, x.Layout, state)
 			cells := make([]string, len(groups))
 			for i, name := range groupKeys(r.Groups) {
 				cells[col[name]] = f(r.Groups[i].Share)
@@ -285,11 +287,11 @@ func WriteTable(w io.Writer, results []*Result) error {
 }
 
 // writeResumed writes, for the rows that count readmissions apart (Result.ResumedApart:
-// the hybrid scheme) with prefix sharing, what the readmitted requests re-hit.
+// the paged and hybrid schemes) with prefix sharing and readmissions, what the readmitted requests re-hit.
 func writeResumed(w io.Writer, results []*Result, width int) error {
 	first := true
 	for _, r := range results {
-		if !r.ResumedApart || !r.Scheme.PrefixSharing {
+		if !r.ResumedApart || !r.Scheme.PrefixSharing || r.ResumedPromptTokens == 0 {
 			continue
 		}
 		if first {

@@ -138,10 +138,10 @@ func TestShortPhaseIsFlagged(t *testing.T) {
 	assert.NotContains(t, b.String(), "!")
 }
 
-// Hybrid rows add the model, layout and state block, the readmissions' re-hit rate and
-// prompt tokens (counted apart from the hit rate) and a share column per KV-cache group,
-// over the union of the rows' groups; other rows leave them empty, and a CSV without
-// hybrid rows keeps its columns.
+// Hybrid rows add the model, layout and state block and a share column per KV-cache
+// group, over the union of the rows' groups; other rows leave them empty, and a CSV
+// without hybrid rows keeps its columns. The readmissions' re-hit rate and prompt tokens
+// (counted apart from the hit rate) are every preempting scheme's, empty for the others.
 func TestCSVGroupColumns(t *testing.T) {
 	plain := tinyResults(t)[:1]
 	h1 := &Result{Scheme: Scheme{Name: Hybrid, Model: "gemma-3-27b", Layout: LayoutCarved, BlockSize: 16, StateBlock: 0},
@@ -154,11 +154,12 @@ func TestCSVGroupColumns(t *testing.T) {
 	recs, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
 	n := len(csvHeader)
-	require.Equal(t, []string{"model", "layout", "state_block", "resumed_hit_rate", "resumed_prompt_tokens",
+	require.Equal(t, []string{"resumed_hit_rate", "resumed_prompt_tokens"}, recs[0][n-2:n])
+	require.Equal(t, []string{"model", "layout", "state_block",
 		"group_sliding_share", "group_full_share", "group_state_share", "group_full2_share"}, recs[0][n:])
-	assert.Equal(t, []string{"", "", "", "", "", "", "", "", ""}, recs[1][n:])
-	assert.Equal(t, []string{"gemma-3-27b", "carved", "0", "0.000000", "0", "0.250000", "0.500000", "", ""}, recs[2][n:])
-	assert.Equal(t, []string{"jamba-1.5-mini", "per-class", "32", "0.875000", "4000", "", "0.750000", "0.125000", "0.062500"}, recs[3][n:])
+	assert.Equal(t, []string{"", "", "", "", "", "", "", "", ""}, recs[1][n-2:])
+	assert.Equal(t, []string{"", "", "gemma-3-27b", "carved", "0", "0.250000", "0.500000", "", ""}, recs[2][n-2:])
+	assert.Equal(t, []string{"0.875000", "4000", "jamba-1.5-mini", "per-class", "32", "", "0.750000", "0.125000", "0.062500"}, recs[3][n-2:])
 
 	buf.Reset()
 	require.NoError(t, WriteCSV(&buf, plain))

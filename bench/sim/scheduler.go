@@ -46,13 +46,6 @@ type allocator interface {
 	check(deep bool) error
 }
 
-// resumedApart is an allocator that tells its library which admissions are readmissions
-// after preemption (the hybrid scheme: hybrid.Request.Resumed), whose re-hits of their own
-// blocks the scheduler then counts apart from the hit rate (Result.ResumedHitRate).
-type resumedApart interface {
-	resumedApart()
-}
-
 // groupAllocator is an allocator of several KV-cache groups (the hybrid scheme): it says
 // what each group's blocks held by running requests take, for Result.Groups.
 type groupAllocator interface {
@@ -91,16 +84,15 @@ type Result struct {
 	CompletedPerKStep float64
 	// Preemptions counts preemptions in the saturated phase (TotalPreemptions in the run).
 	Preemptions, TotalPreemptions int
-	// PrefixHitRate is prefix-hit tokens / prompt tokens over the saturated phase's
-	// admissions. Readmissions after preemption are included (vLLM's definition before
-	// it counted preempted requests' lookups apart), except under a scheme with
-	// ResumedApart, whose readmissions are in ResumedHitRate instead.
+	// PrefixHitRate is prefix-hit tokens / prompt tokens over the saturated phase's first
+	// admissions. Readmissions after preemption are not in it but in ResumedHitRate, as
+	// vLLM counts preempted requests' lookups apart: their re-hits, mostly of their own
+	// blocks, would flatter it.
 	PrefixHitRate float64
-	// ResumedApart says the scheme counts readmissions after preemption apart (the
-	// hybrid scheme, which marks them hybrid.Request.Resumed, as vLLM counts preempted
-	// requests' lookups apart): their re-hits, mostly of their own blocks, do not flatter
-	// PrefixHitRate. ResumedHitRate is their hit tokens / prompt tokens over the saturated
-	// phase, ResumedPromptTokens their prompt tokens.
+	// ResumedApart says the scheme preempts (the paged and hybrid schemes, which mark
+	// their readmissions blocktable.Request.Resumed and hybrid.Request.Resumed, so that
+	// the library counts them apart too). ResumedHitRate is the readmissions' hit tokens
+	// / prompt tokens over the saturated phase, ResumedPromptTokens their prompt tokens.
 	ResumedApart        bool
 	ResumedHitRate      float64
 	ResumedPromptTokens int64
@@ -187,8 +179,8 @@ type scheduler struct {
 	completed, preemptions   int
 	promptTokens, hitTokens  int64
 	totalPreempt, unreported int
-	// resumedPrompt and resumedHit are readmissions' prompt and hit tokens, for an
-	// allocator that counts them apart (resumedApart).
+	// resumedPrompt and resumedHit are readmissions' prompt and hit tokens, counted apart
+	// from promptTokens and hitTokens.
 	resumedPrompt, resumedHit int64
 
 	// checkEveryStep makes every step verify the usage and the allocator's invariants, as
@@ -356,8 +348,7 @@ func (sc *scheduler) admit(budget int) error {
 		}
 		budget -= prefill
 		sc.popHead()
-		_, apart := sc.a.(resumedApart)
-		if sc.saturated && h.preempted && apart {
+		if sc.saturated && h.preempted {
 			sc.resumedPrompt += int64(h.stored)
 			sc.resumedHit += int64(hit)
 		} else if sc.saturated {
@@ -460,7 +451,7 @@ func (sc *scheduler) finishResult(totalSteps int) {
 	if sc.promptTokens > 0 {
 		r.PrefixHitRate = float64(sc.hitTokens) / float64(sc.promptTokens)
 	}
-	if _, ok := sc.a.(resumedApart); ok {
+	if r.Scheme.allocatesBlocks() {
 		r.ResumedApart, r.ResumedPromptTokens = true, sc.resumedPrompt
 		if sc.resumedPrompt > 0 {
 			r.ResumedHitRate = float64(sc.resumedHit) / float64(sc.resumedPrompt)

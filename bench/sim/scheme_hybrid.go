@@ -358,12 +358,9 @@ func (a *hybridAlloc) request(s *seq, n int) *hybrid.Request {
 		a.prompt[i] = Token(a.seed, s.req, i)
 	}
 	// A readmission after preemption is Resumed: the Manager counts its re-hits apart, and
-	// so does the scheduler (resumedApart).
+	// so does the scheduler (Result.ResumedHitRate).
 	return &hybrid.Request{Prompt: a.prompt, MaxTokens: s.req.KVLen(), SkipCacheRead: !a.sharing, Resumed: s.preempted}
 }
-
-// resumedApart marks the hybrid scheme as counting readmissions apart (scheduler.go).
-func (a *hybridAlloc) resumedApart() {}
 
 func (a *hybridAlloc) admit(s *seq, budget int) (prefill, hit int, ok bool, err error) {
 	n := s.req.Input + s.generated

@@ -67,7 +67,8 @@ type TierResult struct {
 	// CapacityBlocks is the tier's size in blocks.
 	CapacityBlocks int `json:"capacity_blocks"`
 	// HitRate is the prompt tokens found in this tier (the device's prefix, or loaded
-	// from the tier) over all prompt tokens of the admissions.
+	// from the tier) over all prompt tokens of the run's first admissions (readmissions
+	// after preemption are apart, as in Result.PrefixHitRate).
 	HitRate float64 `json:"hit_rate"`
 	// StoredBlocks are blocks copied into the tier, LoadedBlocks blocks loaded from it.
 	StoredBlocks uint64 `json:"stored_blocks"`
@@ -107,7 +108,7 @@ func (p *paged) tierResults(totalSteps int) []TierResult {
 		return nil
 	}
 	x := p.m.Config().Index
-	prompt := p.m.Stats().PromptTokens + p.m.Stats().ResumedPromptTokens
+	prompt := p.m.Stats().PromptTokens // the Manager counts Resumed lookups apart, hits per tier too
 	var out []TierResult
 	for t := range x.NumTiers() {
 		st := x.TierStatsOf(prefix.Tier(t))
