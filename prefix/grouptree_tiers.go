@@ -226,7 +226,7 @@ func (t *GroupTree) CountDeviceEviction(b blocks.ID) {
 // must; n is live and kept by an entry (the copy's source), so making room cannot free it.
 func (t *GroupTree) reserveSlot(tier Tier, n Node, g int) (int32, bool) {
 	l := &t.tiers.lv[tier-1]
-	if len(l.free) == 0 && !t.makeRoom(tier) {
+	if len(l.free) == 0 && !makeRoom(t, tier) {
 		return -1, false
 	}
 	s := l.take()
@@ -236,36 +236,34 @@ func (t *GroupTree) reserveSlot(tier Tier, n Node, g int) (int32, bool) {
 	return s, true
 }
 
-// makeRoom frees a slot of lower tier tier by its policy, as an Index's tiers do
-// (tierstore.go): a victim the tier below takes by write-back is copied down (its slot
-// frees when the copy completes, and the next victim is tried, up to a batch), any other
-// is dropped.
-func (t *GroupTree) makeRoom(tier Tier) bool {
+// GroupTree's side of makeRoom (tierroom.go): a slot holds a (node, group).
+
+func (t *GroupTree) lowerLevel(tier Tier) *slotLevel {
+	if int(tier) > len(t.tiers.lv) {
+		return nil
+	}
+	return &t.tiers.lv[tier-1].slotLevel
+}
+
+func (t *GroupTree) victimBelow(tier Tier, k int32) bool {
+	l := &t.tiers.lv[tier-1]
+	return t.tiers.lv[tier].at[int(l.node[k])*t.ng+int(l.group[k])] != 0
+}
+
+func (t *GroupTree) writeDown(tier Tier, k int32) bool {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
-	batch := max(1, l.spec.Capacity/64)
-	for started := 0; started < batch; started++ {
-		k, ok := l.policy.Victim()
-		if !ok {
-			return false
-		}
-		n, g := l.node[k], int(l.group[k])
-		below := tier + 1
-		if int(below) > len(ts.lv) || ts.lv[below-1].spec.Write != WriteBack || ts.lv[below-1].at[int(n)*t.ng+g] != 0 {
-			t.dropSlot(tier, k)
-			return true
-		}
-		d, ok := t.reserveSlot(below, n, g)
-		if !ok {
-			t.dropSlot(tier, k)
-			return true
-		}
-		l.pins[k]++
-		l.leaving[k] = true
-		ts.queue = append(ts.queue, tierOp{from: tier, to: below, src: k, dst: d})
+	d, ok := t.reserveSlot(tier+1, l.node[k], int(l.group[k]))
+	if !ok {
+		return false
 	}
-	return false
+	l.pins[k]++
+	l.leaving[k] = true
+	ts.queue = append(ts.queue, tierOp{from: tier, to: tier + 1, src: k, dst: d})
+	return true
 }
+
+func (t *GroupTree) dropVictim(tier Tier, k int32) { t.dropSlot(tier, k) }
 
 // dropSlot frees slot s of lower tier tier (off the policy already, if it was a
 // candidate) and the node, with the ancestors nothing keeps, if nothing else keeps it.

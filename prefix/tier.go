@@ -35,7 +35,7 @@ const (
 // For maintainers, a new policy: add its constant below and accept it in
 // TierConfig.validate; the device's copies into tier 1 are decided in tierdevice.go
 // (tierCommitted on commit, tierAcquired on a hit, tierEvicted and demoteAhead on
-// eviction), and copies from one lower tier into the next in tierstore.go (makeRoom when
+// eviction), and copies from one lower tier into the next in tierroom.go (makeRoom when
 // a slot is evicted, slotResidentNow when a copy lands). A new tier (remote memory, a
 // second disk) needs no code: it is one more TierSpec with its own Medium, up to MaxTiers.
 type WritePolicy uint8

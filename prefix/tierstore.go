@@ -302,7 +302,7 @@ func (x *Index) tierAdd(t Tier, e int32) {
 func (x *Index) reserve(t Tier, e int32) bool {
 	ts := x.tiers
 	l := &ts.lv[t-1]
-	if len(l.free) == 0 && !x.makeRoom(t) {
+	if len(l.free) == 0 && !makeRoom(x, t) {
 		return false
 	}
 	s := l.take()
@@ -312,39 +312,34 @@ func (x *Index) reserve(t Tier, e int32) bool {
 	return true
 }
 
-// makeRoom frees one slot of lower tier t by its policy: a victim with a copy below it, or
-// at the last tier, or whose tier below is not write-back, is dropped; any other victim is
-// written back to the tier below (its slot frees when the copy completes) and the next
-// victim is tried, up to writeBackBatch of them: then no slot is free now, and the
-// write-backs started free some by the time their plan completes. A victim the tier below
-// has no room for is dropped.
-func (x *Index) makeRoom(t Tier) bool {
-	ts := x.tiers
-	l := &ts.lv[t-1]
-	batch := max(1, l.spec.Capacity/64)
-	for started := 0; started < batch; started++ {
-		k, ok := l.policy.Victim()
-		if !ok {
-			return false
-		}
-		e := l.owner[k] - 1
-		en := &ts.ents[e]
-		below := t + 1
-		if int(below) > len(ts.lv) || ts.lv[below-1].spec.Write != WriteBack || en.slot[below-1] != 0 {
-			x.dropSlot(t, e)
-			return true
-		}
-		if !x.reserve(below, e) {
-			x.dropSlot(t, e)
-			return true
-		}
-		en = &ts.ents[e]
-		en.pins[t-1]++
-		en.leaving[t-1] = true
-		ts.queue = append(ts.queue, tierOp{from: t, to: below, e: e, src: k, dst: en.slot[below-1] - 1})
+// Index's side of makeRoom (tierroom.go): a slot's owner is an entry.
+
+func (x *Index) lowerLevel(t Tier) *slotLevel {
+	if int(t) > len(x.tiers.lv) {
+		return nil
 	}
-	return false
+	return &x.tiers.lv[t-1].slotLevel
 }
+
+func (x *Index) victimBelow(t Tier, k int32) bool {
+	ts := x.tiers
+	return ts.ents[ts.lv[t-1].owner[k]-1].slot[t] != 0
+}
+
+func (x *Index) writeDown(t Tier, k int32) bool {
+	ts := x.tiers
+	e := ts.lv[t-1].owner[k] - 1
+	if !x.reserve(t+1, e) {
+		return false
+	}
+	en := &ts.ents[e]
+	en.pins[t-1]++
+	en.leaving[t-1] = true
+	ts.queue = append(ts.queue, tierOp{from: t, to: t + 1, e: e, src: k, dst: en.slot[t] - 1})
+	return true
+}
+
+func (x *Index) dropVictim(t Tier, k int32) { x.dropSlot(t, x.tiers.lv[t-1].owner[k]-1) }
 
 // dropSlot drops entry e's slot in lower tier t (the caller has taken it off the policy
 // if it was a candidate), and frees the entry if nothing else holds it.
