@@ -192,3 +192,46 @@ func TestDecoderKeepsNoLongStrings(t *testing.T) {
 	runtime.KeepAlive(&d)
 	runtime.KeepAlive(payloads)
 }
+
+// A string the decoder refuses for its length (a lora_name, a medium) or skips (a map
+// key it does not know) costs no copy: the declared length is checked before any byte is
+// read, so a peer's megabyte strings make the decoder allocate nothing sized by them.
+// TotalAlloc counts every byte allocated, whatever the GC does meanwhile.
+func TestDecodeCopiesNoLongString(t *testing.T) {
+	mp := func(v any) []byte { b, err := msgpack.Marshal(v); require.NoError(t, err); return b }
+	const long = 1 << 20
+	huge := strings.Repeat("x", long)
+	event := func(k string, v any) []byte {
+		return mp(map[string]any{"ts": 1.0, "events": []any{map[string]any{"type": "AllBlocksCleared", k: v}}})
+	}
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		refused string
+	}{
+		{"lora_name, array form", storedWithLoRA(mp(huge)), "lora_name: "},
+		{"lora_name, map form", mp(map[string]any{"ts": 1.0, "events": []any{map[string]any{
+			"type": "BlockStored", "block_hashes": []any{1}, "token_ids": []any{1}, "block_size": 1, "lora_name": huge}}}), "lora_name: "},
+		{"medium, map form", event("medium", huge), "medium: "},
+		{"unknown event key", event(huge, 0), ""},
+		{"unknown batch key", mp(map[string]any{"ts": 1.0, "events": []any{}, huge: 0}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d kvevents.Decoder
+			var b kvevents.Batch
+			require.NoError(t, d.Decode(event("k", 0), &b)) // warm: the msgpack decoder, the Batch
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := d.Decode(tc.payload, &b)
+			runtime.ReadMemStats(&after)
+			if tc.refused != "" {
+				require.ErrorIs(t, err, kvevents.ErrMalformed)
+				require.ErrorContains(t, err, tc.refused)
+			} else {
+				require.NoError(t, err)
+			}
+			allocated := after.TotalAlloc - before.TotalAlloc
+			require.Less(t, allocated, uint64(long/16), "decoding a %d-byte string allocated %d bytes", long, allocated)
+		})
+	}
+}

@@ -45,7 +45,6 @@ type Decoder struct {
 	budget  int
 	r       bytes.Reader
 	d       *msgpack.Decoder
-	scratch []byte
 	strs    map[string]string // interned medium and LoRA names: a handful of values
 }
 
@@ -218,6 +217,35 @@ var (
 	removedFields = []string{fieldBlockHashes, fieldMedium, fieldGroupIdx}
 )
 
+// eventKey returns the map form's key raw as the package's constant for it, or "" for a
+// key it does not know (without converting raw, so a peer's long unknown keys cost no
+// allocation).
+func eventKey(raw []byte) string {
+	switch string(raw) {
+	case "type":
+		return "type"
+	case fieldBlockHashes:
+		return fieldBlockHashes
+	case fieldParent:
+		return fieldParent
+	case fieldTokenIDs:
+		return fieldTokenIDs
+	case fieldBlockSize:
+		return fieldBlockSize
+	case fieldLoRAID:
+		return fieldLoRAID
+	case fieldMedium:
+		return fieldMedium
+	case fieldLoRAName:
+		return fieldLoRAName
+	case fieldExtraKeys:
+		return fieldExtraKeys
+	case fieldGroupIdx:
+		return fieldGroupIdx
+	}
+	return ""
+}
+
 func fieldsOf(k EventKind) []string {
 	switch k {
 	case KindBlockStored:
@@ -299,8 +327,13 @@ func (d *Decoder) mapEvent(b *Batch, e *Event) error {
 		if err != nil {
 			return fmt.Errorf("key: %w", err)
 		}
-		key := d.intern(raw)
+		key := eventKey(raw)
 		switch key {
+		case "":
+			if err := d.skipOne(); err != nil { // an unknown field, never copied
+				return err
+			}
+			continue
 		case "type":
 			tag, err := d.rawString()
 			if err != nil {

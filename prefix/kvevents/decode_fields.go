@@ -216,9 +216,13 @@ func (d *Decoder) extraKeys(e *Event) error {
 	return nil
 }
 
-// rawString reads a string (or bin) into the decoder's scratch buffer, valid until the next
-// call.
-func (d *Decoder) rawString() ([]byte, error) {
+// rawString reads a string (or bin) as a view of the payload: nothing is copied.
+func (d *Decoder) rawString() ([]byte, error) { return d.boundedRaw(math.MaxInt) }
+
+// boundedRaw reads a string (or bin) of at most limit bytes as a view of the payload. The
+// declared length is checked against limit and the bytes left before anything is read
+// past the header, so a peer's long string costs neither a copy nor an allocation.
+func (d *Decoder) boundedRaw(limit int) ([]byte, error) {
 	n, err := d.d.DecodeBytesLen()
 	if err != nil {
 		return nil, err
@@ -226,19 +230,22 @@ func (d *Decoder) rawString() ([]byte, error) {
 	if n < 0 || n > d.r.Len() {
 		return nil, fmt.Errorf("string of %d bytes in %d", n, d.r.Len())
 	}
-	d.scratch = append(d.scratch[:0], make([]byte, n)...)
-	return d.scratch, d.d.ReadFull(d.scratch)
+	if n > limit {
+		return nil, fmt.Errorf("%d bytes, at most %d", n, limit)
+	}
+	pos := len(d.payload) - d.r.Len()
+	if _, err := d.r.Seek(int64(pos+n), io.SeekStart); err != nil {
+		return nil, err
+	}
+	return d.payload[pos : pos+n : pos+n], nil
 }
 
 // boundedString reads a string of at most limit bytes, interned; a longer one is refused
-// before it is copied.
+// from its declared length, before any of its bytes is copied.
 func (d *Decoder) boundedString(limit int) (string, error) {
-	b, err := d.rawString()
+	b, err := d.boundedRaw(limit)
 	if err != nil {
 		return "", err
-	}
-	if len(b) > limit {
-		return "", fmt.Errorf("%d bytes, at most %d", len(b), limit)
 	}
 	return d.intern(b), nil
 }
@@ -246,7 +253,8 @@ func (d *Decoder) boundedString(limit int) (string, error) {
 // intern returns b as a string, shared with earlier equal strings: the same medium and
 // LoRA names come in every event, and a decoder that reuses its Batch allocates nothing.
 // It keeps at most maxInterned strings of at most maxInternedBytes each: what it keeps
-// outlives the payload, and a peer's long unknown map keys must not park memory in it.
+// outlives the payload, so a stream of distinct names must not grow it. (Only bounded
+// strings are interned; map keys are matched against the known fields, never copied.)
 func (d *Decoder) intern(b []byte) string {
 	if s, ok := d.strs[string(b)]; ok {
 		return s
