@@ -59,7 +59,8 @@ func (b *Batcher) Len() int { return b.n }
 
 // Refused returns how many events the Batcher left out because a Decoder would refuse the
 // batch holding them: a LoRA name longer than MaxLoRANameBytes, a medium longer than
-// MaxMediumBytes, a group outside [0, MaxGroup]. One such event would cost every consumer
+// MaxMediumBytes, a group outside [0, MaxGroup], a cache salt or multimodal identifier
+// longer than MaxExtraKeyBytes (unless WithoutExtraKeys leaves them out). One such event would cost every consumer
 // the whole batch; left out, it costs a routing miss on its blocks.
 func (b *Batcher) Refused() uint64 { return b.refused }
 
@@ -371,7 +372,25 @@ func (b *Batcher) medium(m string) string {
 // tier's name), group and LoRA name come from the index, unchecked.
 func (c *config) storable(e *prefix.BlockStored) bool {
 	return len(e.Namespace.LoRA) <= MaxLoRANameBytes && len(e.Medium) <= MaxMediumBytes &&
-		(!e.HasGroup || e.Group >= 0 && e.Group <= MaxGroup)
+		(!e.HasGroup || e.Group >= 0 && e.Group <= MaxGroup) &&
+		(c.omitExtraKeys || c.extraKeysFit(e))
+}
+
+// extraKeysFit reports whether every string the event's extra_keys would hold (the salt,
+// the multimodal identifiers) fits in MaxExtraKeyBytes; the LoRA name fits when lora_name
+// does.
+func (c *config) extraKeysFit(e *prefix.BlockStored) bool {
+	if len(e.Namespace.Salt) > MaxExtraKeyBytes && len(e.Parent) == 0 {
+		return false
+	}
+	for _, mm := range e.MM {
+		for _, id := range mm {
+			if len(id) > MaxExtraKeyBytes {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (c *config) removable(e *prefix.BlockRemoved) bool {

@@ -30,7 +30,8 @@ func (d *Decoder) anyValue() (any, error) {
 }
 
 // checkBounded walks one value without building it. Every element of an array takes at
-// least one byte and every map entry two, so a longer declared length is malformed.
+// least one byte and every map entry two, so a longer declared length is malformed; a
+// string or bin longer than MaxExtraKeyBytes is refused from its declared length.
 func (d *Decoder) checkBounded(depth int) error {
 	if depth > maxExtraKeyDepth {
 		return errors.New("value nested too deeply")
@@ -53,6 +54,14 @@ func (d *Decoder) checkBounded(depth int) error {
 			return fmt.Errorf("map of %d entries in %d bytes", n, d.r.Len())
 		}
 		n *= 2
+	case msgpcode.IsString(c) || msgpcode.IsBin(c):
+		if err := d.charge(anyCost); err != nil {
+			return err
+		}
+		if _, err := d.boundedRaw(MaxExtraKeyBytes); err != nil {
+			return fmt.Errorf("extra key: %w", err)
+		}
+		return nil
 	default:
 		if err := d.charge(anyCost); err != nil {
 			return err

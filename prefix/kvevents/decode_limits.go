@@ -32,6 +32,14 @@ const (
 	// most 96 characters a part); a consumer keys the blocks' chain by it, and a Decoder
 	// keeps the names it has seen, so an unbounded one let each payload park megabytes.
 	MaxLoRANameBytes = 1024
+	// MaxExtraKeyBytes is the longest string an extra key may be, at any depth of
+	// extra_keys (a Decoder refuses a longer one, a Batcher leaves out the event that would
+	// write it). vLLM's are the LoRA name (at most MaxLoRANameBytes), multimodal
+	// identifiers (a 64-character hash, or a user's uuid, which vLLM may prefix with the
+	// LoRA name) and the cache salt (a tenant's secret); a consumer keeps or hashes each
+	// of them for every block of the event, so without a bound of their own one event of
+	// a megabyte string would make it store or hash megabytes per block.
+	MaxExtraKeyBytes = 4096
 	// maxSkipDepth bounds how deeply a skipped unknown element may nest.
 	maxSkipDepth = 32
 	// allocFactor and allocSlack bound what one Decode may build: the Go memory of its
