@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -18,7 +19,10 @@ import (
 // it by hand). The ROUTER answers with one message per buffered batch whose sequence
 // number is at least that, each [empty, seq (8 bytes big-endian), payload], then the end
 // marker [empty, -1 as 8 bytes (all 0xff), empty payload]. Batches that left the buffer
-// are simply absent: the subscriber sees the gap in the sequence numbers.
+// are simply absent: the subscriber sees the gap in the sequence numbers. The marker's
+// number is also that of batch 2^64-1, which a publisher may buffer (vLLM numbers with a
+// Python int and writes it unsigned): the marker is the one with an empty payload, as no
+// batch's payload is.
 //
 // A ROUTER prefixes what it receives with the peer's identity and routes replies by it;
 // here every connection has its own goroutine, which answers on the connection the
@@ -235,14 +239,23 @@ func (c *replayClient) close() {
 // within 30 times it. A connection kept from an earlier replay may have died meanwhile
 // (the publisher's end closed, a network blip the PUB connection also saw): a request
 // that fails on one, other than by timing out, is made once more on a new connection,
-// from the batch after the last one applied, rather than leave the gap unfilled.
+// from the batch after the last one applied, rather than leave the gap unfilled. Once
+// batch 2^64-1 is applied there is no batch after it to ask for: the replay has delivered
+// all there can be, and a failure after it is no failure.
 func (c *replayClient) replay(seq uint64, apply func(seq uint64, payload []byte)) error {
-	from := seq
+	from, top := seq, false // top: batch 2^64-1 was applied (from cannot say so)
 	reused, err := c.replayOnce(seq, func(s uint64, payload []byte) {
-		from = max(from, s+1)
+		if s == math.MaxUint64 {
+			top = true
+		} else {
+			from = max(from, s+1)
+		}
 		apply(s, payload)
 	})
-	if err != nil && reused && !errors.Is(err, errReplayTimeout) {
+	switch {
+	case top:
+		return nil
+	case err != nil && reused && !errors.Is(err, errReplayTimeout):
 		_, err = c.replayOnce(from, apply)
 	}
 	return err
@@ -279,7 +292,7 @@ func (c *replayClient) replayOnce(seq uint64, apply func(seq uint64, payload []b
 		if m.Command != "" || len(m.Frames) != 3 || len(m.Frames[0]) != 0 || len(m.Frames[1]) != 8 {
 			continue
 		}
-		if string(m.Frames[1]) == string(endSeq) {
+		if string(m.Frames[1]) == string(endSeq) && len(m.Frames[2]) == 0 {
 			return reused, nil
 		}
 		apply(binary.BigEndian.Uint64(m.Frames[1]), m.Frames[2])

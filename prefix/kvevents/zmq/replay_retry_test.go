@@ -2,6 +2,7 @@ package zmq_test
 
 import (
 	"encoding/binary"
+	"math"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -84,4 +85,90 @@ func TestReplayRetriesOnADeadConnection(t *testing.T) {
 	require.Zero(t, st.Lost, "%+v", st)
 	require.EqualValues(t, 10, st.Applied, "%+v", st)
 	require.EqualValues(t, 2, conns.Load())
+}
+
+// At the top of the range: a publisher may buffer batch 2^64-1, whose number is also the
+// replay's end marker, and its answer may end there, the connection dying before the
+// marker. The batch used to be taken for the marker (and the real marker, left on the
+// kept connection, for the answer to the next request); once taken as a batch, the
+// replay's retry asked again from the batch after it, which wraps to 0, so from 2^64-1
+// itself, and counted the answer as a Duplicate. Now the marker is the message with an
+// empty payload, and after batch 2^64-1 there is nothing left to ask for: one request, no
+// retry, no error.
+func TestReplayAtTheTopOfTheRange(t *testing.T) {
+	const top = math.MaxUint64
+	b := newBatcher(t)
+	b.AllBlocksCleared()
+	payload := b.AppendBatch(nil, 1)
+	seq := func(s uint64) []byte { return binary.BigEndian.AppendUint64(nil, s) }
+	end := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	var conns, requests atomic.Int32
+	replayEP := fakePub(t, func(nc net.Conn) {
+		conns.Add(1)
+		c, err := zmtp.Handshake(nc, "ROUTER", zmtp.DefaultLimits, time.Now().Add(5*time.Second))
+		if err != nil {
+			return
+		}
+		for {
+			m, err := c.Read()
+			if err != nil {
+				return
+			}
+			if m.Command != "" || len(m.Frames) != 2 || len(m.Frames[1]) != 8 {
+				continue
+			}
+			from := binary.BigEndian.Uint64(m.Frames[1])
+			switch requests.Add(1) {
+			case 1: // the start-up replay: the one batch buffered, and the marker
+				if c.WriteMessage(nil, seq(top-3), payload) != nil || c.WriteMessage(nil, end, nil) != nil {
+					return
+				}
+			case 2: // the gap before live 2^64-1: up to the top, then the connection dies
+				for _, s := range []uint64{top - 2, top - 1, top} {
+					if c.WriteMessage(nil, seq(s), payload) != nil {
+						return
+					}
+				}
+				return
+			default: // a retry
+				for s := from; ; s++ {
+					if c.WriteMessage(nil, seq(s), payload) != nil || s == top {
+						break
+					}
+				}
+				if c.WriteMessage(nil, end, nil) != nil {
+					return
+				}
+			}
+		}
+	})
+	stop := make(chan struct{})
+	defer close(stop)
+	pubEP := fakePub(t, func(nc net.Conn) {
+		c, err := zmtp.Handshake(nc, "PUB", zmtp.DefaultLimits, time.Now().Add(5*time.Second))
+		if err != nil {
+			return
+		}
+		if _, err := c.Read(); err != nil { // the subscription
+			return
+		}
+		if c.WriteMessage(nil, seq(top), payload) != nil {
+			return
+		}
+		<-stop
+	})
+	sub, err := zmq.NewSubscriber(newIndex(t), "s", pubEP, zmq.SubscribeFrom(top-3),
+		zmq.SubscribeReplay(replayEP), zmq.SubscribeResync(time.Hour))
+	require.NoError(t, err)
+	// Five batches reach the subscriber: four replayed, and the live 2^64-1, a duplicate.
+	require.Eventually(t, func() bool { st := sub.Stats(); return st.Applied+st.Duplicates >= 5 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, sub.Close())
+	st := sub.Stats()
+	require.EqualValues(t, 4, st.Applied, "%+v", st)
+	require.EqualValues(t, 4, st.Replayed, "%+v", st)
+	require.EqualValues(t, 1, st.Duplicates, "only the live copy of 2^64-1: %+v", st)
+	require.Zero(t, st.ReplayErrors, "%+v", st)
+	require.Zero(t, st.Lost, "%+v", st)
+	require.EqualValues(t, 2, requests.Load(), "no retry after batch 2^64-1")
+	require.EqualValues(t, 1, conns.Load())
 }
