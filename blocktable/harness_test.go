@@ -367,7 +367,7 @@ func (h *harness) apply(o op) {
 		}
 		res, err := h.m.Resume(id)
 		if err != nil {
-			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
+			h.failed(before, err, blocks.ErrOutOfBlocks)
 			return
 		}
 		delete(h.swapped, id)

@@ -202,8 +202,9 @@ func (m *Manager) releaseHold(s *sequence) {
 // token it had), matching its prefix on the device and loading what the tiers hold
 // (AdmitResult.Load); the caller computes the rest. Its hold on the tiers is then
 // released (the load pins what it reads). It keeps its ID and prompt length; its arrival
-// is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks) it stays
-// swapped out, its KV still held.
+// is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks, in a *SeqError
+// with Op "resume") it stays swapped out, its KV still held, and nothing else changed,
+// Stats included: a refused Resume is no refused admission.
 func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	s, err := m.lookup("resume", seq)
 	if err != nil {
@@ -220,8 +221,10 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 		m.check()
 		return AdmitResult{}, nil
 	}
+	// MaxTokens is a capacity hint: the tokens' slice may have grown past the pool's
+	// slots, which Admit would refuse as a size.
 	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: s.prompt.MM, Priority: s.priority,
-		Retention: s.prompt.Retention, MaxTokens: cap(s.tokens), Resumed: true}
+		Retention: s.prompt.Retention, MaxTokens: min(cap(s.tokens), m.maxSlots), Resumed: true}
 	delete(m.seqs, seq) // Admit files the sequence again under its ID
 	if m.last == s {
 		m.last = nil
@@ -229,12 +232,12 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	if slot := uint64(seq) & uint64(len(m.near)-1); m.near[slot] == s {
 		m.near[slot] = nil
 	}
-	rejected := m.st.RejectedAdmissions
+	st := m.st // Admit counts a refused admission; a refused Resume counts nothing
 	res, err := m.Admit(seq, &req)
 	if err != nil {
-		m.st.RejectedAdmissions = rejected // a refused Resume is no refused admission
+		m.st = st
 		m.file(s)
-		return AdmitResult{}, err
+		return AdmitResult{}, resumeError(err)
 	}
 	back := m.seqs[seq]
 	back.promptLen = s.promptLen
@@ -244,4 +247,15 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	m.st.SwapIns++
 	m.check()
 	return res, nil
+}
+
+// resumeError names Resume, not the admission it made, in Admit's error.
+func resumeError(err error) error {
+	switch e := err.(type) {
+	case *SeqError:
+		e.Op = "resume"
+	case *SizeError:
+		e.Op = "resume"
+	}
+	return err
 }
