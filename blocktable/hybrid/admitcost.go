@@ -55,28 +55,13 @@ func (m *Manager) checkRequest(op string, id blocktable.SeqID, req *Request) err
 	return nil
 }
 
-// admitCount is Admit's lookup and count for req, s its new record: the device hit, the
+// admitCount is Admit's lookup (find) and count for req, s its new record: the hit, the
 // hit with the lower tiers' continuation (full), the slots the admission gives, and the
 // free blocks it takes in all and, if per is not nil, per group (added to per). s.path
 // holds the matched nodes.
 func (m *Manager) admitCount(s *seq, req *Request, per []int) (hit, full, slots, need int) {
 	n := len(req.Prompt)
-	if !req.SkipCacheRead {
-		limit := n - 1
-		if req.HitLimit > 0 {
-			limit = min(limit, req.HitLimit)
-		}
-		m.walk(s, limit/m.unit)
-		hit = m.hit(s, limit)
-		// full is the hit with the lower tiers' continuation: the blocks past the device
-		// hit, up to full, are loaded (tiers.go).
-		if m.st.tiers != nil && hit < limit {
-			hit, full = m.hitTiers(s, limit, hit)
-		}
-	}
-	if full == 0 {
-		full = hit
-	}
+	_, hit, full, _ = m.find(s, req, -1)
 	slots = n
 	if req.Prefill > 0 {
 		slots = min(n, full+req.Prefill)

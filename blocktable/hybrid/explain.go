@@ -7,7 +7,10 @@ import (
 
 // Explain is MatchRequest with an explanation: it returns the hit Admit would take for
 // req, touching and counting nothing, and fills e with where and why the hit stopped
-// (issue 18's miss reasons). MatchedBlocks and FullBlocks are in match units. When a KV-cache
+// (issue 18's miss reasons). With lower tiers the hit is MatchRequest's and Admit's, a
+// lower-tier continuation that needs nothing loaded included; e then explains where that
+// tiered lookup stopped. A continuation that must be loaded is not part of the hit
+// (MatchTiers and AdmitTiered report it): e explains where the device's hit stopped. MatchedBlocks and FullBlocks are in match units. When a KV-cache
 // group lowered the fixed point below what full attention (or the length cap) allowed,
 // e.Group names it and e.Reason says why its block was missing:
 //   - prefix.MissEvicted with Evicted = prefix.EvictWindow: the group released the block
@@ -37,14 +40,12 @@ func (m *Manager) Explain(req *Request, e *prefix.Explanation) (int, error) {
 		return 0, nil
 	}
 	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
-	limit := n - 1
-	if req.HitLimit > 0 {
-		limit = min(limit, req.HitLimit)
-	}
-	m.walk(s, n/m.unit) // past the cap: the cap is one of the reasons
 	m.lowGroup = -1
-	hit := m.hit(s, limit)
+	dev, hit, _, limit := m.find(s, req, n/m.unit) // walked past the cap: the cap is one of the reasons
 	e.MatchedBlocks = hit / m.unit
+	// A pure lower-tier continuation is explained over the tiered lookup's view: the
+	// device before its own hit, the lower tiers from there.
+	m.explainLower = hit > dev
 	g0 := m.kinds[0][0]
 	switch {
 	case m.lowGroup >= 0:
@@ -56,6 +57,7 @@ func (m *Manager) Explain(req *Request, e *prefix.Explanation) (int, error) {
 	default:
 		m.explainFull(s, g0, limit, hit, e)
 	}
+	m.explainLower = false
 	m.spare = append(m.spare, s)
 	return hit, nil
 }
@@ -137,10 +139,18 @@ func (m *Manager) explainMissing(s *seq, g, j int, e *prefix.Explanation) {
 	e.Reason = prefix.MissNeverStored
 }
 
-// cachedFor reports whether group g (alone, not its kind) has block j of s.path cached.
+// cachedFor reports whether group g (alone, not its kind) has block j of s.path cached:
+// on the device, or, when Explain explains a pure lower-tier continuation, past the
+// device hit in a lower tier (as the tiered lookup reads it: lowerView).
 func (m *Manager) cachedFor(s *seq, g, j int) bool {
 	u := (j+1)*m.k[g] - 1
-	return u < len(s.path) && m.st.first(s.path[u], g) != blocks.NullID
+	if u >= len(s.path) {
+		return false
+	}
+	if m.explainLower && u >= m.view.devUnits {
+		return m.view.lower(s.path[u], g)
+	}
+	return m.st.first(s.path[u], g) != blocks.NullID
 }
 
 // anyGroupAt reports whether some group has a block cached at node n.

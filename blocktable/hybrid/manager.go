@@ -185,6 +185,8 @@ type Manager struct {
 	// lowGroup is the group that last lowered the fixed point in hit (-1: none), and
 	// lowFrom the length it was given: what Explain reports.
 	lowGroup, lowFrom int
+	// explainLower: Explain explains a pure lower-tier continuation (cachedFor).
+	explainLower bool
 
 	// loads files the sequences whose load is in flight, swapped the sequences Swap
 	// preemption put into the lower tiers (tiers.go, swap.go).
@@ -512,11 +514,8 @@ func (m *Manager) Match(prompt []int32) int {
 // blocktable.ErrInvalidArgument, as Admit refuses it. With lower tiers it is MatchTiers'
 // hit: a lower-tier hit that needs nothing loaded is part of the hit Admit takes.
 func (m *Manager) MatchRequest(req *Request) (int, error) {
-	if req == nil {
-		return 0, errNilRequest
-	}
-	hit, _ := m.MatchTiers(req)
-	return hit, nil
+	hit, _, err := m.MatchTiers(req)
+	return hit, err
 }
 
 // HitBlocks appends to dst, for each group, the blocks a hit of hitTokens on prompt takes

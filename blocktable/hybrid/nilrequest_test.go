@@ -28,6 +28,10 @@ func TestLookupsRefuseNil(t *testing.T) {
 	}{
 		{"admit nil", func(m *hybrid.Manager) (int, error) { return m.Admit(9, nil) }},
 		{"match request nil", func(m *hybrid.Manager) (int, error) { return m.MatchRequest(nil) }},
+		{"match tiers nil", func(m *hybrid.Manager) (int, error) {
+			hit, load, err := m.MatchTiers(nil)
+			return hit + load, err
+		}},
 		{"explain nil request", func(m *hybrid.Manager) (int, error) { return m.Explain(nil, &e) }},
 		{"explain nil explanation", func(m *hybrid.Manager) (int, error) { return m.Explain(req, nil) }},
 	} {

@@ -69,7 +69,8 @@ func TestHybridSwapHoldSurvivesPressure(t *testing.T) {
 		completeAll(t, m, true)
 		require.NoError(t, m.Finish(2))
 		require.NoError(t, m.CheckInvariants())
-		hit, load := m.MatchTiers(&hybrid.Request{Prompt: p1})
+		hit, load, err := m.MatchTiers(&hybrid.Request{Prompt: p1})
+		require.NoError(t, err)
 		if !swap {
 			require.Equal(t, uint64(8), m.TierStats(1).Evicted, "the second prompt's copies took every slot")
 			require.Zero(t, hit+load)

@@ -204,7 +204,14 @@ func TestTierMachine(t *testing.T) {
 				cut := rapid.IntRange(1, len(base)).Draw(rt, "cut")
 				prompt := append(append([]int32(nil), base[:cut]...), rapid.SliceOfN(rapid.Int32Range(1, 3), 0, 6).Draw(rt, "tail")...)
 				wantHit, wantLoad := expect(prompt)
-				h, l := m.MatchTiers(&hybrid.Request{Prompt: prompt})
+				h, l, err := m.MatchTiers(&hybrid.Request{Prompt: prompt})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				var e prefix.Explanation
+				if eh, err := m.Explain(&hybrid.Request{Prompt: prompt}, &e); err != nil || eh != h || e.MatchedBlocks != h/bs {
+					rt.Fatalf("Explain %v: %d (%d blocks, %v), MatchTiers' hit %d", prompt, eh, e.MatchedBlocks, err, h)
+				}
 				if fullOnly && (h != wantHit || l != wantLoad) {
 					rt.Fatalf("MatchTiers %v: %d + %d, the model %d + %d", prompt, h, l, wantHit, wantLoad)
 				}

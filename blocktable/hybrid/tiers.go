@@ -243,11 +243,17 @@ func (v *lowerView) Cached(i int) bool {
 	}
 	n := v.path[u]
 	for _, g := range v.kind {
-		if v.align[g] || v.st.t.LowerTier(n, g) == prefix.Device {
+		if !(*cachedView)(v).lower(n, g) {
 			return false
 		}
 	}
 	return true
+}
+
+// lower reports whether a lower tier holds group g's block at node n for a lookup (no
+// Mamba align group takes one).
+func (v *cachedView) lower(n prefix.Node, g int) bool {
+	return !v.align[g] && v.st.t.LowerTier(n, g) != prefix.Device
 }
 
 // deviceEnd is where group g's device blocks end in a hit of full tokens whose first hit
@@ -410,25 +416,19 @@ func (m *Manager) checkTiers() error {
 }
 
 // MatchTiers returns what AdmitTiered would take for req (its namespace, HitLimit and
-// SkipCacheRead included), touching nothing: the device hit, and the tokens after it
-// that the lower tiers hold and an admission would load.
-func (m *Manager) MatchTiers(req *Request) (hit, load int) {
-	if req == nil || len(req.Prompt) == 0 || req.SkipCacheRead {
-		return 0, 0
+// SkipCacheRead included), touching nothing: the hit (Admit's, MatchRequest's: the device
+// hit and a lower-tier continuation that needs nothing loaded), and the tokens after it
+// that the lower tiers hold and an admission would load (0 without tiers). A nil req is
+// refused with blocktable.ErrInvalidArgument, as MatchRequest and Explain refuse it.
+func (m *Manager) MatchTiers(req *Request) (hit, load int, err error) {
+	if req == nil {
+		return 0, 0, errNilRequest
 	}
-	n := len(req.Prompt)
-	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: n, Namespace: req.Namespace})
-	limit := n - 1
-	if req.HitLimit > 0 {
-		limit = min(limit, req.HitLimit)
+	if len(req.Prompt) == 0 {
+		return 0, 0, nil
 	}
-	m.walk(s, limit/m.unit)
-	hit = m.hit(s, limit)
-	if m.st.tiers != nil && hit < limit {
-		var full int
-		hit, full = m.hitTiers(s, limit, hit)
-		load = full - hit
-	}
+	s := m.newSeq(&Request{Prompt: req.Prompt, MaxTokens: len(req.Prompt), Namespace: req.Namespace})
+	_, hit, full, _ := m.find(s, req, -1)
 	m.spare = append(m.spare, s)
-	return hit, load
+	return hit, full - hit, nil
 }

@@ -51,12 +51,19 @@ func TestTierHitLoadingNothing(t *testing.T) {
 			hm, err := m.MatchRequest(&Request{Prompt: next})
 			require.NoError(t, err)
 			require.Equal(t, c.hit, hm, "MatchRequest: the hit Admit takes, the pure lower-tier hit included")
+			var e prefix.Explanation
+			he, err := m.Explain(&Request{Prompt: next}, &e)
+			require.NoError(t, err)
+			require.Equal(t, c.hit, he, "Explain: the hit Admit takes, the pure lower-tier hit included")
+			require.Equal(t, c.hit/m.unit, e.MatchedBlocks)
 			if c.second == 0 {
-				h, l := m.MatchTiers(&Request{Prompt: toks(0, c.first)})
+				h, l, err := m.MatchTiers(&Request{Prompt: toks(0, c.first)})
+				require.NoError(t, err)
 				require.Equal(t, [2]int{c.hit, 0}, [2]int{h, l}, "MatchTiers")
 				require.NotPanics(t, func() { r, err = m.Resume(1) })
 			} else {
-				h, l := m.MatchTiers(&Request{Prompt: toks(0, c.second)})
+				h, l, err := m.MatchTiers(&Request{Prompt: toks(0, c.second)})
+				require.NoError(t, err)
 				require.Equal(t, [2]int{c.hit, 0}, [2]int{h, l}, "MatchTiers")
 				require.NotPanics(t, func() { r, err = m.AdmitTiered(2, &Request{Prompt: toks(0, c.second), MaxTokens: c.second + 4}) })
 			}
