@@ -77,8 +77,11 @@ func (m *Manager) admitCount(s *seq, req *Request, per []int) (hit, full, slots,
 			if full != hit {
 				dev = m.deviceEnd(g, hit, full)
 			}
-			for i := skip; i < dev; i++ {
-				if m.st.ref(m.blockAt(s, g, i)) == 0 {
+			// blockAt and ref, spelled out with the loop's invariants hoisted: the hit's
+			// blocks are most of an admission's count.
+			q, t, path, kg := m.st.q, m.st.t, s.path, m.k[g]
+			for u := (skip+1)*kg - 1; u < dev*kg; u += kg {
+				if q.RefCount(t.First(path[u], g)) == 0 {
 					k++
 				}
 			}
