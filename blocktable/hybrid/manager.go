@@ -113,6 +113,14 @@ type Stats struct {
 	// CachedPrefixes counts, per group, the prefixes with a cached block (Cached less the
 	// duplicates): what the index's events say is held.
 	CachedPrefixes []int
+	// The lower tiers' counters (Config.Tiers; TierCounts has the same), as
+	// blocktable.Stats has them: Swapped is the sequences Swap preemption holds in the
+	// tiers now; SwapOuts and SwapIns count those it put there and Resume brought back;
+	// LoadedTokens and LoadFailedTokens the tokens of loads from lower tiers that
+	// completed ok (for admissions that are not Resumed) and that failed.
+	Swapped                        int
+	SwapOuts, SwapIns              uint64
+	LoadedTokens, LoadFailedTokens uint64
 }
 
 // Manager keeps the block tables of sequences of a hybrid model: one table per KV-cache
@@ -1027,5 +1035,6 @@ func (m *Manager) Stats() Stats {
 	st.Capacity, st.Free, st.Running = m.st.q.NumBlocks()-1, m.st.free(), len(m.seqs)
 	st.Cached, st.CachedPrefixes, st.Nodes = ts.Cached, ts.Prefixes, ts.Nodes
 	st.Evictions, st.Duplicates, st.Dropped = m.st.evictions, ts.Duplicates, m.st.dropped
+	m.tierStats(&st)
 	return st
 }

@@ -20,7 +20,7 @@ type StatsCell struct {
 }
 
 // statsFixed is the number of words before the per-group cached counts.
-const statsFixed = 15
+const statsFixed = 20
 
 // Publish copies m's statistics into the cell. Call it only from the goroutine that drives
 // m. It costs O(groups).
@@ -42,6 +42,7 @@ func (c *StatsCell) Publish(m *Manager) {
 		m.st.evictions, ts.DuplicateCount(), m.st.dropped,
 		k.HitTokens, k.PromptTokens, k.ResumedHitTokens, k.ResumedPromptTokens,
 		k.Forks, k.CopyOnWrites, k.Preemptions, uint64(m.ng),
+		uint64(len(m.swapped)), m.tierCounts.SwapOuts, m.tierCounts.SwapIns, m.tierCounts.LoadedTokens, m.tierCounts.LoadFailedTokens,
 	}
 	for i, v := range vals {
 		w[i].Store(v)
@@ -99,5 +100,6 @@ func (c *StatsCell) LoadInto(dst *Stats) {
 		HitTokens: vals[7], PromptTokens: vals[8], ResumedHitTokens: vals[9], ResumedPromptTokens: vals[10],
 		Forks: vals[11], CopyOnWrites: vals[12], Preemptions: vals[13], Cached: cached,
 		CachedPrefixes: prefixes,
+		Swapped:        int(vals[15]), SwapOuts: vals[16], SwapIns: vals[17], LoadedTokens: vals[18], LoadFailedTokens: vals[19],
 	}
 }

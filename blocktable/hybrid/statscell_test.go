@@ -8,6 +8,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +42,58 @@ func TestStatsCellCarriesEveryField(t *testing.T) {
 	require.Equal(t, want, got)
 	v := reflect.ValueOf(got)
 	for i := range v.NumField() {
-		require.False(t, v.Field(i).IsZero(), "field %s is zero in this scenario: make it non-zero", v.Type().Field(i).Name)
+		if name := v.Type().Field(i).Name; !tierFields[name] {
+			require.False(t, v.Field(i).IsZero(), "field %s is zero in this scenario: make it non-zero", name)
+		}
+	}
+}
+
+// tierFields are the Stats fields only a Manager with lower tiers sets.
+var tierFields = map[string]bool{"Swapped": true, "SwapOuts": true, "SwapIns": true, "LoadedTokens": true, "LoadFailedTokens": true}
+
+// Stats and the cell carry the lower tiers' counters (they were in TierCounts alone):
+// a swap out and back in, a failed load, an ok load of a prefix only the host holds, and
+// a sequence left swapped out.
+func TestStatsCarryTierCounters(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteBack}, 0)
+	p1 := seqTokens(9, 0)
+	_, err := m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 12})
+	require.NoError(t, err)
+	_, err = m.PreemptSeq(1, blocktable.Swap)
+	require.NoError(t, err)
+	completeAll(t, m, true)
+	_, err = m.Resume(1)
+	require.NoError(t, err)
+	completeAll(t, m, false) // the resumed load fails: 8 tokens computed after all
+	require.NoError(t, m.Finish(1))
+	p2 := seqTokens(9, 100)
+	_, err = m.Admit(2, &hybrid.Request{Prompt: p2, MaxTokens: 12})
+	require.NoError(t, err)
+	_, err = m.PreemptSeq(2, blocktable.Swap)
+	require.NoError(t, err)
+	completeAll(t, m, true)
+	require.NoError(t, m.Finish(2)) // its copies stay in the host
+	r, err := m.AdmitTiered(3, &hybrid.Request{Prompt: p2, MaxTokens: 12})
+	require.NoError(t, err)
+	require.Equal(t, 8, r.LoadTokens)
+	completeAll(t, m, true)
+	_, err = m.Admit(4, &hybrid.Request{Prompt: seqTokens(9, 200), MaxTokens: 12})
+	require.NoError(t, err)
+	_, err = m.PreemptSeq(4, blocktable.Swap)
+	require.NoError(t, err)
+
+	st := m.Stats()
+	tc := m.TierCounts()
+	require.Equal(t, 1, st.Swapped)
+	require.Equal(t, [4]uint64{3, 1, 8, 8}, [4]uint64{st.SwapOuts, st.SwapIns, st.LoadedTokens, st.LoadFailedTokens})
+	require.Equal(t, [4]uint64{tc.SwapOuts, tc.SwapIns, tc.LoadedTokens, tc.LoadFailedTokens},
+		[4]uint64{st.SwapOuts, st.SwapIns, st.LoadedTokens, st.LoadFailedTokens}, "TierCounts says the same")
+	var c hybrid.StatsCell
+	c.Publish(m)
+	require.Equal(t, st, c.Load())
+	v := reflect.ValueOf(st)
+	for name := range tierFields {
+		require.False(t, v.FieldByName(name).IsZero(), "field %s", name)
 	}
 }
 

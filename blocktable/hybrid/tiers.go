@@ -363,8 +363,15 @@ type TierCounts struct {
 	SwapOuts, SwapIns uint64
 }
 
-// TierCounts returns the lower tiers' counters.
+// TierCounts returns the lower tiers' counters (Stats has them too).
 func (m *Manager) TierCounts() TierCounts { return m.tierCounts }
+
+// tierStats fills st's lower-tier counters.
+func (m *Manager) tierStats(st *Stats) {
+	c := &m.tierCounts
+	st.Swapped = len(m.swapped)
+	st.SwapOuts, st.SwapIns, st.LoadedTokens, st.LoadFailedTokens = c.SwapOuts, c.SwapIns, c.LoadedTokens, c.LoadFailedTokens
+}
 
 // PendingTransfers is the number of transfers prepared and not yet completed.
 func (m *Manager) PendingTransfers() int { return m.st.t.PendingTransfers() }
