@@ -54,11 +54,11 @@ func runW3(m *blocktable.Manager, tr *W3Trace) (w3Result, error) {
 }
 
 // decodeAndFinish is the rest of a W3 request once admitted (W3, W5): append the output
-// tokens one at a time, as decode steps do, then finish (cache every full block, release
-// everything).
+// tokens one at a time, as a server's decode loop does (AppendToken, one decode step a
+// token), then finish (cache every full block, release everything).
 func decodeAndFinish(m *blocktable.Manager, seq blocktable.SeqID, output []int32) error {
-	for j := range output {
-		if _, err := m.Append(seq, output[j:j+1], 0); err != nil {
+	for _, tok := range output {
+		if _, err := m.AppendToken(seq, tok); err != nil {
 			return err
 		}
 	}

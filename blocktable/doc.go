@@ -35,7 +35,8 @@
 // with the hit or returns an *blocks.OutOfBlocksError saying how many blocks were missing,
 // having changed nothing. CanAdmit is the same check as a dry run. Append commits each
 // block to the index as it fills (through a per-sequence prefix.Cursor, O(1) per block),
-// so concurrent requests hit it before the first finishes. Finish caches the full blocks
+// so concurrent requests hit it before the first finishes; AppendToken is Append of one
+// token, for a decode loop (the same result and errors, no slice to build). Finish caches the full blocks
 // and releases everything; Abort releases without caching more. Preempt asks an
 // evict.Preemption policy for victims and releases them (Recompute) or keeps their KV in
 // the index's lower tiers (Swap, with Resume to bring them back; see below). A sequence preempted in Recompute
@@ -97,9 +98,9 @@
 //
 // # Cost
 //
-// Append, slot lookups and FillRow/FillSlots/Pack allocate nothing in steady state:
-// finished sequences' records are reused, and token and block buffers keep their
-// capacity (Request.MaxTokens sizes them once).
+// Append, AppendToken, slot lookups and FillRow/FillSlots/Pack allocate nothing in
+// steady state: finished sequences' records are reused, and token and block buffers keep
+// their capacity (Request.MaxTokens sizes them once).
 //
 // # Extending it
 //

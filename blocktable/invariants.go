@@ -50,6 +50,11 @@ func (m *Manager) CheckInvariants() error {
 			if err := s.t.CheckInvariants(); err != nil {
 				return fmt.Errorf("seq %d: %w", id, err)
 			}
+			// The decode step (Manager.step) commits only a block it fills: with room
+			// left in the last block, every full block before it is committed already.
+			if c := s.committed(); s.t.room > 0 && m.caching() && !s.stale && s.loading == 0 && c != len(s.tokens)/m.bs {
+				return fmt.Errorf("seq %d has room in its last block but %d of its %d full blocks committed", id, c, len(s.tokens)/m.bs)
+			}
 			for _, b := range s.t.ids[s.t.nulls:] {
 				holders[b]++
 			}

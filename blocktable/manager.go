@@ -505,19 +505,58 @@ func (m *Manager) rematch(s *sequence, upto int) {
 // at once, so concurrent requests can hit it. The first write into a shared block copies
 // it (see AppendResult.Copy). All or nothing: on blocks.ErrOutOfBlocks nothing changed; the
 // caller preempts (Preempt) and retries. Append allocates no memory in steady state.
+// A decode loop appending one token at a time may call AppendToken instead.
 func (m *Manager) Append(seq SeqID, tokens []int32, lookahead int) (AppendResult, error) {
 	// A decode step of the sequence the previous call named, into its own last block with
-	// room, filling no block: most calls, kept small enough to stay cheap.
-	if s := m.last; s != nil && s.id == seq && s.state == Running && len(tokens) == 1 &&
-		lookahead == 0 && s.t.appendInLast(1) {
-		s.tokens = append(s.tokens, tokens[0]) // no memmove call for 4 bytes
-		if len(s.tokens) >= (s.committed()+1)*m.bs || m.progressOrder {
+	// room: most calls, kept small enough to stay cheap.
+	if s := m.last; s != nil && s.id == seq && len(tokens) == 1 && lookahead == 0 && s.t.room > 0 {
+		if m.step(s, tokens[0]) {
 			return m.appended(s, AppendResult{}), nil
 		}
 		m.check()
 		return AppendResult{}, nil
 	}
 	return m.appendSlow(seq, tokens, lookahead)
+}
+
+// AppendToken is Append(seq, []int32{token}, 0), the decode step of a server's decode
+// loop: the same result, the same errors (the state unchanged on each), without a slice
+// to build or lengths to check. Like Append it allocates no memory in steady state.
+func (m *Manager) AppendToken(seq SeqID, token int32) (AppendResult, error) {
+	if s := m.last; s != nil && s.id == seq && s.t.room > 0 {
+		if m.step(s, token) {
+			return m.appended(s, AppendResult{}), nil
+		}
+		m.check()
+		return AppendResult{}, nil
+	}
+	one := [1]int32{token}
+	return m.appendSlow(seq, one[:], 0)
+}
+
+// step appends token to s, the sequence of the previous call, whose table has room: the
+// token lands in the table's own last block, which holds no reserved slot and lies in no
+// window (Table.room). A table with room belongs to a running sequence (a swap or a
+// preemption releases the table, which forgets room), and every full block before its
+// last one is committed already, unless the sequence is stale or loading, which commit
+// nothing (CheckInvariants). So only a block this token fills needs appended's commit,
+// and a preemption order that reads progress its update: step reports whether either is
+// due.
+func (m *Manager) step(s *sequence, token int32) bool {
+	if invariant.Enabled {
+		m.checkStep(s)
+	}
+	s.t.room--
+	s.t.tokens++
+	s.tokens = append(s.tokens, token) // no memmove call for 4 bytes
+	return s.t.room == 0 || m.progressOrder
+}
+
+// checkStep checks, under the kvinvariants build tag, what step does not: that s runs.
+func (m *Manager) checkStep(s *sequence) {
+	if s.state != Running {
+		panic(fmt.Sprintf("kvpage: broken invariant: seq %d has room in its table but is not running", s.id))
+	}
 }
 
 // appendSlow is Append for every other case: another sequence, several tokens, lookahead,

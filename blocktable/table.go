@@ -39,8 +39,9 @@ type Table struct {
 	// cows counts copy-on-writes, for Stats.
 	cows uint64
 	// room is how many more tokens appendInLast may add without its checks: set when
-	// they last passed, to what is left of the last block, which is then the table's own
-	// (one holder), past every reserved slot and outside any window. Every other call
+	// they last passed (or Append's general path found them passing, setRoom), to what
+	// is left of the last block, which is then the table's own (one holder), past every
+	// reserved slot and outside any window. Every other call
 	// that changes the table sets it to 0 (resetRoom), and so does Fork, whose child
 	// shares the last block; 0 only means "check again". Only full blocks are cached,
 	// so nothing else takes a second holder of a partly filled last block.
@@ -185,6 +186,20 @@ func (t *Table) appendInLastChecked(n int) bool {
 	return true
 }
 
+// setRoom sets room after Append's general path, to what is left of the last block when
+// appendInLast's checks would pass for it (the table's own block, holding the next
+// position, nothing reserved, no window), so that the decode steps after a new block take
+// the short path at once. 0 otherwise.
+func (t *Table) setRoom() {
+	t.room = 0
+	last := len(t.ids) - 1
+	if last < 0 || t.window != 0 || t.reserved != 0 || t.tokens < last*t.bs ||
+		t.pool.RefCount(t.ids[last]) != 1 {
+		return
+	}
+	t.room = len(t.ids)*t.bs - t.tokens
+}
+
 // Need returns how many blocks Append(n, lookahead) would allocate now, a copy-on-write
 // included, without changing anything: math.MaxInt for counts Append refuses (negative,
 // or beyond the pool's capacity in slots), which no pool can satisfy.
@@ -278,6 +293,7 @@ func (t *Table) Append(n, lookahead int) (AppendResult, error) {
 	}
 	t.tokens += n
 	t.reserved = lookahead
+	t.setRoom()
 	t.check()
 	return res, nil
 }

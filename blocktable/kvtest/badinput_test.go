@@ -320,6 +320,8 @@ func managerCases(t *testing.T) badGroup {
 			_, err := m.Append(a, make([]int32, 200), 0)
 			return err
 		}, errs(blocktable.ErrTooLarge), false},
+		{"Manager.AppendToken", "an unknown sequence", func() error { _, err := m.AppendToken(unknown, 1); return err }, errs(blocktable.ErrUnknownSeq), false},
+		{"Manager.AppendToken", "a swapped sequence", func() error { _, err := m.AppendToken(c, 1); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Finish", "an unknown sequence", func() error { return m.Finish(unknown) }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.FinishTurn", "an unknown sequence", func() error { _, err := m.FinishTurn(unknown, 1, prefix.Retention{}); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Abort", "an unknown sequence", func() error { return m.Abort(unknown) }, errs(blocktable.ErrUnknownSeq), false},
