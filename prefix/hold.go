@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/kvpage/kvpage/internal/trusted"
 )
@@ -123,7 +124,66 @@ func (x *Index) releaseHeld(ids []blocks.ID) {
 		}
 		x.clearMarks(ids)
 	}
-	x.release(ids, true)
+	if x.ctr == nil {
+		x.release(ids, true) // a clock of the caller's: ticked through its interface
+		return
+	}
+	x.releaseHeldCounted(ids, x.ctr)
+}
+
+// releaseHeldCounted is release(ids, true) with the default clock, for a Manager's table:
+// the same ticks, stamps, unpins and eviction-set additions in the same order. It is
+// release's loop without what the trusted call does not need (checkRelease's marks, which
+// it never set; the refcount's check, which checkRelease makes under kvinvariants) and
+// with the clock's tick in line, so that the common block (cached, pinned, left with the
+// index's reference, its parent next in ids) makes no call and spills nothing.
+func (x *Index) releaseHeldCounted(ids []blocks.ID, ctr *evict.Counter) {
+	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs is cut to match
+	refs := x.refs[:len(bn)]
+	uncached := 0
+	for i := len(ids) - 1; i >= 0; i-- {
+		b := int(ids[i])
+		if uint(b) >= uint(len(bn)) {
+			uncached++
+			continue
+		}
+		nd := &bn[b]
+		f := nd.flags
+		if f&flagCached == 0 {
+			uncached++
+			continue
+		}
+		r := refs[b] - 1
+		refs[b] = r
+		t := ctr.Tick()
+		nd.lastAccess = t
+		if f&flagPinned == 0 {
+			if nd.children == 0 {
+				x.touch(int32(b)+1, t) // an evictable leaf already: re-ranked (see release)
+			}
+			continue
+		}
+		if nd.pinnedKids > 0 || r > 1 {
+			continue // still held, or above a held block
+		}
+		nd.flags = f &^ flagPinned
+		x.pinned--
+		if nd.children == 0 {
+			x.evAdd(int32(b) + 1)
+		}
+		p := int(nd.parent) - 1 // its block
+		if uint(p) >= uint(len(bn)) {
+			continue // under a namespace root
+		}
+		bn[p].pinnedKids--
+		if i == 0 || int(ids[i-1]) != p {
+			x.unpinFrom(int32(p) + 1)
+		}
+	}
+	if uncached > 0 {
+		x.releaseUncached(ids, uncached)
+	}
+	x.mutated()
 }
 
 // released finishes a release once the pool has dropped the references: it touches the
