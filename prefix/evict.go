@@ -91,18 +91,14 @@ func (r reclaimer) Reclaim(n int) int { return r.x.Evict(n) }
 
 // ReclaimInto is the pool's handoff (internal/poolrefs.Handoff): it evicts len(dst)
 // blocks as Reclaim(len(dst)) would and writes their IDs into dst instead of releasing
-// them, each keeping the reference the index held, which becomes the allocation's.
+// them, each keeping the reference the index held, which becomes the allocation's. That
+// reference must be the block's only one: evictInto checks it of each victim before it
+// changes anything of it (nodeOfVictim).
 func (r reclaimer) ReclaimInto(dst []blocks.ID) int {
 	x := r.x
 	ids := x.evictInto(dst[:0], len(dst))
 	if len(ids) == 0 {
 		return 0
-	}
-	refs := x.refs
-	for _, id := range ids {
-		if refs[id] != 1 {
-			panic("kvpage: broken invariant: an evicted block is held outside the index")
-		}
 	}
 	x.evicted(ids)
 	x.mutated()
@@ -147,6 +143,14 @@ func (x *Index) evictInto(ids []blocks.ID, n int) []blocks.ID {
 	for ok {
 		id := blocks.ID(k)
 		nd := x.nodeOfVictim(id)
+		if x.refs[id] != 1 {
+			// Held beyond the index's reference though not pinned: someone retained it
+			// through the pool behind the index's back. Checked before anything of the
+			// victim changes, which goes back into the eviction set: a handoff would give
+			// the allocation a block another holder still uses.
+			x.evAdd(nodeOf(id))
+			panic("kvpage: broken invariant: an evictable block is held outside the index")
+		}
 		if ghost {
 			x.recordEvicted(nodeOf(id))
 		}
