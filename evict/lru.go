@@ -4,8 +4,20 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/kvpage/kvpage/internal/evictfast"
 	"github.com/kvpage/kvpage/internal/invariant"
 )
+
+// The prefix index's fast paths (internal/evictfast) are this policy's alone: a type that
+// embeds *lru is not *lru, and gets none.
+func init() {
+	evictfast.Of = func(p any) evictfast.Chain {
+		if l, ok := p.(*lru); ok {
+			return l
+		}
+		return nil
+	}
+}
 
 // NewLRU returns an empty LRU policy for keys in [0, capacity), the default policy: it
 // evicts the candidate with the oldest LastAccess first, ties broken by smallest key.

@@ -206,8 +206,12 @@ func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID
 	bs, tokens := x.bs, p.Tokens // locals: the stores below would make x.bs a load each time
 	key, mmLo := x.nodes[at].key, 0
 	newFrom := len(ids)
-	var src [][16]int32 // 16-token text blocks: the prompt's blocks (Commit checked its length)
+	var src [][16]int32 // 16-token text blocks: the prompt's blocks
 	if x.tok16 != nil && len(p.MM) == 0 {
+		// Sound only because commit returned its LengthError for a prompt shorter than
+		// (start+len(ids)) x bs tokens before calling this: the slice expression below
+		// checks n*16 against the capacity of p.Tokens, not its length, and unsafe.Slice
+		// checks nothing. n >= 1: commit returns before planning an empty ids.
 		n := start + len(ids)
 		src = unsafe.Slice((*[16]int32)(tokens[:n*16]), n)
 	}
@@ -268,8 +272,11 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 	refs := x.refs
 	parent := at
 	mmLo := 0
-	var src [][16]int32 // with 16-token blocks, the prompt's blocks (Commit checked its length)
+	var src [][16]int32 // with 16-token blocks, the prompt's blocks
 	if x.tok16 != nil {
+		// As in planCommit: sound only because of commit's LengthError check, which
+		// bounds (start+len(ids)) x bs by len(p.Tokens) (the slice expression bounds n*16
+		// by the capacity alone); n >= 1, since from < len(ids).
 		n := start + len(ids)
 		src = unsafe.Slice((*[16]int32)(p.Tokens[:n*16]), n)
 	}

@@ -100,8 +100,9 @@ type Index struct {
 	// Eviction order over the unreferenced leaves, keyed by block ID (WithPolicy; evict.NewLRU
 	// by default).
 	policy evict.Policy
-	// chain is policy's fast path for evicting a chain (internal/evictfast), nil if it has
-	// none (every policy but evict.NewLRU's, and a policy wrapped for quotas).
+	// chain is policy's fast path for evicting a chain (internal/evictfast), nil unless
+	// policy is exactly evict.NewLRU's (not a policy embedding it, not the LRU wrapped for
+	// quotas).
 	chain evictfast.Chain
 	// until is, per block node, the logical time after which its retention priority lapses (0 =
 	// never); nil until a Commit asks for a time limit, so that it costs nothing otherwise.
@@ -293,7 +294,7 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 	if cfg.quotas {
 		x.initQuotas(cfg.policy)
 	}
-	x.chain, _ = x.policy.(evictfast.Chain)
+	x.chain = evictfast.Of(x.policy)
 	if cfg.tiers != nil {
 		if err := x.initTiers(cfg.tiers); err != nil {
 			return nil, err

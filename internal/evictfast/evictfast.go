@@ -2,7 +2,8 @@
 // default eviction policy, evict.NewLRU: evicting a chain, where each victim's parent
 // becomes a candidate and is usually the next victim. One call adds the parent and pops
 // the next victim, instead of an Add through the Policy interface (with an evict.Entry
-// the LRU reads two fields of) and a Victim. Nothing outside the module can import it.
+// the LRU reads two fields of) and a Victim. Nothing outside the module can import it;
+// package evict installs Of.
 package evictfast
 
 // Chain is implemented by evict.NewLRU's policy. AddVictim(key, t) is exactly
@@ -11,3 +12,9 @@ package evictfast
 type Chain interface {
 	AddVictim(key int32, lastAccess uint64) (int32, bool)
 }
+
+// Of returns the fast path of policy p if p is exactly evict.NewLRU's policy, and nil for
+// any other, including a policy that embeds the LRU (and so has its methods) but orders by
+// more than the LRU does: the fast paths drop every field of an evict.Entry but the key and
+// the last access, which only the LRU itself may ignore.
+var Of func(p any) Chain
