@@ -233,13 +233,17 @@ func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID
 		keys[i] = k
 		key = k
 		if newFrom == len(ids) {
-			if c := x.findChild(at, k, toks, mm); c != 0 {
-				if c != nodeOf(id) && x.IsCached(id) {
-					return 0, &BlockError{Op: "commit", ID: id, Err: ErrAlreadyCached}
+			// A node without children has none to find: the common commit, a sequence's
+			// next block under its last one, skips the probe and the table line it reads.
+			if x.nodes[at].children != 0 {
+				if c := x.findChild(at, k, toks, mm); c != 0 {
+					if c != nodeOf(id) && x.IsCached(id) {
+						return 0, &BlockError{Op: "commit", ID: id, Err: ErrAlreadyCached}
+					}
+					x.nodeBuf = append(x.nodeBuf, c)
+					at = c
+					continue
 				}
-				x.nodeBuf = append(x.nodeBuf, c)
-				at = c
-				continue
 			}
 			newFrom = i
 		}
