@@ -114,6 +114,11 @@ func (p *lru) Remove(key int32) bool {
 	return true
 }
 
+// AddAt is Add(Entry{Key: key, LastAccess: lastAccess}) (internal/evictfast): the prefix
+// index adds a candidate without building the Entry, whose Hits and Priority the LRU never
+// reads.
+func (p *lru) AddAt(key int32, lastAccess uint64) { p.Add(Entry{Key: key, LastAccess: lastAccess}) }
+
 // AddVictim is Add(Entry{Key: key, LastAccess: lastAccess}) then Victim, in one call: the
 // prefix index evicting a chain, whose victim's parent becomes a candidate right after
 // the victim is popped and is usually the next one (internal/evictfast). The parent takes

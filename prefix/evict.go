@@ -43,8 +43,15 @@ func (x *Index) evictEntry(n int32) evict.Entry {
 }
 
 // evAdd puts node n (which just became an unreferenced leaf, or was touched as one) into
-// the eviction set, or re-ranks it there.
-func (x *Index) evAdd(n int32) { x.policy.Add(x.evictEntry(n)) }
+// the eviction set, or re-ranks it there. The default LRU is told the key and last access
+// alone: building its Entry would read the node's hits on their cold line (Index.cold).
+func (x *Index) evAdd(n int32) {
+	if x.chain != nil {
+		x.chain.AddAt(int32(blockOf(n)), x.nodes[n].lastAccess)
+		return
+	}
+	x.policy.Add(x.evictEntry(n))
+}
 
 // evRemoveSlow takes node n, an unreferenced leaf, out of the eviction set: call it before
 // n gains a child or a pin. Callers test evictable (or what they know of n's flags) in line

@@ -22,6 +22,11 @@ func (p lookalikeLRU) AddVictim(key int32, lastAccess uint64) (int32, bool) {
 	return p.Victim()
 }
 
+func (p lookalikeLRU) AddAt(key int32, lastAccess uint64) {
+	*p.fastCalls++
+	p.Add(evict.Entry{Key: key, LastAccess: lastAccess})
+}
+
 func TestChainFastPathOnlyForTheLRUItself(t *testing.T) {
 	calls := 0
 	factory := func(capacity int, clock evict.Clock) (evict.Policy, error) {

@@ -100,9 +100,9 @@ type Index struct {
 	// Eviction order over the unreferenced leaves, keyed by block ID (WithPolicy; evict.NewLRU
 	// by default).
 	policy evict.Policy
-	// chain is policy's fast path for evicting a chain (internal/evictfast), nil unless
-	// policy is exactly evict.NewLRU's (not a policy embedding it, not the LRU wrapped for
-	// quotas).
+	// chain is policy's fast path for evicting a chain and adding a candidate
+	// (internal/evictfast), nil unless policy is exactly evict.NewLRU's (not a policy
+	// embedding it, not the LRU wrapped for quotas).
 	chain evictfast.Chain
 	// until is, per block node, the logical time after which its retention priority lapses (0 =
 	// never); nil until a Commit asks for a time limit, so that it costs nothing otherwise.
