@@ -206,7 +206,7 @@ func (x *Index) nodeOfVictim(id blocks.ID) *node {
 // unreferenced leaf (a candidate, with its own older last access), else 0. The caller
 // takes n out of the eviction set and adds the parent.
 func (x *Index) unlink(n int32, nd *node) int32 {
-	x.table.remove(n, nd.key, x.nodes)
+	x.table.remove(n, nd.key)
 	if x.ctl.quota != nil {
 		x.quotaRemoved(n)
 	}

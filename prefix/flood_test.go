@@ -89,11 +89,12 @@ func (s *floodStack) probes() float64 {
 	x := s.x
 	tab := &x.table
 	total := 0
-	for i, n := range tab.slots {
+	for i, sl := range tab.slots {
+		n := sl.n
 		if n == 0 || x.root(x.nodes[n].parent).ns != s.vns {
 			continue
 		}
-		home := tab.home(x.nodes[n].key)
+		home := tab.home(keyTag(x.nodes[n].key))
 		d := (uint64(i) + tab.size - home) % tab.size
 		total += int(d) + 1
 	}

@@ -90,9 +90,12 @@ func (x *Index) CheckInvariants() error {
 		return fmt.Errorf("%d eviction candidates but %d unreferenced leaves", x.policy.Len(), leaves)
 	}
 	inTable := 0
-	for _, n := range x.table.slots {
-		if n != 0 {
+	for _, s := range x.table.slots {
+		if s.n != 0 {
 			inTable++
+			if !x.isBlock(s.n) || s.tag != keyTag(x.nodes[s.n].key) {
+				return fmt.Errorf("child table slot holds node %d with tag %#x, not its key's", s.n, s.tag)
+			}
 		}
 	}
 	if inTable != cached {

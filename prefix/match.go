@@ -178,15 +178,19 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 		return 0
 	}
 	k := x.key16(pn.key, toks, ri, first)
-	for i := tab.home(k); ; i = tab.step(i) {
-		n := tab.slots[i]
-		if n == 0 {
+	tag := keyTag(k)
+	for i := tab.home(tag); ; i = tab.step(i) {
+		s := tab.slots[i]
+		if s.n == 0 {
 			return 0
 		}
-		nd := &nodes[n]
+		if s.tag != tag {
+			continue
+		}
+		nd := &nodes[s.n]
 		if nd.key == k && nd.parent == cur && nd.flags&flagMM == 0 &&
-			same16(&arena[int(n)-1], toks) {
-			return n
+			same16(&arena[int(s.n)-1], toks) {
+			return s.n
 		}
 	}
 }
@@ -228,14 +232,18 @@ func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, 
 // findChild returns the child of parent whose key, tokens and extra keys are these, or 0.
 func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []mmKey) int32 {
 	t := &x.table
-	for i := t.home(key); ; i = t.step(i) {
-		n := t.slots[i]
-		if n == 0 {
+	tag := keyTag(key)
+	for i := t.home(tag); ; i = t.step(i) {
+		s := t.slots[i]
+		if s.n == 0 {
 			return 0
 		}
-		nd := &x.nodes[n]
-		if nd.key == key && nd.parent == parent && sameTokens(x.blockTokens(n), toks) && x.mmEqual(n, mm) {
-			return n
+		if s.tag != tag {
+			continue
+		}
+		nd := &x.nodes[s.n]
+		if nd.key == key && nd.parent == parent && sameTokens(x.blockTokens(s.n), toks) && x.mmEqual(s.n, mm) {
+			return s.n
 		}
 	}
 }

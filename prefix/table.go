@@ -1,37 +1,43 @@
 package prefix
 
-import "math/bits"
-
 // childTable is the one table of parent-to-child links for the whole tree: an open-addressing
 // hash table of node indices, probed linearly from the child's chained key. A child is found
 // by (parent, key) and then confirmed on its tokens and extra keys, so colliding keys only
-// cost probes, never a false hit. It is sized once, four slots for every block of the pool,
-// so it never grows and its load never passes 1/4: a full pool (W3's steady state) is the
-// common case, and every eviction deletes a key by backward shift, which reads the key of
-// each slot after it up to the next empty one. At a load of 3/4 linear probing's clusters
-// made W3 1.45x slower; at 1/2 the deletions still cost 122 instructions each on W3 and
-// the insertions 20 in their probe loop; at 1/4 the clusters are short enough to halve
-// both (3.4% of W3's instructions, see bench/README.md) for 8 more bytes per block. The
-// size need not be a power of two (a key's home slot is the high half of key x size), so
-// the table costs exactly 16 bytes per pool block.
+// cost probes, never a false hit.
+//
+// Each slot holds the node and its key's high 32 bits (its tag), from which the home slot is
+// computed too, as the lower tiers' entryTable does: a probe reads a node only on a tag
+// match, and a deletion's backward shift, which must know the home slot of every slot after
+// the deleted one up to the next empty one, reads no node at all. With node indices alone
+// both read the nodes in the probed slots, a cache miss each on a pool larger than the
+// cache: in the simulator's sharing run, where every allocation evicts, those reads were 8%
+// of the last-level misses (bench/README.md, the sharing run's steps).
+//
+// It is sized once, two slots for every block of the pool, so it never grows and its load
+// never passes 1/2: 16 bytes per pool block, as the four 4-byte slots a block it had
+// before, whose load of 1/4 kept the clusters (and the node reads in them) short. The size
+// need not be a power of two (a tag's home slot is the high half of tag x size).
 type childTable struct {
-	slots []int32 // node index, 0 = empty
-	size  uint64  // len(slots)
+	slots []childSlot
+	size  uint64 // len(slots), below 2^32
+}
+
+// childSlot is one slot: node 0 (never a child) marks it empty.
+type childSlot struct {
+	n   int32
+	tag uint32 // the node's key >> 32
 }
 
 func (t *childTable) init(capacity int) {
-	n := max(8, capacity*4)
-	t.slots = make([]int32, n)
+	n := max(8, capacity*2)
+	t.slots = make([]childSlot, n)
 	t.size = uint64(n)
 }
 
-// home is the first slot probed for key: key scaled to [0, size) by its high bits, which a
-// hashed key spreads evenly (Lemire's multiply-shift range reduction: one multiply, no
-// division).
-func (t *childTable) home(key uint64) uint64 {
-	hi, _ := bits.Mul64(key, t.size)
-	return hi
-}
+// home is the first slot probed for a key of tag tag: the tag scaled to [0, size) (Lemire's
+// multiply-shift range reduction: one multiply, no division). The tag is a hashed key's high
+// half, so it spreads evenly; size < 2^32 (a pool has fewer than 2^31 blocks).
+func (t *childTable) home(tag uint32) uint64 { return uint64(tag) * t.size >> 32 }
 
 // step is the slot probed after slot i.
 func (t *childTable) step(i uint64) uint64 {
@@ -44,19 +50,20 @@ func (t *childTable) step(i uint64) uint64 {
 // insert adds node n, whose key is key. The table never fills: cached blocks are at most the
 // pool's capacity.
 func (t *childTable) insert(n int32, key uint64) {
-	i := t.home(key)
-	for t.slots[i] != 0 {
+	tag := keyTag(key)
+	i := t.home(tag)
+	for t.slots[i].n != 0 {
 		i = t.step(i)
 	}
-	t.slots[i] = n
+	t.slots[i] = childSlot{n: n, tag: tag}
 }
 
 // remove deletes node n (whose key is key) with backward-shift deletion, which keeps every
 // probe sequence unbroken without tombstones.
-func (t *childTable) remove(n int32, key uint64, nodes []node) {
-	i := t.home(key)
-	for t.slots[i] != n {
-		if t.slots[i] == 0 {
+func (t *childTable) remove(n int32, key uint64) {
+	i := t.home(keyTag(key))
+	for t.slots[i].n != n {
+		if t.slots[i].n == 0 {
 			panic("kvpage: broken invariant: cached block missing from the child table")
 		}
 		i = t.step(i)
@@ -65,17 +72,17 @@ func (t *childTable) remove(n int32, key uint64, nodes []node) {
 	for {
 		j = t.step(j)
 		m := t.slots[j]
-		if m == 0 {
+		if m.n == 0 {
 			break
 		}
-		k := t.home(nodes[m].key)
+		k := t.home(m.tag)
 		// m may move back to i only if its home slot is not cyclically in (i, j].
 		if (j > i && (k <= i || k > j)) || (j < i && k <= i && k > j) {
 			t.slots[i] = m
 			i = j
 		}
 	}
-	t.slots[i] = 0
+	t.slots[i] = childSlot{}
 }
 
 func (t *childTable) clear() { clear(t.slots) }
