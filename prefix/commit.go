@@ -319,7 +319,6 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 				nd.flags |= flagMM
 			}
 		}
-		x.table.insert(n, nd.key)
 		if x.ctl.quota != nil {
 			x.quotaInserted(n, at)
 		}
@@ -330,7 +329,12 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		}
 		pn.children++
 		if nd.flags&flagMM == 0 && x.hint[at] == 0 {
-			x.hint[at] = n // a new child takes the hint only from nobody: see Index.hint
+			// A new child takes the hint only from nobody, and the hint child is the one
+			// child the table does not hold (see Index.hint): a chain of new blocks, each
+			// the first child of the last, costs no table line at all.
+			x.hint[at] = n
+		} else {
+			x.table.insert(n, nd.key)
 		}
 		// The caller holds it: pinned. Under a pinned block (the common case: the
 		// previous block of the chain, or the hit's tail) that is all pin would do.

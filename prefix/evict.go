@@ -206,21 +206,22 @@ func (x *Index) nodeOfVictim(id blocks.ID) *node {
 // unreferenced leaf (a candidate, with its own older last access), else 0. The caller
 // takes n out of the eviction set and adds the parent.
 func (x *Index) unlink(n int32, nd *node) int32 {
-	x.table.remove(n, nd.key)
+	p := nd.parent
+	if x.hint[p] == n {
+		x.hint[p] = 0 // not in the table (see Index.hint); the next commit or acquire under p sets it again
+	} else {
+		x.table.remove(n, nd.key)
+	}
 	if x.ctl.quota != nil {
 		x.quotaRemoved(n)
 	}
 	if nd.flags&flagMM != 0 {
 		delete(x.mm, n)
 	}
-	p := nd.parent
 	nd.flags, nd.prio = 0, 0 // no flagCached: cursors at n are stale (the next Commit bumps its gen)
 	nd.parent = 0
 	x.poisonFreed(n)
 	x.cached--
-	if x.hint[p] == n {
-		x.hint[p] = 0 // the next commit or acquire under p sets it again
-	}
 	pn := &x.nodes[p]
 	pn.children--
 	if pn.children == 0 {

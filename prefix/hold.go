@@ -82,14 +82,28 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 		}
 		nd.lastAccess = t
 		bc[b].hits++
-		if nd.flags&flagMM == 0 {
-			hint[nd.parent] = int32(b) + 1 // reused now: the child the next request likely wants
+		if nd.flags&flagMM == 0 && hint[nd.parent] != int32(b)+1 {
+			x.rehint(nd.parent, int32(b)+1) // reused now: the child the next request likely wants
 		}
 	}
 	if x.tiers != nil {
 		x.tierAcquired(ids)
 	}
 	x.mutated()
+}
+
+// rehint makes c, a text-only child of p, p's hint. The hint child is the one child of p
+// the child table does not hold (see Index.hint), so the old hint goes into the table and
+// c leaves it. Along a path that requests share the hint is already the acquired child;
+// this is the rarer move, out of line.
+//
+//go:noinline
+func (x *Index) rehint(p, c int32) {
+	if old := x.hint[p]; old != 0 {
+		x.table.insert(old, x.nodes[old].key)
+	}
+	x.table.remove(c, x.nodes[c].key)
+	x.hint[p] = c
 }
 
 // Release drops the caller's reference on each of ids. Cached blocks left with only the

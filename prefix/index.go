@@ -34,9 +34,13 @@ import (
 // Peek confirms it with one 16-token comparison and no hash or table probe: about 4.5 ns
 // a block, 1.2 us for W2's 256 blocks on the test machine (see bench/README.md). Only where the prompt leaves the
 // hinted child for another does Peek hash the block and probe the table; a node whose only
-// child is the hint answers a miss without either. The hint costs 4 bytes a node and is
-// only ever a shortcut: a child is accepted on its tokens, and multimodal children (whose
-// extra keys a token comparison would skip) are never hints.
+// child is the hint answers a miss without either. The hint costs 4 bytes a node; a child is
+// accepted on its tokens, and multimodal children (whose extra keys a token comparison
+// would skip) are never hints. The hint child is also the one child of its parent that the
+// child table does not hold: every lookup tries it first, so the table need not, and a
+// chain of new blocks (each the first child of the last: every commit that shares
+// nothing) is inserted and evicted without touching a table line. A hint that moves (an
+// acquire reusing another child) swaps the two in and out of the table.
 //
 // Namespaces (LoRA adapter, cache salt) are separate subtrees under their own roots, not a
 // filter after matching. A root lives only while its namespace has cached blocks, so a
@@ -86,7 +90,8 @@ type Index struct {
 	// hint is, per node, the child Peek tries first (0 = none): a text-only child, the
 	// last one a request acquired, else the first one committed. Along a path that
 	// requests share, the next block is almost always this child, so Peek confirms it
-	// by comparing tokens and skips the hash and the table probe. See match.go.
+	// by comparing tokens and skips the hash and the table probe. See match.go. The
+	// table holds every cached block but the hints (findChild tries the hint first).
 	hint []int32
 
 	// Namespaces. A root lives while its namespace has cached blocks (see freeRoot), so

@@ -96,10 +96,19 @@ func (x *Index) CheckInvariants() error {
 			if !x.isBlock(s.n) || s.tag != keyTag(x.nodes[s.n].key) {
 				return fmt.Errorf("child table slot holds node %d with tag %#x, not its key's", s.n, s.tag)
 			}
+			if x.hint[x.nodes[s.n].parent] == s.n {
+				return fmt.Errorf("child table holds block %d, its parent's hint", s.n-1)
+			}
 		}
 	}
-	if inTable != cached {
-		return fmt.Errorf("child table holds %d nodes but %d blocks are cached", inTable, cached)
+	hinted := 0
+	for _, c := range x.hint {
+		if c != 0 {
+			hinted++
+		}
+	}
+	if inTable != cached-hinted {
+		return fmt.Errorf("child table holds %d nodes but %d blocks are cached, %d of them hints", inTable, cached, hinted)
 	}
 	if len(x.mm) > cached {
 		return fmt.Errorf("%d multimodal entries for %d cached blocks", len(x.mm), cached)

@@ -165,7 +165,7 @@ func (x *Index) nextByKey(cur, tried int32, toks []int32, ri *rootInfo, first bo
 	if kids == 0 || (kids == 1 && tried != 0) {
 		return 0
 	}
-	return x.findChild(cur, x.childKey(x.nodes[cur].key, toks, ri, first, nil), toks, nil)
+	return x.probeChild(cur, x.childKey(x.nodes[cur].key, toks, ri, first, nil), toks, nil)
 }
 
 // nextByKey16 is nextByKey for blocks of 16 tokens, with the hash and the token comparison
@@ -229,8 +229,23 @@ func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, 
 	return h & x.cfg.keyMask
 }
 
-// findChild returns the child of parent whose key, tokens and extra keys are these, or 0.
+// findChild returns the child of parent whose key, tokens and extra keys are these, or 0:
+// the hint child if it holds toks (it is the one child the table does not hold: see
+// Index.hint), else whatever the table holds.
 func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []mmKey) int32 {
+	h := x.hint[parent]
+	if h != 0 && len(mm) == 0 && sameTokens(x.blockTokens(h), toks) {
+		return h // a text-only child of parent: equal tokens make equal keys
+	}
+	if kids := x.nodes[parent].children; kids == 0 || (kids == 1 && h != 0) {
+		return 0 // no child but the hint
+	}
+	return x.probeChild(parent, key, toks, mm)
+}
+
+// probeChild looks the child of parent whose key, tokens and extra keys are these up in the
+// child table, which holds every child but its parent's hint.
+func (x *Index) probeChild(parent int32, key uint64, toks []int32, mm []mmKey) int32 {
 	t := &x.table
 	tag := keyTag(key)
 	for i := t.home(tag); ; i = t.step(i) {
