@@ -162,15 +162,19 @@ func (s *store) startStores() {
 
 // transferDone drops the reference a completed copy held on device block b (a store's
 // source, a load's destination). A demoted block only the copy held leaves the device
-// once copied, to the queue's front, uncached; if the copy failed it stays cached, the
-// queue's next victim.
+// once copied, to the queue's front, uncached. If the copy failed, the block keeps its KV
+// and stays cached, released as any block freed now is: to the queue's tail, evicted
+// last. vLLM's offloading connector does the same: the blocks a store reads are freed
+// when the store's job finishes, whatever its outcome, and a freed block goes to the
+// tail of the free queue. At the front it would be the next allocation's victim, lost
+// with no copy anywhere, and the next TakePlans would retry its failing copy at once.
 func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	ts := s.tiers
 	if store && ts.demote[b] {
 		ts.demote[b] = false
 		ts.demoting--
-		if s.ref(b) == 1 {
-			if ok && s.t.IsCached(b) {
+		if s.ref(b) == 1 && (ok || !s.t.IsCached(b)) {
+			if s.t.IsCached(b) {
 				s.evict(b)
 			}
 			must(s.q.ReleaseToFront(b))
