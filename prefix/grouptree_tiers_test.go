@@ -117,20 +117,6 @@ func TestGroupTreeTierWriteBackDown(t *testing.T) {
 	require.NoError(t, g.CheckInvariants())
 }
 
-func TestGroupTreeSetTiersRefusals(t *testing.T) {
-	g := newTestTree(t, 10, 2, 1)
-	for name, c := range map[string]TierConfig{
-		"no tiers":    {},
-		"zero slots":  {Tiers: []TierSpec{{Capacity: 0}}},
-		"hits of 0":   {Tiers: []TierSpec{{Capacity: 2, Write: WriteAfterHits}}},
-		"huge blocks": {Tiers: []TierSpec{{Capacity: 2}}, BlockBytes: 1 << 62},
-	} {
-		require.Error(t, g.SetTiers(c), name)
-	}
-	g.Ensure(RootNode, []int32{1, 2})
-	require.ErrorIs(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Capacity: 2}}}), ErrInvalidArgument)
-}
-
 // fullRec records every event whole.
 type fullRec struct {
 	stored  []BlockStored
