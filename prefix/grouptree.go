@@ -229,7 +229,8 @@ func (t *GroupTree) pinError(n Node) error {
 }
 
 // Root returns ns's root node, creating it if create is set: RootNode for the zero
-// namespace, NoNode when ns has none and create is not set.
+// namespace, NoNode when ns has none and create is not set, or inside a BatchTierEvents
+// batch (no node is made there).
 func (t *GroupTree) Root(ns Namespace, create bool) Node {
 	if ns == (Namespace{}) {
 		return RootNode
@@ -237,7 +238,7 @@ func (t *GroupTree) Root(ns Namespace, create bool) Node {
 	if n, ok := t.roots[ns]; ok {
 		return n
 	}
-	if !create {
+	if !create || t.inBatch() {
 		return NoNode
 	}
 	n := t.newNode()

@@ -69,7 +69,8 @@ func (t *GroupTree) Next(parent Node, toks []int32) Node {
 // Ensure returns the child of parent for the unit toks, creating it if needed. A new node
 // has no entry, child or pin: the caller caches an entry there or pins it (or extends a
 // path below it) before anything can free it. For toks that are not exactly Unit tokens it
-// returns NoNode and changes nothing (a longer unit would overwrite the next node's tokens).
+// returns NoNode and changes nothing (a longer unit would overwrite the next node's tokens),
+// as it does for a node it would make inside a BatchTierEvents batch.
 func (t *GroupTree) Ensure(parent Node, toks []int32) Node {
 	if len(toks) != t.unit {
 		return NoNode
@@ -80,6 +81,9 @@ func (t *GroupTree) Ensure(parent Node, toks []int32) Node {
 	key := unitKey(t.nodes[parent].key, toks)
 	if n := t.child(parent, key, toks); n != 0 {
 		return n
+	}
+	if t.inBatch() {
+		return NoNode
 	}
 	n := t.newNode()
 	t.nodes[n] = gnode{key: key, parent: parent}

@@ -49,10 +49,18 @@ type gtierEv struct {
 // batching reports whether lower-tier events are being collected.
 func (t *GroupTree) batching() bool { return t.ev != nil && t.tiers.ev.depth > 0 }
 
+// inBatch reports whether a BatchTierEvents batch is open, in which no node may be made.
+func (t *GroupTree) inBatch() bool { return t.tiers != nil && t.tiers.ev.depth > 0 }
+
 // BatchTierEvents starts collecting the lower-tier events (with an observer and lower
 // tiers) until the matching FlushTierEvents, which emits them batched: the owner calls it
 // around stores it prepares together (PrepareStore), whose slots made room in a tier are
 // then one BlockRemoved. CompleteTransfer batches its own. Batches nest.
+//
+// No node may be made inside a batch (the collected events name nodes by ID, and a node
+// freed and made again would be another block under the same ID): between
+// BatchTierEvents and its FlushTierEvents, Ensure and Root refuse to make a node and
+// return NoNode, changing nothing. Commit, then batch the stores.
 func (t *GroupTree) BatchTierEvents() {
 	if t.tiers != nil {
 		t.tiers.ev.depth++
