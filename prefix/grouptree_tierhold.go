@@ -58,10 +58,13 @@ func (t *GroupTree) firstVisit(b blocks.ID) (GroupEntry, bool) {
 // HoldNeed reports, for the cached device blocks ids (a prefix's blocks over its groups,
 // as Hold takes them), how many copies into tier 1 Hold would prepare (need: the blocks
 // whose (node, group) no lower tier holds or receives) and how many tier 1 can take now
-// (room: its free slots, plus, when it makes room by dropping victims, its eviction
-// candidates other than those ids hold there). A block listed twice counts once (as do
-// two blocks of one (node, group)), an uncached one not at all. Hold succeeds exactly
-// when need <= room. Without lower tiers both are 0. It changes nothing.
+// (room: its free slots plus its eviction candidates other than those ids hold there). A
+// block listed twice counts once (as do two blocks of one (node, group)), an uncached one
+// not at all. Without lower tiers both are 0. It changes nothing.
+//
+// The rule is an Index's (Index.HoldNeed): Hold succeeds exactly when need <= room, and
+// then prepares every copy it counted; to make room for a hold, tier 1 drops its victims
+// at once, also when the tier below is write-back.
 func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := t.tiers
 	if ts == nil {
@@ -81,19 +84,15 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 			own++
 		}
 	}
-	room = len(l.free)
-	if len(ts.lv) == 1 || ts.lv[1].spec.Write != WriteBack {
-		room += l.policy.Len() - own
-	}
-	return need, room
+	return need, len(l.free) + l.policy.Len() - own
 }
 
 // Hold keeps the lower-tier copies of the cached device blocks ids until ReleaseHold:
 // each (node, group) a lower tier holds or receives already is held in every tier holding
 // it, and each other block is copied into tier 1 (PrepareStore) and held there. It appends
 // to stored the blocks whose copies it prepared: the owner holds one more reference on
-// each, as after PrepareStore. A held slot is evicted from no tier; only a failed transfer
-// of it or Clear drops it. It fails with *TierFullError (ErrTierFull) when HoldNeed's need
+// each, as after PrepareStore. Room for the copies is made as HoldNeed says. A held slot
+// is evicted from no tier; only a failed transfer of it or Clear drops it. It fails with *TierFullError (ErrTierFull) when HoldNeed's need
 // exceeds its room, and with ErrNoTiers without lower tiers, changing nothing. Uncached
 // blocks are skipped. A hold of no block is HoldID 0, which ReleaseHold accepts.
 func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
@@ -124,10 +123,15 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 		if !ok || t.HeldBelow(e.Node, e.Group) {
 			continue
 		}
-		if t.PrepareStore(b) {
-			stored = append(stored, b)
-			refs = t.holdSlots(refs, e.Node, e.Group)
+		if !t.prepareStore(b, true) {
+			// Cannot happen: HoldNeed counted this copy within tier 1's room (free slots,
+			// and candidates, which makeRoom drops at once with must), and the holds above
+			// took no candidate it did not count (own). A failure here is a broken
+			// invariant, with the hold half placed.
+			panic(fmt.Sprintf("kvpage: broken invariant: Hold could not copy block %d that HoldNeed counted", b))
 		}
+		stored = append(stored, b)
+		refs = t.holdSlots(refs, e.Node, e.Group)
 	}
 	if len(refs) == 0 {
 		ts.holdFree = append(ts.holdFree, refs)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,4 +74,54 @@ func TestGroupTreeHoldNeedCountsDuplicateOnce(t *testing.T) {
 	require.Equal(t, []blocks.ID{3}, stored)
 	require.Equal(t, 1, g.HeldBlocks(h))
 	require.NoError(t, g.CheckInvariants())
+}
+
+// A GroupTree's HoldNeed counts the host's candidates as room also when the disk below is
+// write-back, and a Hold within it prepares every copy it counted.
+func TestGroupTreeHoldNeedWithWriteBackBelow(t *testing.T) {
+	g := newTestTree(t, 10, 2, 2)
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 1},
+		{Medium: MediumDisk, Capacity: 4, Write: WriteBack}}, BlockBytes: 100}))
+	path := pathOf(g, RootNode, []int32{1, 2, 3, 4})
+	require.NoError(t, g.Cache(3, path[0], 0))
+	require.NoError(t, g.Cache(4, path[1], 0))
+	require.True(t, g.PrepareStore(3))
+	plans := g.TakePlans(nil)
+	_, _, err := g.CompleteTransfer(plans[0].ID, true, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, g.TierStatsOf(1).Resident, "the host is full, of a candidate")
+
+	need, room := g.HoldNeed([]blocks.ID{4})
+	require.Equal(t, [2]int{1, 1}, [2]int{need, room})
+	h, stored, err := g.Hold([]blocks.ID{4}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{4}, stored)
+	require.Equal(t, 1, g.HeldBlocks(h))
+	require.Equal(t, Device, g.LowerTier(path[0], 0), "the victim was dropped at once")
+	require.NoError(t, g.CheckInvariants())
+	require.NoError(t, g.ReleaseHold(h))
+}
+
+// As an Index's: a GroupTree's Hold panics on a copy HoldNeed counted that cannot be
+// prepared (a tier policy breaking its contract), rather than hold less than it was given.
+func TestGroupTreeHoldPanicsOnBrokenInvariant(t *testing.T) {
+	var pol *brokenVictims
+	g := newTestTree(t, 10, 2, 2)
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 1,
+		Policy: func(n int, c evict.Clock) (evict.Policy, error) {
+			lru, err := evict.NewLRU(n)
+			pol = &brokenVictims{Policy: lru}
+			return pol, err
+		}}}, BlockBytes: 100}))
+	path := pathOf(g, RootNode, []int32{1, 2, 3, 4})
+	require.NoError(t, g.Cache(3, path[0], 0))
+	require.NoError(t, g.Cache(4, path[1], 0))
+	require.True(t, g.PrepareStore(3))
+	plans := g.TakePlans(nil)
+	_, _, err := g.CompleteTransfer(plans[0].ID, true, nil)
+	require.NoError(t, err)
+	pol.broken = true
+	require.PanicsWithValue(t, "kvpage: broken invariant: Hold could not copy block 4 that HoldNeed counted", func() {
+		_, _, _ = g.Hold([]blocks.ID{4}, nil)
+	})
 }

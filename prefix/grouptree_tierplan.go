@@ -12,7 +12,10 @@ import (
 // copy; the owner then holds one more reference on b (TransferRefs) until
 // CompleteTransfer hands b back, so that b is neither evicted nor reused meanwhile.
 // TakePlans hands the copy out.
-func (t *GroupTree) PrepareStore(b blocks.ID) bool {
+func (t *GroupTree) PrepareStore(b blocks.ID) bool { return t.prepareStore(b, false) }
+
+// prepareStore is PrepareStore; must makes room in tier 1 now (a hold's copy, makeRoom).
+func (t *GroupTree) prepareStore(b blocks.ID, must bool) bool {
 	ts := t.tiers
 	if ts == nil {
 		return false
@@ -21,7 +24,7 @@ func (t *GroupTree) PrepareStore(b blocks.ID) bool {
 	if !ok || t.HeldBelow(e.Node, e.Group) {
 		return false
 	}
-	s, ok := t.reserveSlot(1, e.Node, e.Group)
+	s, ok := t.reserveSlot(1, e.Node, e.Group, must)
 	if !ok {
 		return false
 	}

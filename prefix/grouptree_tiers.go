@@ -223,10 +223,11 @@ func (t *GroupTree) CountDeviceEviction(b blocks.ID) {
 }
 
 // reserveSlot takes a slot of lower tier tier for (n, g), pending, making room if it
-// must; n is live and kept by an entry (the copy's source), so making room cannot free it.
-func (t *GroupTree) reserveSlot(tier Tier, n Node, g int) (int32, bool) {
+// has to (now, for must: a hold's copy, makeRoom); n is live and kept by an entry (the
+// copy's source), so making room cannot free it.
+func (t *GroupTree) reserveSlot(tier Tier, n Node, g int, must bool) (int32, bool) {
 	l := &t.tiers.lv[tier-1]
-	if len(l.free) == 0 && !makeRoom(t, tier) {
+	if len(l.free) == 0 && !makeRoom(t, tier, must) {
 		return -1, false
 	}
 	s := l.take()
@@ -253,7 +254,7 @@ func (t *GroupTree) victimBelow(tier Tier, k int32) bool {
 func (t *GroupTree) writeDown(tier Tier, k int32) bool {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
-	d, ok := t.reserveSlot(tier+1, l.node[k], int(l.group[k]))
+	d, ok := t.reserveSlot(tier+1, l.node[k], int(l.group[k]), false)
 	if !ok {
 		return false
 	}
@@ -347,7 +348,7 @@ func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
 	}
 	below := tier + 1
 	if int(below) <= len(ts.lv) && ts.lv[below-1].spec.Write == WriteThrough && ts.lv[below-1].at[int(n)*t.ng+g] == 0 {
-		if d, ok := t.reserveSlot(below, n, g); ok {
+		if d, ok := t.reserveSlot(below, n, g, false); ok {
 			l.pins[s]++
 			ts.queue = append(ts.queue, tierOp{from: tier, to: below, src: s, dst: d})
 		}

@@ -75,26 +75,20 @@ func (en *tierEntry) anySlot() bool {
 	return false
 }
 
-// dropsFromTier1 reports whether tier 1 makes room by dropping its victims at once: it is
-// the last tier, or the tier below it is not write-back. Otherwise a victim is written
-// back first and its slot frees only when that copy completes.
-func (ts *tierStore) dropsFromTier1() bool {
-	return len(ts.lv) == 1 || ts.lv[1].spec.Write != WriteBack
-}
-
 // HoldNeed reports, for the device blocks ids (a prefix's blocks, as Hold takes them),
 // how many copies into tier 1 Hold would prepare (need: the cached blocks no lower tier
-// holds or receives yet, and each uncached block, which the caller will commit before
-// Hold) and how many tier 1 can take now (room: its free slots, plus, when it makes room
-// by dropping, its eviction candidates other than the entries ids hold there). A block
-// listed twice counts once. Hold succeeds exactly when need <= room. Without lower tiers
-// both are 0. It changes nothing.
+// holds or receives yet and that can be tiered, and each uncached block, which the caller
+// will commit before Hold) and how many tier 1 can take now (room: its free slots plus its
+// eviction candidates other than the entries ids hold there). A block listed twice counts
+// once. Without lower tiers both are 0. It changes nothing.
 //
-// When the tier below tier 1 is write-back, tier 1 makes room by writing its victims down
-// first, and their slots free only when those copies complete: room is then tier 1's free
-// slots alone, and a hold beyond them is refused until other stores' write-backs or
-// released holds free some (a scheduler falls back to Recompute). Holds that wait for a
-// write-back to land are not built.
+// The rule: Hold succeeds exactly when need <= room, and then prepares every copy it
+// counted. To make room for a hold, tier 1 drops its victims at once, whatever the tier
+// below: a victim that tier 2 would take by write-back is not written down first (that
+// would free its slot only once the copy lands), and leaves the lower tiers unless a tier
+// below holds it already. A swapped-out sequence's KV outranks a cached block. A hold is
+// refused only when tier 1's free slots and candidates together are too few; a scheduler
+// then falls back to Recompute.
 func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := x.tiers
 	if ts == nil {
@@ -118,16 +112,23 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 			}
 			continue
 		}
-		if x.tierable(n) {
+		if x.holdCopies(n) {
 			need++
 		}
 	}
 	l := &ts.lv[0]
-	room = len(l.free)
-	if ts.dropsFromTier1() {
-		room += l.policy.Len() - own
+	return need, len(l.free) + l.policy.Len() - own
+}
+
+// holdCopies reports whether Hold copies cached device node n, which no lower tier holds
+// or receives: it can be tiered (not under a retired epoch) and it has an entry or can get
+// one (newEntryFromNode refuses a key another entry holds: a 64-bit collision).
+func (x *Index) holdCopies(n int32) bool {
+	if !x.tierable(n) {
+		return false
 	}
-	return need, room
+	ts := x.tiers
+	return ts.devEnt[n] != 0 || ts.byKey.find(x.nodes[n].key, ts.ents) < 0
 }
 
 // Hold keeps the lower-tier copies of the cached device blocks ids (a swapped-out
@@ -137,10 +138,11 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 // besides the index (RefCount 2) is marked demoted, so that it leaves the device once its copy is
 // confirmed and the caller has released it. A held block is evicted from no tier; only a
 // failed transfer of it (CompleteTransfer with ok false) or Reset drops it. Blocks that
-// cannot be tiered (under a retired epoch) are left as they are. It fails with
-// *TierFullError (ErrTierFull) when HoldNeed's need exceeds its room, with ErrNoTiers
-// without lower tiers, and with ErrNotCached for an uncached block, changing nothing. A
-// hold of no block is HoldID 0, which ReleaseHold accepts.
+// cannot be tiered (under a retired epoch, or a key collision) are left as they are. Room
+// for the copies is made as HoldNeed says. It fails with *TierFullError (ErrTierFull) when
+// HoldNeed's need exceeds its room, with ErrNoTiers without lower tiers, and with
+// ErrNotCached for an uncached block, changing nothing. A hold of no block is HoldID 0,
+// which ReleaseHold accepts.
 func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 	ts := x.tiers
 	if ts == nil {
@@ -173,22 +175,25 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 	}
 	for _, id := range ids {
 		n := nodeOf(id)
-		if ts.mark[id] == ts.markGen || !x.tierable(n) {
+		if ts.mark[id] == ts.markGen || !x.holdCopies(n) {
 			continue
 		}
 		ts.mark[id] = ts.markGen
 		// A block of the prefix the caller does not hold (the index's own copy, after a
 		// duplicate commit) may be an eviction candidate: the copy pins it, so it leaves
-		// the set first, and returns to it if no copy is prepared.
-		out := evictable(&x.nodes[n])
-		if out {
+		// the set first.
+		if evictable(&x.nodes[n]) {
 			x.evRemoveSlow(n)
 		}
-		if x.startDeviceStore(n, x.pool.RefCount(id) == 2) {
-			refs = x.holdEntry(refs, ts.devEnt[n]-1)
-		} else if out {
-			x.evAdd(n)
+		if !x.startDeviceStore(n, x.pool.RefCount(id) == 2, true) {
+			// Cannot happen: HoldNeed counted this copy within tier 1's room (free slots,
+			// and candidates, which makeRoom drops at once with must), the holds above
+			// took no candidate it did not count (own), every live entry owns a slot so a
+			// free entry is left, and holdCopies ruled out a key collision. A failure
+			// here is a broken invariant, with the hold half placed.
+			panic(fmt.Sprintf("kvpage: broken invariant: Hold could not copy block %d that HoldNeed counted", id))
 		}
+		refs = x.holdEntry(refs, ts.devEnt[n]-1)
 	}
 	if len(refs) == 0 {
 		ts.holdFree = append(ts.holdFree, refs)

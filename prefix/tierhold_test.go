@@ -2,9 +2,11 @@ package prefix
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/kvpage/kvpage/evict"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,4 +77,106 @@ func TestHoldKeepsLowerTierBlocks(t *testing.T) {
 	require.NoError(t, x.ReleaseHold(h2))
 	require.NoError(t, x.ReleaseHold(0))
 	require.NoError(t, x.CheckInvariants())
+}
+
+// With a write-back disk below the host, HoldNeed's room is still the host's free slots
+// and candidates (before, only its free slots: a swap into a full host was refused though
+// the host had victims to drop): the hold takes the candidates' slots at once, and every
+// block it counted is held.
+func TestHoldNeedWithWriteBackBelow(t *testing.T) {
+	pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
+		Tiers:      []TierSpec{{Medium: MediumCPU, Capacity: 2}, {Medium: MediumDisk, Capacity: 4, Write: WriteBack}},
+		BlockBytes: 1,
+	}))
+	p1 := Prompt{Tokens: toks(100, 9)}
+	r1 := admit(t, x, pool, p1)
+	h1, err := x.Hold(r1.ids[:2])
+	require.NoError(t, err)
+	r1.finish(t, x)
+	completeAll(t, x, x.TakePlans(nil), true)
+	require.NoError(t, x.ReleaseHold(h1))
+	require.Equal(t, 2, x.TierStatsOf(1).Resident, "the host is full of candidates")
+
+	r2 := admit(t, x, pool, Prompt{Tokens: toks(500, 9)})
+	need, room := x.HoldNeed(r2.ids[:2])
+	require.Equal(t, [2]int{2, 2}, [2]int{need, room})
+	h2, err := x.Hold(r2.ids[:2])
+	require.NoError(t, err)
+	require.Equal(t, 2, x.HeldBlocks(h2), "every block counted is held")
+	require.Zero(t, x.PeekLower(&p1, Cursor{}, LeaveOne, 0).Lower, "the host's victims were dropped, not written back")
+	require.NoError(t, x.CheckInvariants())
+	r2.finish(t, x)
+	completeAll(t, x, x.TakePlans(nil), true)
+	require.Equal(t, 2, x.HeldBlocks(h2))
+	require.NoError(t, x.ReleaseHold(h2))
+	require.NoError(t, x.CheckInvariants())
+}
+
+// A device block whose key another entry holds (a 64-bit collision: same chained key,
+// other tokens) cannot be tiered: HoldNeed does not count it and Hold leaves it, so that
+// every block HoldNeed counted is held (before, it was counted and its copy silently
+// refused, a hold that could not be met).
+func TestHoldSkipsKeyCollision(t *testing.T) {
+	x, admitP := holdIndex(t)
+	p1 := Prompt{Tokens: toks(100, 9)}
+	r1 := admitP(p1)
+	h1, err := x.Hold(r1.ids[:2])
+	require.NoError(t, err)
+	r1.finish(t, x)
+	completeAll(t, x, x.TakePlans(nil), true)
+	require.NoError(t, x.ReleaseHold(h1))
+	// The host's entries now name other tokens under the same keys.
+	for e := range x.tiers.ents {
+		if x.tiers.ents[e].live {
+			x.tiers.entryTokens(int32(e), x.bs)[0] ^= 1 << 20
+		}
+	}
+	r2 := admitP(p1) // cached on the device again, its entries not linked: they differ
+	need, room := x.HoldNeed(r2.ids[:2])
+	require.Equal(t, [2]int{0, 2}, [2]int{need, room}, "colliding blocks need no copy: none can be made")
+	h2, err := x.Hold(r2.ids[:2])
+	require.NoError(t, err)
+	require.Zero(t, h2, "nothing to hold")
+	require.Zero(t, x.PendingTransfers())
+	r2.finish(t, x)
+}
+
+// brokenVictims is an LRU whose Victim finds nothing once broken, though it has
+// candidates: a policy breaking its contract.
+type brokenVictims struct {
+	evict.Policy
+	broken bool
+}
+
+func (p *brokenVictims) Victim() (int32, bool) {
+	if p.broken {
+		return 0, false
+	}
+	return p.Policy.Victim()
+}
+
+// Hold's copies cannot fail once HoldNeed counted them: if one does (here a tier policy
+// that breaks its contract), it is a broken invariant, and Hold panics rather than
+// return a hold of fewer blocks than it was given.
+func TestHoldPanicsOnBrokenInvariant(t *testing.T) {
+	var pol *brokenVictims
+	pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
+		Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 2, Policy: func(n int, c evict.Clock) (evict.Policy, error) {
+			lru, err := evict.NewLRU(n)
+			pol = &brokenVictims{Policy: lru}
+			return pol, err
+		}}},
+		BlockBytes: 1,
+	}))
+	r1 := admit(t, x, pool, Prompt{Tokens: toks(100, 9)})
+	h1, err := x.Hold(r1.ids[:2])
+	require.NoError(t, err)
+	r1.finish(t, x)
+	completeAll(t, x, x.TakePlans(nil), true)
+	require.NoError(t, x.ReleaseHold(h1))
+	r2 := admit(t, x, pool, Prompt{Tokens: toks(500, 9)})
+	pol.broken = true
+	require.PanicsWithValue(t, "kvpage: broken invariant: Hold could not copy block "+fmt.Sprint(r2.ids[0])+" that HoldNeed counted", func() {
+		_, _ = x.Hold(r2.ids[:2])
+	})
 }

@@ -26,8 +26,8 @@ import (
 //   - transfers: a store completed ok reports exactly its blocks stored in its
 //     destination, a failed one none; a failed load removes its keys from their tiers; plans' runs and bytes add up; each tier's
 //     Resident count is the model's;
-//   - holds: Hold succeeds exactly when HoldNeed's need fits its room, and a refused one
-//     changes nothing; a held block is never removed from the last lower tier holding it
+//   - holds: Hold succeeds exactly when HoldNeed's need fits its room, then holds every
+//     block it was given, and a refused one changes nothing; a held block is never removed from the last lower tier holding it
 //     but by a failed transfer or a Reset, and HeldBlocks never exceeds what was held;
 //   - nothing leaked: once every transfer completes and every request has gone, every
 //     device block is free or evictable, no copy holds a reference, and nothing is pending.
@@ -464,7 +464,9 @@ func (mc *tierMachine) Hold(t *rapid.T) {
 		return
 	}
 	must(t, err)
-	if got := mc.x.HeldBlocks(h); got > len(ids) {
+	// Every block is held: it was in a lower tier or its copy was prepared (no prompt is
+	// under a retired epoch here, and keys do not collide).
+	if got := mc.x.HeldBlocks(h); got != len(ids) {
 		t.Fatalf("hold of %d blocks keeps %d", len(ids), got)
 	}
 	if h != 0 {

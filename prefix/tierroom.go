@@ -25,7 +25,13 @@ type roomOwner interface {
 // copy completes) and the next victim is tried, up to a batch of a 64th of the tier:
 // then no slot is free now, and the write-backs started free some by the time their plan
 // completes. A victim the tier below has no room for is dropped.
-func makeRoom(o roomOwner, t Tier) bool {
+//
+// must makes room now, for a hold (Index.Hold, GroupTree.Hold): the first victim is
+// dropped whatever the tier below, so that one slot frees while the tier has an eviction
+// candidate and HoldNeed's room is exact. A swapped-out sequence's KV outranks a cached
+// block: a victim the tier below does not hold yet is not written back first, and leaves
+// the lower tiers.
+func makeRoom(o roomOwner, t Tier, must bool) bool {
 	l := o.lowerLevel(t)
 	next := o.lowerLevel(t + 1)
 	batch := max(1, l.spec.Capacity/64)
@@ -34,7 +40,7 @@ func makeRoom(o roomOwner, t Tier) bool {
 		if !ok {
 			return false
 		}
-		if next == nil || next.spec.Write != WriteBack || o.victimBelow(t, k) || !o.writeDown(t, k) {
+		if must || next == nil || next.spec.Write != WriteBack || o.victimBelow(t, k) || !o.writeDown(t, k) {
 			o.dropVictim(t, k)
 			return true
 		}
