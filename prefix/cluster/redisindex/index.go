@@ -362,10 +362,11 @@ func (x *Index) Clear(ctx context.Context, server string) error {
 }
 
 func (x *Index) clearPage(ctx context.Context, server string, cursor *uint64) error {
-	keys, next, err := x.rdb.Scan(ctx, *cursor, "*", 1024).Result()
-	if err != nil {
-		return unavailable(err)
+	scan := x.rdb.Scan(ctx, *cursor, "*", 1024)
+	if err := cmdErr(scan); err != nil {
+		return err
 	}
+	keys, next := scan.Val()
 	pipe := x.rdb.Pipeline()
 	var hkeys []*redis.StringSliceCmd
 	var names []string

@@ -69,11 +69,11 @@ func (x *Index) CheckRestart(ctx context.Context) (bool, error) {
 func (x *Index) serverRunID(ctx context.Context) (string, error) {
 	ctx, cancel := x.ctx(ctx)
 	defer cancel()
-	info, err := x.rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return "", unavailable(err)
+	cmd := x.rdb.Info(ctx, "server")
+	if err := cmdErr(cmd); err != nil {
+		return "", err // ErrRefused if Redis refused INFO (NOPERM), else ErrUnavailable
 	}
-	for line := range strings.Lines(info) {
+	for line := range strings.Lines(cmd.Val()) {
 		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
 			return strings.TrimSpace(v), nil
 		}

@@ -40,11 +40,13 @@ var (
 	pruneEngineScript  = redis.NewScript(pruneEngineKey)
 )
 
-// loadScripts puts both scripts in Redis's script cache.
+// loadScripts puts both scripts in Redis's script cache: ErrRefused if Redis refuses
+// SCRIPT LOAD (NOPERM, a script Redis cannot compile), ErrUnavailable if it cannot be
+// reached.
 func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
 	for _, s := range []*redis.Script{pruneRequestScript, pruneEngineScript} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			return unavailable(err)
+		if err := cmdErr(s.Load(ctx, rdb)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -81,7 +83,7 @@ func (x *Index) exec(ctx context.Context, pipe redis.Pipeliner) error {
 // "evalsha", the SHA-1, the number of keys, the keys).
 func evalShaCall(args []any) (*redis.Script, []string, error) {
 	if len(args) < 3 {
-		return nil, nil, fmt.Errorf("redisindex: NOSCRIPT for %v", args)
+		return nil, nil, fmt.Errorf("%w: NOSCRIPT for %v", ErrRefused, args)
 	}
 	var s *redis.Script
 	for _, c := range []*redis.Script{pruneRequestScript, pruneEngineScript} {
@@ -91,12 +93,12 @@ func evalShaCall(args []any) (*redis.Script, []string, error) {
 	}
 	n, ok := args[2].(int)
 	if s == nil || !ok || n < 0 || 3+n > len(args) {
-		return nil, nil, fmt.Errorf("redisindex: NOSCRIPT for %v", args[:2])
+		return nil, nil, fmt.Errorf("%w: NOSCRIPT for %v", ErrRefused, args[:2])
 	}
 	keys := make([]string, n)
 	for i := range keys {
 		if keys[i], ok = args[3+i].(string); !ok {
-			return nil, nil, fmt.Errorf("redisindex: NOSCRIPT with key %v", args[3+i])
+			return nil, nil, fmt.Errorf("%w: NOSCRIPT with key %v", ErrRefused, args[3+i])
 		}
 	}
 	return s, keys, nil
