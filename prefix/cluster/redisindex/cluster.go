@@ -15,17 +15,34 @@ var _ cluster.Index = (*Index)(nil)
 // (LoRA name, overlapping multimodal hashes, the salt on block 0), since llm-d reads every
 // string extra key as a multimodal identifier.
 func (x *Index) PromptKeys(dst []uint64, p *prefix.Prompt) []uint64 {
-	model := x.cfg.Model
-	if p.Namespace.LoRA != "" {
-		model = p.Namespace.LoRA
-	}
-	bs := x.cfg.BlockSize
-	n := min(len(p.Tokens)/bs, x.cfg.MaxLookupBlocks)
-	var ids []string
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	parent := x.keys.Root(model)
-	for i := range n {
+	return x.appendKeys(dst, promptModel(x, p), p, 0, x.lookupBlocks(p), 0)
+}
+
+// promptModel is the model p's request keys are chained under.
+func promptModel(x *Index, p *prefix.Prompt) string {
+	if p.Namespace.LoRA != "" {
+		return p.Namespace.LoRA
+	}
+	return x.cfg.Model
+}
+
+// lookupBlocks is how many of p's blocks a lookup covers.
+func (x *Index) lookupBlocks(p *prefix.Prompt) int {
+	return min(len(p.Tokens)/x.cfg.BlockSize, x.cfg.MaxLookupBlocks)
+}
+
+// appendKeys appends to dst the request keys of p's blocks [from, to) under model,
+// chained from parent, the key of block from-1 (unused when from is 0: the model's root).
+// Under x.mu (the hasher's buffer).
+func (x *Index) appendKeys(dst []uint64, model string, p *prefix.Prompt, from, to int, parent uint64) []uint64 {
+	bs := x.cfg.BlockSize
+	if from == 0 {
+		parent = x.keys.Root(model)
+	}
+	var ids []string
+	for i := from; i < to; i++ {
 		start, end := i*bs, (i+1)*bs
 		ids = ids[:0]
 		if p.Namespace.LoRA != "" {
@@ -47,7 +64,7 @@ func (x *Index) PromptKeys(dst []uint64, p *prefix.Prompt) []uint64 {
 
 // MatchPrompt is Match with the caller's context, returning tiers too.
 func (x *Index) MatchPrompt(ctx context.Context, dst []Hit, p *prefix.Prompt) ([]Hit, error) {
-	per, err := x.Lookup(ctx, x.PromptKeys(nil, p), nil)
+	per, err := x.lookupStaged(ctx, promptModel(x, p), p)
 	if err != nil {
 		return dst, err
 	}

@@ -22,8 +22,11 @@
 //     engine set once every hash it maps to is empty. New loads them; writes send EVALSHA,
 //     and EVAL only when Redis has lost them (NOSCRIPT).
 //
-// Lookups (Lookup, Match) send one pipelined HKEYS per block: one round trip per request
-// whatever the prompt's length. Writes (Apply, Add, Evict) are pipelined too.
+// Lookup sends one pipelined HKEYS per request key: one round trip. A prompt's lookup
+// (Match, MatchPrompt, MatchTokens) hashes and looks up its blocks in stages (256 blocks,
+// then four times as many each time), the next only when the last was held throughout:
+// a hit that ends early costs at most a stage past it, a whole hit of up to 16,384 blocks
+// at most four round trips. Writes (Apply, Add, Evict) are pipelined too.
 //
 // # Liveness
 //

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // Lookup returns the entries of each request key in order, up to the first key no server
@@ -63,20 +65,56 @@ type Hit struct {
 // MatchTokens appends to dst the hit of every server holding at least the prompt's first
 // block, the best first (most blocks, then name), and returns dst. It hashes a text
 // prompt's tokens into request keys under model ("" for the index's Model) and looks them
-// up in one round trip.
+// up a stage at a time (see lookupStaged): one round trip for a prompt of up to 256
+// blocks, and no more hashing or lookups past the stage where the chain breaks.
 func (x *Index) MatchTokens(ctx context.Context, dst []Hit, model string, tokens []int32) ([]Hit, error) {
 	if model == "" {
 		model = x.cfg.Model
 	}
-	n := min(len(tokens)/x.cfg.BlockSize, x.cfg.MaxLookupBlocks)
-	x.mu.Lock()
-	keys := x.keys.Keys(make([]uint64, 0, n), 0, model, tokens[:n*x.cfg.BlockSize])
-	x.mu.Unlock()
-	per, err := x.Lookup(ctx, keys, nil)
+	per, err := x.lookupStaged(ctx, model, &prefix.Prompt{Tokens: tokens})
 	if err != nil {
 		return dst, err
 	}
 	return appendHits(dst, per), nil
+}
+
+// firstStage is the blocks of a prompt lookup's first round trip; each further one covers
+// four times as many as the one before.
+const firstStage = 256
+
+// lookupStaged returns the entries of p's leading blocks as Lookup does over all of
+// PromptKeys, but hashes and looks up the keys a stage at a time: firstStage blocks, then
+// four times as many each time, the next stage only when every block of the one before
+// is held. The layout keeps no chain a lookup could follow without asking Redis: where
+// the prompt's chain breaks (its first block no server holds) is known only from Redis's
+// answers, so a lookup cannot stop hashing exactly there, as the in-memory ClusterIndex
+// does, without a round trip per block. Stages bound the waste instead: a prompt whose
+// hit ends early costs at most one stage of hashing and HKEYS past it (a 16,384-block
+// miss 256 of each, not 16,384), and a whole hit at most 4 round trips instead of 1 up to
+// the default MaxLookupBlocks (256, 1,024, 4,096, then the rest).
+func (x *Index) lookupStaged(ctx context.Context, model string, p *prefix.Prompt) ([][]Entry, error) {
+	n := x.lookupBlocks(p)
+	var keys []uint64
+	var per [][]Entry
+	for from, stage := 0, firstStage; from < n; from, stage = from+stage, 4*stage {
+		to := min(n, from+stage)
+		var parent uint64
+		if from > 0 {
+			parent = keys[from-1]
+		}
+		x.mu.Lock()
+		keys = x.appendKeys(keys, model, p, from, to, parent)
+		x.mu.Unlock()
+		got, err := x.Lookup(ctx, keys[from:to], nil)
+		if err != nil {
+			return nil, err
+		}
+		per = append(per, got...)
+		if len(got) < to-from {
+			break // the chain breaks in this stage: no block after it can be hit
+		}
+	}
+	return per, nil
 }
 
 // appendHits turns the entries of each leading block into per-server hits: a server's hit
