@@ -55,7 +55,9 @@ import (
 // therefore see a batch partly applied, as it would see the batch before or after. A
 // lookup hashes its prompt outside that lock, so Apply never waits for hashing, a run of
 // blocks at a time, and stops hashing at the first block no server holds; lookups hash
-// one at a time, as the hasher belongs to one goroutine. One
+// one at a time, as the hasher belongs to one goroutine. A lookup that Applies keep
+// changing the index under starts its walk over at most 3 times, then finishes with the
+// lock held: a stream of Applies cannot starve it. One
 // server's batches are applied one at a time, in the order Apply was called.
 type ClusterIndex struct {
 	mu sync.Mutex
@@ -71,6 +73,9 @@ type ClusterIndex struct {
 	servers   []*clusterServer    // sorted by name: ties go to the first name
 	byName    map[string]*clusterServer
 	gen       uint64 // under mu: counts the holds of mu that may change servers or blocks
+
+	betweenRuns func() // tests: called by a lookup between two runs, with mu released
+	restarts    uint64 // under lookMu: walks started over, over all lookups (tests)
 
 	// Lookup scratch, under lookMu (hits and alive under mu too).
 	parent, cur []byte
@@ -217,15 +222,16 @@ func NewClusterIndex(h prefix.Hasher, blockSize int, opts ...Option) (*ClusterIn
 		return nil, fmt.Errorf("%w: multimodal key form %v", ErrInvalidArgument, c.mmForm)
 	}
 	*c = ClusterIndex{
-		maxBlocks: c.maxBlocks,
-		chunk:     c.chunk,
-		onHold:    c.onHold,
-		mmForm:    c.mmForm,
-		hasher:    h,
-		bs:        blockSize,
-		byName:    make(map[string]*clusterServer),
-		parent:    make([]byte, h.Size()),
-		cur:       make([]byte, h.Size()),
+		maxBlocks:   c.maxBlocks,
+		chunk:       c.chunk,
+		onHold:      c.onHold,
+		betweenRuns: c.betweenRuns,
+		mmForm:      c.mmForm,
+		hasher:      h,
+		bs:          blockSize,
+		byName:      make(map[string]*clusterServer),
+		parent:      make([]byte, h.Size()),
+		cur:         make([]byte, h.Size()),
 	}
 	if _, ok := h.(*vllmhash.SHA256CBOR); ok {
 		var root [vllmhash.HashSize]byte
@@ -545,33 +551,53 @@ func (c *ClusterIndex) Route(p *prefix.Prompt) (server string, blocks int, ok bo
 // hashing, not the whole prompt's. The hits are those of one moment, as a walk of the
 // whole prompt under one hold of mu would find them: when an Apply (or a new server) held
 // mu between two runs, the walk starts over on every block hashed so far.
+//
+// Restarts are bounded, so that a stream of Applies cannot make a lookup walk its blocks
+// again and again (each restart walks all blocks hashed so far: quadratic in the
+// prompt): after maxRestarts of them the lookup keeps mu and hashes the rest of its
+// prompt under it. A lookup therefore walks at most maxRestarts+1 times the blocks it
+// hashes, and finishes whatever Applies do; an Apply then waits for at most the rest of
+// that one lookup's hashing, which stops at the first block no server holds.
 func (c *ClusterIndex) lookup(p *prefix.Prompt) {
 	n := len(p.Tokens) / c.bs
 	c.keys = c.keys[:0]
 	c.hasher.Root(c.parent)
-	run := firstRun
+	run, restarts := firstRun, 0
 	c.mu.Lock()
 	c.startWalk()
 	for len(c.alive) > 0 && len(c.keys) < n {
-		gen, walked := c.gen, len(c.keys)
-		c.mu.Unlock()
-		c.hashBlocks(p, min(n, walked+run))
-		run = min(2*run, maxRun)
-		c.mu.Lock()
-		if c.gen != gen {
-			c.startWalk()
-			walked = 0
+		walked := len(c.keys)
+		if restarts < maxRestarts {
+			gen := c.gen
+			c.mu.Unlock()
+			if c.betweenRuns != nil {
+				c.betweenRuns()
+			}
+			c.hashBlocks(p, min(n, walked+run))
+			c.mu.Lock()
+			if c.gen != gen {
+				restarts++
+				c.startWalk()
+				walked = 0
+			}
+		} else {
+			c.hashBlocks(p, min(n, walked+run)) // mu held: no Apply comes between runs now
 		}
+		run = min(2*run, maxRun)
 		c.walk(walked)
 	}
+	c.restarts += uint64(restarts)
 }
 
 // firstRun and maxRun bound the runs of blocks a lookup hashes between two walks (see
 // lookup): a prompt whose first block no server holds costs 4 blocks' hashing, and one
-// every block of which is held about log2(blocks/4) more holds of the lock.
+// every block of which is held about log2(blocks/4) more holds of the lock. maxRestarts
+// bounds how often a lookup starts its walk over because the index changed between two
+// runs.
 const (
-	firstRun = 4
-	maxRun   = 256
+	firstRun    = 4
+	maxRun      = 256
+	maxRestarts = 3
 )
 
 // hashBlocks appends to c.keys the 64-bit keys of p's full blocks up to block end
