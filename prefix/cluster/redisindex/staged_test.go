@@ -15,7 +15,7 @@ import (
 )
 
 // hkeysCalls returns how many HKEYS Redis has run since the last CONFIG RESETSTAT.
-func hkeysCalls(t *testing.T, rdb *redis.Client) int {
+func hkeysCalls(t testing.TB, rdb *redis.Client) int {
 	t.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)
