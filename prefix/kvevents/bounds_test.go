@@ -215,6 +215,9 @@ func TestDecodeCopiesNoLongString(t *testing.T) {
 		{"medium, map form", event("medium", huge), "medium: "},
 		{"unknown event key", event(huge, 0), ""},
 		{"unknown batch key", mp(map[string]any{"ts": 1.0, "events": []any{}, huge: 0}), ""},
+		{"extra_keys salt", mp(map[string]any{"ts": 1.0, "events": []any{map[string]any{
+			"type": "BlockStored", "block_hashes": []any{1}, "token_ids": []any{1}, "block_size": 1,
+			"extra_keys": []any{[]any{huge}}}}}), "extra_keys: extra key: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var d kvevents.Decoder
@@ -224,13 +227,14 @@ func TestDecodeCopiesNoLongString(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			err := d.Decode(tc.payload, &b)
 			runtime.ReadMemStats(&after)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("a %d-byte string: %d bytes allocated", long, allocated)
 			if tc.refused != "" {
 				require.ErrorIs(t, err, kvevents.ErrMalformed)
 				require.ErrorContains(t, err, tc.refused)
 			} else {
 				require.NoError(t, err)
 			}
-			allocated := after.TotalAlloc - before.TotalAlloc
 			require.Less(t, allocated, uint64(long/16), "decoding a %d-byte string allocated %d bytes", long, allocated)
 		})
 	}
