@@ -28,6 +28,12 @@ var (
 	// a second pool beside them, is gone): build the index with a host tier, even without
 	// prefix sharing, or preempt in Recompute mode.
 	ErrSwapNeedsTiers = errors.New("blocktable: swap needs an index with lower tiers (prefix.WithTiers)")
+	// ErrSwapInFlight: Resume of a sequence some of whose swapped-out blocks exist only
+	// in a copy in flight (under prefix.TierConfig.StreamOrdered, a copy TakePlans handed
+	// out, which released its device block, and CompleteTransfer has not confirmed). No
+	// lookup finds such a block until then, so resuming now would compute it again: the
+	// sequence waits, its state unchanged, and Resume succeeds once the copies complete.
+	ErrSwapInFlight = errors.New("blocktable: the sequence's swap-out copies are in flight")
 	// ErrNoHostPool is ErrSwapNeedsTiers under its former name, kept so that errors.Is
 	// tests written for it still match.
 	ErrNoHostPool = ErrSwapNeedsTiers

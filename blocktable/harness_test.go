@@ -367,7 +367,7 @@ func (h *harness) apply(o op) {
 		}
 		res, err := h.m.Resume(id)
 		if err != nil {
-			h.failed(before, err, blocks.ErrOutOfBlocks)
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrSwapInFlight)
 			return
 		}
 		delete(h.swapped, id)

@@ -204,7 +204,12 @@ func (m *Manager) releaseHold(s *sequence) {
 // released (the load pins what it reads). It keeps its ID and prompt length; its arrival
 // is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks, in a *SeqError
 // with Op "resume") it stays swapped out, its KV still held, and nothing else changed,
-// Stats included: a refused Resume is no refused admission.
+// Stats included: a refused Resume is no refused admission. Under
+// prefix.TierConfig.StreamOrdered, between the TakePlans that hands its copies out and
+// their CompleteTransfer, it fails with ErrSwapInFlight, changing nothing: those blocks
+// are on no device and in no tier until confirmed, and the server resumes the sequence
+// once they are rather than compute them again. Without StreamOrdered a copy in flight
+// keeps its device block, which Resume takes as a device hit.
 func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	s, err := m.lookup("resume", seq)
 	if err != nil {
@@ -212,6 +217,13 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	}
 	if s.state != Swapped {
 		return AdmitResult{}, &SeqError{Op: "resume", Seq: seq, Err: ErrNotRunning}
+	}
+	// A stream-ordered copy handed out has released its device block, and its tier slot
+	// is found only once confirmed: wait for it rather than compute the block again, as
+	// vLLM's offloading connector serves only blocks whose store is done and delays a
+	// request whose hit is still moving.
+	if s.hold != 0 && m.index.HoldInFlight(s.hold) > 0 {
+		return AdmitResult{}, &SeqError{Op: "resume", Seq: seq, Err: ErrSwapInFlight}
 	}
 	if len(s.tokens) == 0 { // truncated to nothing before its swap: no admission to make
 		m.releaseHold(s)

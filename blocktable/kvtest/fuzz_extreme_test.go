@@ -147,7 +147,8 @@ func isTyped(err error) bool {
 		blocktable.ErrShortBuffer, blocktable.ErrNoHostPool, blocktable.ErrInvalidArgument, blocktable.ErrTooLarge,
 		blocks.ErrOutOfBlocks, blocks.ErrInvalidArgument, blocks.ErrUnknownBlock, blocks.ErrNotAllocated,
 		blocks.ErrNullBlock, blocks.ErrRefCountOverflow, blocks.ErrDoubleFree,
-		prefix.ErrTierFull, // a Swap the host tier cannot hold (Preempt, PreemptSeq)
+		prefix.ErrTierFull,         // a Swap the host tier cannot hold (Preempt, PreemptSeq)
+		blocktable.ErrSwapInFlight, // a Resume while stream-ordered copies are in flight
 	} {
 		if errors.Is(err, s) {
 			return true

@@ -1,0 +1,29 @@
+package prefix
+
+// HoldInFlight is how many of the blocks hold h keeps have their only copy in flight: no
+// device block and no lower tier holds their KV yet, and a copy into a lower tier is
+// under way. Only a demotion under TierConfig.StreamOrdered, between the TakePlans that
+// handed it out (and released its device block) and its CompleteTransfer, leaves a block
+// so. No lookup finds such a block until the copy is confirmed: a swapped sequence
+// resumed now would compute it again (blocktable.Manager.Resume waits instead). 0 for an
+// ID that names no hold, and without lower tiers.
+func (x *Index) HoldInFlight(h HoldID) int {
+	ts := x.tiers
+	if ts == nil {
+		return 0
+	}
+	k := 0
+	for _, r := range ts.holds[h] {
+		en := &ts.ents[r.e]
+		if !en.live || en.gen != r.gen || en.dev != 0 || en.bestTier() != 0 {
+			continue
+		}
+		for _, st := range en.st {
+			if st == slotPending {
+				k++
+				break
+			}
+		}
+	}
+	return k
+}
