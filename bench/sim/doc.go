@@ -108,14 +108,16 @@
 // budget Capacity tokens of the model's attention layers, and reports each KV-cache
 // group's share of the budget (Result.Groups) beside the hit rate; see Hybrid.
 //
-// Paged with PrefixSharing can have lower tiers (Scheme.Tiers: host and disk capacities in
-// blocks, bandwidths, bytes per block; tiers.go): blocks are written through to the host
+// Paged and Hybrid with PrefixSharing can have lower tiers (Scheme.Tiers: host and disk
+// capacities in blocks for paged, in bytes for hybrid, split across its layout's pools in
+// proportion to their device budgets; bandwidths; tiers.go): blocks are written through to the host
 // as they are committed and back to disk as the host evicts them, an admission loads what
 // the tiers hold past its device hit. Every transfer succeeds, and takes time on the step
-// clock at its tier's bandwidth (tierlinks.go: one queue per tier's link, a request
-// waits for its load before decoding, device blocks stay pinned until their copies end;
+// clock at its tier's bandwidth (tierlinks.go: one queue per tier's link, shared by the
+// hybrid scheme's pools, a request waits for its loads before decoding, device blocks stay pinned until their copies end;
 // a bandwidth of 0 is unlimited, every copy confirmed at once). Loaded tokens count as
-// prefix hits; Result.Tiers gives each tier's hit rate, blocks and bytes moved, plans and
+// prefix hits, once per token however many groups loaded it; Result.Tiers gives each
+// tier's hit rate and tokens, blocks and bytes moved, plans and
 // link utilization over the whole run and the mean load wait, and WriteCharts draws
 // tiers.png.
 //

@@ -36,7 +36,6 @@ type paged struct {
 	pre      []blocktable.Preempted
 	req      blocktable.Request
 	tiers    Tiers
-	plans    []prefix.Plan
 	clock    tierClock
 	// readmitted counts the prompt tokens of readmissions after preemption, which the
 	// Manager must have counted as Resumed (check).
@@ -62,7 +61,7 @@ func newPaged(cfg *Config, s Scheme, seqs []seq, opts ...prefix.Option) (*paged,
 			return nil, err
 		}
 		if s.Tiers.enabled() {
-			opts = append(opts, prefix.WithTiers(s.Tiers.config(pool.Capacity())))
+			opts = append(opts, prefix.WithTiers(tierConfig(s.Tiers.HostBlocks, s.Tiers.DiskBlocks, s.Tiers.BlockBytes)))
 		}
 		if mc.Index, err = prefix.New(pool, s.BlockSize, append([]prefix.Option{prefix.WithPolicy(policy), prefix.WithClock(clock)}, opts...)...); err != nil {
 			return nil, err
@@ -72,7 +71,11 @@ func newPaged(cfg *Config, s Scheme, seqs []seq, opts ...prefix.Option) (*paged,
 	if err != nil {
 		return nil, err
 	}
-	return &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity, tiers: s.Tiers, clock: newTierClock(s.Tiers, cfg.StepDuration)}, nil
+	p := &paged{m: m, pool: pool, seqs: seqs, seed: cfg.Seed, blockSize: s.BlockSize, sharing: s.PrefixSharing, capacity: cfg.Capacity, tiers: s.Tiers}
+	if s.Tiers.enabled() {
+		p.clock = newTierClock(s.Tiers, cfg.StepDuration, m)
+	}
+	return p, nil
 }
 
 // tail is the number of empty slots in the last block of a sequence of n tokens.
@@ -121,10 +124,13 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 	p.live++
 	p.tokens += int64(n)
 	p.internal += p.tail(n)
-	if err := p.transfer(); err != nil {
+	if err := p.clock.transfer(); err != nil {
 		return 0, 0, false, err
 	}
-	p.admitted(s, res.Load)
+	p.clock.admitted(res.Load != 0)
+	if res.Load != 0 {
+		p.clock.wait(s, loadKey{0, res.Load})
+	}
 	hit = res.HitTokens + res.LoadTokens // loaded from a lower tier: not computed
 	return n - hit, hit, true, nil
 }
@@ -140,7 +146,7 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 			s.stored++
 			s.stalled = false
 			if s.stored%p.blockSize == 0 { // a block filled and was committed: write-through copies
-				return victims, p.transfer()
+				return victims, p.clock.transfer()
 			}
 			return victims, nil
 		}
@@ -151,7 +157,7 @@ func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 		// the newest request, which can be the one growing).
 		first := len(victims)
 		if victims, err = p.preempt(victims); err != nil {
-			if errors.Is(err, blocks.ErrOutOfBlocks) && p.copying() {
+			if errors.Is(err, blocks.ErrOutOfBlocks) && p.clock.copying() {
 				// Every block is held or pinned by a copy in flight: s stalls until a
 				// copy ends and frees one (tierlinks.go).
 				s.stalled = true
@@ -192,18 +198,14 @@ func (p *paged) finish(s *seq) error {
 	p.tokens -= int64(s.stored)
 	p.internal -= p.tail(s.stored)
 	p.drop(s)
-	return p.transfer()
+	return p.clock.transfer()
 }
 
 // drop takes s out of the running requests; one preempted while its load was in flight
 // stops waiting for it (the wait so far counts).
 func (p *paged) drop(s *seq) {
 	p.live--
-	if s.load != 0 {
-		p.clock.waited += int64(p.clock.now - s.loadSince)
-		delete(p.clock.waiters, prefix.TransferID(s.load))
-	}
-	s.load, s.held, s.stalled = 0, false, false
+	p.clock.drop(s)
 }
 
 // usage reads the pool, O(1): blocks held by running requests are those in use less the

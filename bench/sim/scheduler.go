@@ -15,15 +15,18 @@ type seq struct {
 	stored    int  // token states held (0 while waiting)
 	preempted bool // preempted and not yet readmitted
 	finished  bool
-	// load is the transfer a paged scheme with tier links is loading the request's
-	// prefix with (tierlinks.go), since step loadSince; held says it has not produced a
-	// token since its admission, so the next decode has none to store.
-	load      uint64
+	// loading counts the transfers a scheme with tier links is loading the request's
+	// prefix with (tierlinks.go; one per pool of the hybrid scheme), since step
+	// loadSince; held says it has not produced a token since its admission, so the next
+	// decode has none to store.
+	loading   int
 	loadSince int
 	held      bool
 	// stalled says its last grow found every block held or pinned by a copy in flight:
-	// it generates nothing until a later step's grow succeeds.
+	// it generates nothing until a later step's grow succeeds. grown is how many of the
+	// hybrid scheme's pools already hold the token that grow was giving a slot.
 	stalled bool
+	grown   int
 	// A scheme keeps its own per-request state, indexed by req.ID (see schemeDef).
 }
 
@@ -124,18 +127,25 @@ func Simulate(reqs []Request, cfg Config, s Scheme) (*Result, error) {
 // simulate is Simulate; with checkEveryStep, every step verifies the usage and the
 // allocator's invariants (tests use it).
 func simulate(reqs []Request, cfg Config, s Scheme, checkEveryStep bool) (*Result, error) {
+	r, _, err := simulateWith(reqs, cfg, s, checkEveryStep)
+	return r, err
+}
+
+// simulateWith is simulate, also returning the allocator the run drove (tests read its
+// library's counters).
+func simulateWith(reqs []Request, cfg Config, s Scheme, checkEveryStep bool) (*Result, allocator, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.validate(&cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range reqs {
 		r := &reqs[i]
 		if r.ID != i || r.Input < 1 || r.Output < 1 || r.Input+r.Output > cfg.MaxModelLen || r.Shared < 0 || r.Shared > r.Input+r.Output ||
 			(r.Group < 0 && r.Shared != 0) || r.BaseShared < 0 || r.BaseShared > r.Shared || (r.BaseShared > 0 && r.Base < 0) ||
 			r.After < 0 || r.After > i || r.Arrival < 0 || math.IsNaN(r.Arrival) || (i > 0 && r.Arrival < reqs[i-1].Arrival) {
-			return nil, fmt.Errorf("%w: request %d (%+v) is not a prepared request for max-model-len %d (see Prepare)", ErrInvalidConfig, i, *r, cfg.MaxModelLen)
+			return nil, nil, fmt.Errorf("%w: request %d (%+v) is not a prepared request for max-model-len %d (see Prepare)", ErrInvalidConfig, i, *r, cfg.MaxModelLen)
 		}
 	}
 	seqs := make([]seq, len(reqs))
@@ -145,13 +155,13 @@ func simulate(reqs []Request, cfg Config, s Scheme, checkEveryStep bool) (*Resul
 	d, _ := lookupScheme(s.Name) // validated above
 	a, err := d.build(&cfg, &s, seqs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sch := &scheduler{cfg: cfg, a: a, reqs: reqs, seqs: seqs, res: &Result{Scheme: s, Capacity: cfg.Capacity, Requests: len(reqs)}, checkEveryStep: checkEveryStep}
 	if err := sch.run(); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Label(), err)
+		return nil, nil, fmt.Errorf("%s: %w", s.Label(), err)
 	}
-	return sch.res, nil
+	return sch.res, a, nil
 }
 
 type scheduler struct {
@@ -267,7 +277,7 @@ func (sc *scheduler) run() error {
 		sc.cfg.Progress(sc.unreported)
 	}
 	if ta, ok := sc.a.(tierAllocator); ok {
-		if err := ta.drain(); err != nil {
+		if err := ta.transfers().drain(); err != nil {
 			return err
 		}
 	}
@@ -283,7 +293,7 @@ func (sc *scheduler) run() error {
 func (sc *scheduler) schedule(step int) error {
 	if ta, ok := sc.a.(tierAllocator); ok {
 		// The transfers that have ended by this step are confirmed first (tierlinks.go).
-		if err := ta.advance(step); err != nil {
+		if err := ta.transfers().advance(step); err != nil {
 			return err
 		}
 	}
@@ -365,7 +375,7 @@ func (sc *scheduler) admit(budget int) error {
 func (sc *scheduler) generate() error {
 	var firstErr error
 	sc.running = slices.DeleteFunc(sc.running, func(s *seq) bool {
-		if s.load != 0 || s.stalled {
+		if s.loading != 0 || s.stalled {
 			return false // waiting for its load, or for a copy to free a block (tierlinks.go)
 		}
 		s.held = false
@@ -396,7 +406,7 @@ func (sc *scheduler) generate() error {
 // links, tierlinks.go): a step may then leave nothing running and still end.
 func (sc *scheduler) copying() bool {
 	ta, ok := sc.a.(tierAllocator)
-	return ok && ta.copying()
+	return ok && ta.transfers().copying()
 }
 
 func (sc *scheduler) record(step, weight int) {

@@ -102,8 +102,9 @@ type Scheme struct {
 	// MambaMode is the hybrid scheme's Mamba cache mode (hybrid.MambaAll, the default
 	// when "", or hybrid.MambaAlign).
 	MambaMode string
-	// Tiers gives the paged scheme with prefix sharing lower tiers (tiers.go): host
-	// memory and disk below the device's KV budget; the zero value has none.
+	// Tiers gives the paged or hybrid scheme with prefix sharing lower tiers (tiers.go):
+	// host memory and disk below the device's KV budget, in blocks for paged and in bytes
+	// for hybrid (split across its pools); the zero value has none.
 	Tiers Tiers
 }
 
@@ -160,6 +161,10 @@ func (s Scheme) allocatesBlocks() bool {
 	return ok && d.blocks
 }
 
+// Validate checks s against c as Simulate does before it runs: a registered scheme, the
+// options it takes and no other, and lower tiers only where it can honour them.
+func (s Scheme) Validate(c *Config) error { return s.validate(c) }
+
 func (s Scheme) validate(c *Config) error {
 	d, ok := lookupScheme(s.Name)
 	if !ok {
@@ -178,8 +183,8 @@ func (s Scheme) validate(c *Config) error {
 	if err := s.Tiers.validate(); err != nil {
 		return err
 	}
-	if s.Tiers.enabled() && (s.Name != Paged || !s.PrefixSharing) {
-		return fmt.Errorf("%w: %s: lower tiers need the paged scheme with prefix sharing", ErrInvalidConfig, s.Label())
+	if err := s.Tiers.validateFor(&s); err != nil {
+		return err
 	}
 	if d.validate != nil {
 		return d.validate(&s, c)

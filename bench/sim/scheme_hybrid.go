@@ -9,6 +9,7 @@ import (
 	"github.com/kvpage/kvpage/blocks/sizing"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // Hybrid runs a hybrid model (Scheme.Model, a preset of blocks/sizing marked hybrid)
@@ -36,6 +37,9 @@ import (
 // but the last as the sequence advances (vLLM's "all" cache mode; its "align" mode, which
 // keeps only the running and the last state, is not modelled), so a small StateBlock costs
 // memory at admission. The Manager's free queue is vLLM's LRU: Eviction must be lru.
+// With prefix sharing it can have lower tiers, sized in bytes (Tiers.HostBytes and
+// DiskBytes), which each pool shares by its part of the device budget
+// (scheme_hybrid_tiers.go).
 // Without PrefixSharing requests never read the cache (hybrid.Request.SkipCacheRead).
 const Hybrid = "hybrid"
 
@@ -107,6 +111,15 @@ func validateHybrid(s *Scheme, c *Config) error {
 	if s.StateBlock < 0 || s.StateBlock > c.MaxModelLen {
 		return fmt.Errorf("%w: state block %d outside [0, max-model-len %d]", ErrInvalidConfig, s.StateBlock, c.MaxModelLen)
 	}
+	if s.Tiers.enabled() && s.MambaMode == hybrid.MambaAlign {
+		h, _ := HybridModel(s.Model) // checked above
+		for _, l := range h.Layers {
+			if l.Kind == sizing.KindState {
+				return fmt.Errorf("%w: %s: lower tiers under Mamba align mode: blocktable/hybrid gives align-mode Mamba groups no lower-tier hit, so %s would only copy blocks down (use the all mode)",
+					ErrInvalidConfig, s.Label(), s.Model)
+			}
+		}
+	}
 	return nil
 }
 
@@ -117,6 +130,10 @@ type hybridPool struct {
 	// kinds[i] is the model layer kind of the Manager's group i; kindSet the distinct ones.
 	kinds, kindSet []int
 	cost           hybrid.AdmitCost // need's scratch
+	// hostBlocks and diskBlocks are the pool's lower tiers (its share of Tiers' bytes in
+	// its blocks); res is its last admission's (AdmitTiered).
+	hostBlocks, diskBlocks int
+	res                    hybrid.AdmitResult
 }
 
 // hybridAlloc is the hybrid scheme's allocator.
@@ -151,6 +168,18 @@ type hybridAlloc struct {
 	// lcm tokens, the LCM of every kind's block (scheme_hybrid_admit.go).
 	align bool
 	lcm   int
+
+	// tiers are the lower tiers (none when not enabled), clock their copies' timing over
+	// every pool (tierlinks.go); tierTokens counts, per tier, the prompt tokens of first
+	// admissions found there (TierResult.HitTokens), firstPrompt those admissions' prompt
+	// tokens.
+	tiers       Tiers
+	clock       tierClock
+	tierTokens  [prefix.MaxTiers]uint64
+	firstPrompt uint64
+	// stalls counts grows that stalled in the first pool, and in a later one (whose
+	// earlier pools kept the token).
+	stalls [2]uint64
 }
 
 func attnTokenBytes(h sizing.HybridModel) int64 {
@@ -167,7 +196,7 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		return nil, err
 	}
 	a := &hybridAlloc{model: h, seqs: seqs, seed: cfg.Seed, sharing: s.PrefixSharing, capacity: cfg.Capacity,
-		unit: attnTokenBytes(h), running: map[int]*seq{}}
+		unit: attnTokenBytes(h), running: map[int]*seq{}, tiers: s.Tiers}
 	a.budget = int64(cfg.Capacity) * a.unit
 	preempt, err := NewPreemptionPolicy(s.Preemption)
 	if err != nil {
@@ -202,7 +231,23 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		if n < 2 || n > 1<<30 {
 			return fmt.Errorf("%w: %s %s: a pool of %d blocks of %d bytes", ErrInvalidConfig, s.Model, s.Layout, n, unitBytes)
 		}
-		m, err := hybrid.New(hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt})
+		hc := hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt}
+		var host, disk int
+		if s.Tiers.enabled() {
+			// The pool's share of the host and the disk is its share of the device budget.
+			share := func(b int64) int {
+				return int(min(int64(float64(b)*float64(budget)/float64(a.budget))/unitBytes, prefix.MaxTierCapacity))
+			}
+			host, disk = share(s.Tiers.HostBytes), share(s.Tiers.DiskBytes)
+			if host == 0 || (s.Tiers.DiskBytes > 0 && disk == 0) {
+				return fmt.Errorf("%w: %s %s: a host of %d bytes and a disk of %d give a pool of %d-byte blocks, %.1f%% of the device budget, %d host and %d disk blocks; every pool needs one",
+					ErrInvalidConfig, s.Model, s.Layout, s.Tiers.HostBytes, s.Tiers.DiskBytes, unitBytes,
+					100*float64(budget)/float64(a.budget), host, disk)
+			}
+			tc := tierConfig(host, disk, unitBytes)
+			hc.Tiers = &tc
+		}
+		m, err := hybrid.New(hc)
 		if err != nil {
 			return err
 		}
@@ -212,7 +257,7 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 				set = append(set, k)
 			}
 		}
-		a.pools = append(a.pools, hybridPool{m: m, unitBytes: unitBytes, kinds: kinds, kindSet: set})
+		a.pools = append(a.pools, hybridPool{m: m, unitBytes: unitBytes, kinds: kinds, kindSet: set, hostBlocks: host, diskBlocks: disk})
 		return nil
 	}
 	switch s.Layout {
@@ -301,6 +346,13 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 	for _, b := range a.kindBlock {
 		a.lcm = a.lcm / gcd(a.lcm, b) * b
 	}
+	if s.Tiers.enabled() {
+		ms := make([]transferer, len(a.pools))
+		for i := range a.pools {
+			ms[i] = a.pools[i].m
+		}
+		a.clock = newTierClock(s.Tiers, cfg.StepDuration, ms...)
+	}
 	return a, nil
 }
 
@@ -378,6 +430,11 @@ func (a *hybridAlloc) admit(s *seq, budget int) (prefill, hit int, ok bool, err 
 	if s.preempted {
 		a.readmitted += uint64(n)
 	}
+	if a.tiers.enabled() {
+		if err := a.loaded(s, hit); err != nil {
+			return 0, 0, false, err
+		}
+	}
 	return n - hit, hit, true, nil
 }
 
@@ -389,16 +446,14 @@ func (a *hybridAlloc) commonHit(req *hybrid.Request) (limit, hit int) {
 	case !a.sharing:
 		return 0, 0
 	case len(a.pools) == 1:
-		hit, _ := a.pools[0].m.MatchRequest(req) // refuses only a nil request
-		return 0, hit
+		return 0, a.pools[0].match(req, a.tiers.enabled())
 	}
 	h := len(req.Prompt) - 1
 	for h > 0 {
 		low := h
-		for _, p := range a.pools {
+		for i := range a.pools {
 			req.HitLimit = h
-			hit, _ := p.m.MatchRequest(req)
-			low = min(low, hit)
+			low = min(low, a.pools[i].match(req, a.tiers.enabled()))
 		}
 		if low == h {
 			break
@@ -406,6 +461,18 @@ func (a *hybridAlloc) commonHit(req *hybrid.Request) (limit, hit int) {
 		h = low
 	}
 	return h, h
+}
+
+// match is the hit p serves for req: its device hit, and with lower tiers the tokens
+// past it that an admission would load (hybrid.Manager.MatchTiers), which are not
+// computed either.
+func (p *hybridPool) match(req *hybrid.Request, tiers bool) int {
+	if tiers {
+		hit, load, _ := p.m.MatchTiers(req) // refuses only a nil request
+		return hit + load
+	}
+	hit, _ := p.m.MatchRequest(req) // refuses only a nil request
+	return hit
 }
 
 // poolStats is every pool's Stats (tests compare them).
@@ -420,7 +487,8 @@ func (a *hybridAlloc) poolStats() []hybrid.Stats {
 func (a *hybridAlloc) grow(s *seq, victims []*seq) ([]*seq, error) {
 	id := blocktable.SeqID(s.req.ID)
 	a.one[0] = Token(a.seed, s.req, s.stored)
-	for i := 0; i < len(a.pools); {
+	// A stall (below) leaves the pools before s.grown holding the token already.
+	for i := s.grown; i < len(a.pools); {
 		err := a.pools[i].m.Append(id, a.one[:])
 		if err == nil {
 			i++
@@ -433,6 +501,13 @@ func (a *hybridAlloc) grow(s *seq, victims []*seq) ([]*seq, error) {
 		// i already hold s's new token: a victim other than s is dropped everywhere, and
 		// s, if it is the victim, too.
 		if a.pre, err = a.pools[i].m.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Recompute}, a.pre[:0]); err != nil {
+			if errors.Is(err, blocks.ErrOutOfBlocks) && a.clock.copying() {
+				// Every block of the pool is held or pinned by a copy in flight: s
+				// stalls until a copy ends and frees one (tierlinks.go).
+				s.stalled, s.grown = true, i
+				a.stalls[min(i, 1)]++
+				return victims, nil
+			}
 			return victims, fmt.Errorf("request %d cannot grow: %w", s.req.ID, err)
 		}
 		for _, v := range a.pre {
@@ -446,15 +521,18 @@ func (a *hybridAlloc) grow(s *seq, victims []*seq) ([]*seq, error) {
 			}
 			vs := &a.seqs[v.Seq]
 			delete(a.running, vs.req.ID)
-			vs.preempted = true
+			a.clock.drop(vs)
+			vs.preempted, vs.grown = true, 0
 			victims = append(victims, vs)
 		}
 		if s.preempted {
-			return victims, nil
+			return victims, a.clock.transfer()
 		}
 	}
 	s.stored++
-	return victims, nil
+	s.stalled, s.grown = false, 0
+	// A block that filled was committed: its write-through copies start.
+	return victims, a.clock.transfer()
 }
 
 func (a *hybridAlloc) finish(s *seq) error {
@@ -464,7 +542,8 @@ func (a *hybridAlloc) finish(s *seq) error {
 		}
 	}
 	delete(a.running, s.req.ID)
-	return nil
+	a.clock.drop(s)
+	return a.clock.transfer()
 }
 
 // usage is in token-equivalents of the byte budget: held is what the pools' blocks in
@@ -536,6 +615,22 @@ func (a *hybridAlloc) check(deep bool) error {
 		if deep {
 			if err := p.m.CheckInvariants(); err != nil {
 				return err
+			}
+		}
+	}
+	if deep {
+		// Every pool holds a running request's tokens; a stalled grow's pools before
+		// s.grown hold its next one too.
+		for id, s := range a.running {
+			for i, p := range a.pools {
+				info, err := p.m.Seq(blocktable.SeqID(id))
+				want := s.stored
+				if s.stalled && i < s.grown {
+					want++
+				}
+				if err != nil || info.Tokens != want {
+					return fmt.Errorf("request %d: pool %d holds %d tokens (%v), the simulator %d", id, i, info.Tokens, err, want)
+				}
 			}
 		}
 	}

@@ -42,8 +42,8 @@ func (p *hybridPool) need(req *hybrid.Request, hit, split int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if p.cost.Hit != hit {
-		return 0, fmt.Errorf("pool's dry run hits %d tokens, the pools' common hit is %d", p.cost.Hit, hit)
+	if p.cost.Hit+p.cost.LoadTokens != hit { // a load is a hit: not computed
+		return 0, fmt.Errorf("pool's dry run hits %d tokens and loads %d, the pools' common hit is %d", p.cost.Hit, p.cost.LoadTokens, hit)
 	}
 	need := p.cost.Need
 	if split < n {
@@ -82,12 +82,15 @@ func (a *hybridAlloc) admitPools(s *seq, req *hybrid.Request, hit int) (ok bool,
 		req.Prefill = split - hit
 	}
 	id := blocktable.SeqID(s.req.ID)
-	for i, p := range a.pools {
-		got, err := p.m.Admit(id, req)
+	for i := range a.pools {
+		p := &a.pools[i]
+		var err error
+		p.res, err = p.m.AdmitTiered(id, req) // Admit without tiers
+		got := p.res.Hit + p.res.LoadTokens
 		if err == nil && split < n {
 			err = p.m.Extend(id, n-split)
 		}
-		if err == nil && got != hit && len(a.pools) > 1 {
+		if err == nil && got != hit {
 			err = fmt.Errorf("pool %d hit %d tokens, the pools' common hit is %d", i, got, hit)
 		}
 		if err != nil {

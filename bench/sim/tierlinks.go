@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -16,6 +17,12 @@ import (
 // ceil(B / (G x 10^9 x StepDuration)) steps after it was planned. Copies smaller than a
 // step share one. A load from two tiers ends when both parts do.
 //
+// The clock drives any Manager with lower tiers (transferer: blocktable.Manager for the
+// paged scheme, hybrid.Manager for each pool of the hybrid scheme). The Managers of one
+// scheme share the links: they are one device's pools, and its host link carries every
+// pool's copies, taken from the Managers in pool order each time the clock runs. A
+// request admitted into several pools waits for every pool's load.
+//
 // Until a copy is confirmed its device blocks stay as the index holds them: a store's
 // source pinned, a load's destinations reserved, so a slow link costs device memory. A
 // sequence whose load is in flight neither decodes nor generates; it produces its first
@@ -25,6 +32,12 @@ import (
 // plans are confirmed where they are taken, so the run is exactly the one with every
 // copy instantaneous.
 
+// transferer is a Manager with lower tiers, as the tier clock drives it.
+type transferer interface {
+	TakePlans(dst []prefix.Plan) []prefix.Plan
+	CompleteTransfer(id prefix.TransferID, ok bool) (blocktable.LoadDone, error)
+}
+
 // link is one lower tier's copy queue, timed in steps (fractions of a step included, so
 // that small copies share a step).
 type link struct {
@@ -33,28 +46,38 @@ type link struct {
 	busy         float64 // steps spent copying
 }
 
+// loadKey names a transfer: the Manager's index in the clock's and its id there (each
+// Manager numbers its own).
+type loadKey struct {
+	mgr int
+	id  prefix.TransferID
+}
+
 // inflight is a transfer waiting for its last plan to end.
 type inflight struct {
-	id   prefix.TransferID
+	key  loadKey
 	done int // the step at whose start it is confirmed
 }
 
-// tierClock is the paged scheme's transfer timing.
+// tierClock is a scheme's transfer timing.
 type tierClock struct {
+	ms       []transferer // nil: no lower tiers
 	now      int
 	links    [prefix.MaxTiers]link
+	plans    []prefix.Plan
 	inflight []inflight
-	waiters  map[prefix.TransferID]*seq
+	waiters  map[loadKey]*seq
 	// loads counts admissions that loaded blocks, admissions all admissions, waited the
 	// steps sequences spent waiting for their loads.
 	loads, admissions, waited int64
 	last                      int // the step the last copy ended at, at the latest
 }
 
-func newTierClock(t Tiers, stepDuration float64) tierClock {
-	var c tierClock
+// newTierClock is the clock of Managers ms under t's links (ms only when t has tiers).
+func newTierClock(t Tiers, stepDuration float64, ms ...transferer) tierClock {
+	c := tierClock{ms: ms}
 	for i, g := range [...]float64{t.HostGBps, t.DiskGBps} {
-		if g > 0 && t.BlockBytes > 0 {
+		if g > 0 {
 			c.links[i+1].bytesPerStep = g * 1e9 * stepDuration
 		}
 	}
@@ -77,47 +100,46 @@ func (c *tierClock) plan(pl *prefix.Plan) int {
 	return done
 }
 
-// transfer takes the Manager's plans, queues them on their links and confirms every
+// transfer takes the Managers' plans, queues them on their links and confirms every
 // transfer that has ended by now.
-func (p *paged) transfer() error {
-	if !p.tiers.enabled() {
+func (c *tierClock) transfer() error {
+	if c.ms == nil {
 		return nil
 	}
-	p.plans = p.m.TakePlans(p.plans[:0])
-	c := &p.clock
-	for i := range p.plans {
-		pl := &p.plans[i]
-		done := c.plan(pl)
-		if i > 0 && p.plans[i-1].ID == pl.ID { // one load from two tiers: one completion
-			f := &c.inflight[len(c.inflight)-1]
-			f.done = max(f.done, done)
-			continue
+	for k, m := range c.ms {
+		c.plans = m.TakePlans(c.plans[:0])
+		for i := range c.plans {
+			pl := &c.plans[i]
+			done := c.plan(pl)
+			if i > 0 && c.plans[i-1].ID == pl.ID { // one load from two tiers: one completion
+				f := &c.inflight[len(c.inflight)-1]
+				f.done = max(f.done, done)
+				continue
+			}
+			c.inflight = append(c.inflight, inflight{key: loadKey{k, pl.ID}, done: done})
 		}
-		c.inflight = append(c.inflight, inflight{id: pl.ID, done: done})
 	}
-	return p.completeDue()
+	return c.completeDue()
 }
 
 // completeDue confirms the transfers that have ended by now, earliest first, ties in
 // the order they were planned.
-func (p *paged) completeDue() error {
-	c := &p.clock
+func (c *tierClock) completeDue() error {
 	if len(c.inflight) == 0 {
 		return nil
 	}
 	slices.SortStableFunc(c.inflight, func(a, b inflight) int { return a.done - b.done })
 	n := 0
 	for n < len(c.inflight) && c.inflight[n].done <= c.now {
-		id := c.inflight[n].id
+		k := c.inflight[n].key
 		n++
-		if _, err := p.m.CompleteTransfer(id, true); err != nil {
+		if _, err := c.ms[k.mgr].CompleteTransfer(k.id, true); err != nil {
 			return err
 		}
-		if s := c.waiters[id]; s != nil {
-			delete(c.waiters, id)
-			if s.load == uint64(id) {
+		if s := c.waiters[k]; s != nil {
+			delete(c.waiters, k)
+			if s.loading--; s.loading == 0 {
 				c.waited += int64(c.now - s.loadSince)
-				s.load = 0
 			}
 		}
 	}
@@ -127,45 +149,63 @@ func (p *paged) completeDue() error {
 
 // advance moves the clock to step and confirms what has ended by then; the plans those
 // confirmations start (the loaded blocks' write-through copies) are queued at once.
-func (p *paged) advance(step int) error {
-	p.clock.now = step
-	if len(p.clock.inflight) == 0 {
+func (c *tierClock) advance(step int) error {
+	c.now = step
+	if len(c.inflight) == 0 {
 		return nil
 	}
-	if err := p.completeDue(); err != nil {
+	if err := c.completeDue(); err != nil {
 		return err
 	}
-	return p.transfer()
+	return c.transfer()
 }
 
-// admitted notes an admission; load is its load transfer (0: none). A load still in
-// flight makes s wait for it.
-func (p *paged) admitted(s *seq, load prefix.TransferID) {
-	c := &p.clock
+// admitted counts an admission, which loaded blocks or not.
+func (c *tierClock) admitted(loaded bool) {
 	c.admissions++
-	if load == 0 {
-		return
+	if loaded {
+		c.loads++
 	}
-	c.loads++
-	if !slices.ContainsFunc(c.inflight, func(f inflight) bool { return f.id == load }) {
+}
+
+// wait makes s wait for load k, an admission's load, if it is still in flight (call it
+// after transfer has queued the admission's plans).
+func (c *tierClock) wait(s *seq, k loadKey) {
+	if !slices.ContainsFunc(c.inflight, func(f inflight) bool { return f.key == k }) {
 		return
 	}
 	if c.waiters == nil {
-		c.waiters = make(map[prefix.TransferID]*seq)
+		c.waiters = make(map[loadKey]*seq)
 	}
-	c.waiters[load] = s
-	s.load, s.loadSince, s.held = uint64(load), c.now, true
+	c.waiters[k] = s
+	if s.loading == 0 {
+		s.loadSince = c.now
+	}
+	s.loading++
+	s.held = true
+}
+
+// drop takes s, leaving the running requests, off the loads it waits for (the wait so
+// far counts).
+func (c *tierClock) drop(s *seq) {
+	if s.loading != 0 {
+		c.waited += int64(c.now - s.loadSince)
+		for _, f := range c.inflight {
+			if c.waiters[f.key] == s {
+				delete(c.waiters, f.key)
+			}
+		}
+	}
+	s.loading, s.held, s.stalled = 0, false, false
 }
 
 // copying reports whether a transfer is in flight.
-func (p *paged) copying() bool { return len(p.clock.inflight) > 0 }
+func (c *tierClock) copying() bool { return len(c.inflight) > 0 }
 
 // drain confirms every transfer still in flight at the end of a run.
-func (p *paged) drain() error {
-	c := &p.clock
+func (c *tierClock) drain() error {
 	for len(c.inflight) > 0 {
-		p.clock.now = slices.MaxFunc(c.inflight, func(a, b inflight) int { return a.done - b.done }).done
-		if err := p.advance(p.clock.now); err != nil {
+		if err := c.advance(slices.MaxFunc(c.inflight, func(a, b inflight) int { return a.done - b.done }).done); err != nil {
 			return err
 		}
 	}
@@ -180,4 +220,13 @@ func (c *tierClock) utilization(t, totalSteps int) float64 {
 		return 0
 	}
 	return l.busy / float64(max(totalSteps, c.last))
+}
+
+// deviceWaits fills the device's load figures of r.
+func (c *tierClock) deviceWaits(r *TierResult) {
+	if c.loads > 0 {
+		r.Loads = uint64(c.loads)
+		r.MeanLoadWaitSteps = float64(c.waited) / float64(c.admissions)
+		r.MeanWaitPerLoad = float64(c.waited) / float64(c.loads)
+	}
 }

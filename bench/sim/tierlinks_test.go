@@ -104,6 +104,9 @@ func TestUnlimitedLinksKeepInstantFigures(t *testing.T) {
 	for i := range want {
 		got := r.Tiers[i]
 		got.Loads, got.MeanLoadWaitSteps, got.MeanWaitPerLoad = 0, 0, 0 // new figures
+		require.Equal(t, int64(got.CapacityBlocks)*(2<<20), got.CapacityBytes)
+		require.InDelta(t, got.HitRate*float64(r.Tiers[0].HitTokens)/r.Tiers[0].HitRate, float64(got.HitTokens), 1e-6, "HitRate is HitTokens over one prompt count")
+		got.CapacityBytes, got.HitTokens = 0, 0 // newer
 		require.Equal(t, want[i], got, "tier %d", i)
 	}
 	require.Positive(t, r.Tiers[0].Loads)

@@ -169,8 +169,10 @@ func (f *simFlags) register(set *flagSet) {
 		"(almost) the same hit rate. Multi-turn chat separates them, e.g. "+evictionExample)
 	fs.StringVar(&f.preemption, "preemption", "fcfs", "which running request to preempt when memory runs out: "+strings.Join(evict.PreemptionNames(), ", "))
 	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark), in [0, 1)")
-	fs.Var(&f.hostRAM, "host-ram", "host memory for a KV tier below the GPU, such as 256GiB: prefix-sharing paged runs demote evicted blocks to it and load hits back (0 or unset: none)")
-	fs.Var(&f.diskSize, "disk", "disk space for a KV tier below the host, such as 2TB (needs --host-ram)")
+	fs.Var(&f.hostRAM, "host-ram", "host memory for a KV tier below the GPU, such as 256GiB: prefix-sharing paged and hybrid runs demote evicted blocks to it and load hits back "+
+		"(0 or unset: none). A hybrid run splits it across its layout's pools in proportion to each pool's share of the device budget (per-class: one pool per page size, "+
+		"split for max-model-len; uniform and carved: one pool takes it all), in blocks of each pool's page bytes")
+	fs.Var(&f.diskSize, "disk", "disk space for a KV tier below the host, such as 2TB (needs --host-ram; a hybrid run splits it as --host-ram)")
 	fs.Float64Var(&f.hostGBps, "host-gbps", 25, "host-to-GPU bandwidth in GB/s: the host link's copies run one after another on the step clock (--step-duration), and a request waits for its load before decoding; 0 is unlimited (PCIe 5 x16 is about 50, PCIe 4 about 25)")
 	fs.Float64Var(&f.diskGBps, "disk-gbps", 5, "disk bandwidth in GB/s, to the GPU and from the host, timed as --host-gbps; 0 is unlimited (an NVMe drive is 3-14)")
 
@@ -426,9 +428,21 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		return err
 	}
 	bpt := p.BytesPerTokenPerGPU.Bytes()
-	any := false
+	any, hybridTiers := false, false
 	for i := range r.schemes {
 		s := &r.schemes[i]
+		if s.Name == sim.Hybrid && s.PrefixSharing {
+			// In bytes: the scheme splits them across its layout's pools (sim.Tiers).
+			s.Tiers = sim.Tiers{HostBytes: f.hostRAM.n, HostGBps: f.hostGBps, DiskGBps: f.diskGBps}
+			if f.diskSize.set {
+				s.Tiers.DiskBytes = f.diskSize.n
+			}
+			if err := s.Validate(&r.cfg); err != nil {
+				return badFlag("--host-ram: %v", err)
+			}
+			any, hybridTiers = true, true
+			continue
+		}
 		if s.Name != sim.Paged || !s.PrefixSharing {
 			continue
 		}
@@ -443,13 +457,16 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		any = true
 	}
 	if !any {
-		return badFlag("--host-ram needs a paged run with prefix sharing (--schemes paged --enable-prefix-caching)")
+		return badFlag("--host-ram needs a paged or hybrid run with prefix sharing (--schemes paged or hybrid, --prefix-sharing on)")
 	}
 	r.memory += fmt.Sprintf("; lower tiers: host %s (%s GB/s)", human(float64(f.hostRAM.n)), strconv.FormatFloat(f.hostGBps, 'f', -1, 64))
 	if f.diskSize.set && f.diskSize.n > 0 {
 		r.memory += fmt.Sprintf(", disk %s (%s GB/s)", human(float64(f.diskSize.n)), strconv.FormatFloat(f.diskGBps, 'f', -1, 64))
 	}
 	r.memory += fmt.Sprintf(", %s bytes per token of %s", strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name)
+	if hybridTiers {
+		r.memory += "; hybrid runs split host and disk across their pools as the device budget"
+	}
 	return nil
 }
 

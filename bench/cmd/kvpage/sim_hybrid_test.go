@@ -57,3 +57,55 @@ func TestSimHybrid(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--hybrid-layouts")
 }
+
+// --host-ram reaches the hybrid scheme's prefix-sharing rows: their JSON rows carry the
+// tiers (the host's bytes split across the pools, whole blocks of each), the run is the
+// library's with the same tiers, and the host serves hits; the rows without prefix
+// sharing have none. A combination the scheme cannot honour is a flag error.
+func TestSimHybridHostRAM(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-goroutine replay: nothing for the race detector, minutes under it; -tags kvinvariants runs it")
+	}
+	n := 200
+	if invariant.Enabled {
+		n = 30
+	}
+	args := []string{"sim", "--model", "qwen3-next-80b-a3b", "--schemes", "hybrid", "--hybrid-layouts", "uniform,per-class", "--workload", "conversation",
+		"--num-prompts", strconv.Itoa(n), "--kv-budget-tokens", "24000", "--host-ram", "8GiB", "--host-gbps", "0", "--no-charts", "--no-progress"}
+	code, out, errOut := runKV(append(args, "--json")...)
+	require.Zero(t, code, errOut)
+	var rep sim.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Schemes, 4)
+	w, err := sim.LookupWorkload("conversation")
+	require.NoError(t, err)
+	cfg := sim.DefaultConfig(24000)
+	cfg.MaxModelLen = w.MaxModelLen
+	cfg.MaxNumBatchedTokens = max(8192, cfg.MaxModelLen+cfg.MaxNumSeqs)
+	p := sim.Prepare(w.Generate(n, 42), cfg.MaxModelLen)
+	for _, row := range rep.Schemes {
+		if !row.PrefixSharing {
+			assert.Empty(t, row.Tiers, row.Label)
+			continue
+		}
+		require.Len(t, row.Tiers, 2, row.Label)
+		assert.Contains(t, row.Label, "host=8GiB")
+		assert.LessOrEqual(t, row.Tiers[1].CapacityBytes, int64(8<<30))
+		assert.Greater(t, row.Tiers[1].CapacityBytes, int64(8<<30)*99/100, "%s: every pool's share in whole blocks", row.Label)
+		assert.Positive(t, row.Tiers[1].HitTokens, row.Label)
+		res, err := sim.Simulate(p.Requests, cfg, sim.Scheme{Name: sim.Hybrid, Model: "qwen3-next-80b-a3b", Layout: row.Layout, BlockSize: 16,
+			PrefixSharing: true, Preemption: "fcfs", Tiers: sim.Tiers{HostBytes: 8 << 30, DiskGBps: 5}})
+		require.NoError(t, err)
+		assert.Equal(t, res.PrefixHitRate, row.PrefixHitRate, row.Label)
+		assert.Equal(t, res.Tiers, row.Tiers, row.Label)
+	}
+
+	for _, bad := range [][]string{
+		{"--mamba-cache-mode", "align"}, // Mamba align groups take no lower-tier hit
+		{"--prefix-sharing", "off"},     // no row can take the tier
+	} {
+		code, _, errOut = runKV(append(append([]string{}, args...), bad...)...)
+		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
+		assert.Contains(t, errOut, "--host-ram", "%v", bad)
+	}
+}
