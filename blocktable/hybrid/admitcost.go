@@ -87,6 +87,9 @@ func (m *Manager) admitCount(s *seq, req *Request, per []int) (hit, full, slots,
 			}
 		}
 		if m.align[g] {
+			if dev < hb {
+				k++ // the block the state at the hit is loaded into (loadStates)
+			}
 			if required > hb {
 				k++ // the running state block only
 			}

@@ -103,9 +103,10 @@
 // the next step is not modelled, nor its speculative Mamba blocks (num_speculative_blocks)
 // or the shared-prefix junction that its sparse retention also keeps (Marconi). There is no
 // Truncate of rejected draft tokens (Reserve's lookahead is reused by the next step
-// instead), and no multimodal extra keys. Lower tiers serve no Mamba group in align mode,
-// and a load continues only past the device hit with blocks a lower tier holds (a block
-// past it that only the device holds ends the continuation); with Swap preemption,
+// instead), and no multimodal extra keys. A load continues only past the device hit with
+// blocks a lower tier holds (a block past it that only the device holds ends the
+// continuation), and a failed load's recompute has none of the window's blocks or Mamba
+// state before the load (only those at the hit were loaded); with Swap preemption,
 // Preempt's Need is met once the demotions complete (StreamOrdered is not honoured).
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.

@@ -329,7 +329,7 @@ func New(cfg Config) (*Manager, error) {
 	m.st = newStore(cfg.NumBlocks, m.unit, m.ng, cfg.FreeUncachedFirst)
 	m.preTokens = (cfg.NumBlocks - 1) * slices.Max(m.bs)
 	m.initFreeable(cfg.NumBlocks)
-	m.view.st, m.view.align = m.st, m.align
+	m.view.st = m.st
 	if cfg.Observer != nil {
 		if err := m.st.t.SetObserver(cfg.Observer, cfg.Hasher, m.k); err != nil {
 			return nil, err
@@ -373,9 +373,8 @@ type cachedView struct {
 	kind []int
 	k    int
 	// devUnits is where the device's lists end and the lower tiers' begin, in match
-	// units, for lowerView; align marks Mamba align groups.
+	// units, for lowerView.
 	devUnits int
-	align    []bool
 }
 
 // Cached implements Cached: block i of the kind's groups is cached in every one of them.
@@ -636,6 +635,9 @@ func (m *Manager) admit(id blocktable.SeqID, req *Request) (int, error) {
 			m.admitted.Tiers.Blocks[prefix.Device] += dev - skip
 		}
 		s.tables[g], s.numCached[g] = t, dev
+	}
+	if full != hit && m.anyAlign {
+		m.loadStates(s, hit, full) // tiers.go
 	}
 	m.grow(s, slots, slots)
 	s.id = id

@@ -24,8 +24,10 @@ import (
 // only those inside its window, Mamba only the state at the hit. Those blocks are loaded
 // into blocks the sequence owns, which are cached only once the load completes: until
 // then no other sequence can hit KV that is not there yet. A continuation that needs no
-// block loaded is a pure hit (hitTiers). Mamba groups in align mode take no lower-tier
-// hits.
+// block loaded is a pure hit (hitTiers). A Mamba group in align mode takes its state at
+// the hit from a lower tier as vLLM's offloading connector does (the hit rounded to the
+// align boundary, which every hit here is): the state is loaded into a block of its own
+// (loadStates), the entry before the running block, where a device hit puts its state.
 
 // tierState is the device's side of the lower tiers.
 type tierState struct {
@@ -239,7 +241,7 @@ func (m *Manager) hitTiers(s *seq, limit, hit int) (int, int) {
 type lowerView cachedView
 
 // Cached implements Cached: block i is cached in every group of the kind, on the device
-// before devUnits and in some lower tier from there (no Mamba align group takes one).
+// before devUnits and in some lower tier from there.
 func (v *lowerView) Cached(i int) bool {
 	u := (i+1)*v.k - 1
 	if u < v.devUnits || u >= len(v.path) {
@@ -254,10 +256,24 @@ func (v *lowerView) Cached(i int) bool {
 	return true
 }
 
-// lower reports whether a lower tier holds group g's block at node n for a lookup (no
-// Mamba align group takes one).
+// lower reports whether a lower tier holds group g's block at node n for a lookup.
 func (v *cachedView) lower(n prefix.Node, g int) bool {
-	return !v.align[g] && v.st.t.LowerTier(n, g) != prefix.Device
+	return v.st.t.LowerTier(n, g) != prefix.Device
+}
+
+// loadStates gives each Mamba align group of s whose state at the hit a load brings (the
+// hit's last block, from hit to full tokens) the block it loads into: appended after the
+// group's null entries, it becomes the sequence's last state once the running block is
+// allocated after it, as a device hit's state block does. Admit calls it once every
+// group has taken its device hit, so that these allocations evict none of it.
+func (m *Manager) loadStates(s *seq, hit, full int) {
+	for g := range m.specs {
+		if m.align[g] && m.deviceEnd(g, hit, full) < full/m.bs[g] {
+			b := m.st.alloc()
+			m.hold(s, g, b)
+			s.tables[g] = append(s.tables[g], b)
+		}
+	}
 }
 
 // deviceEnd is where group g's device blocks end in a hit of full tokens whose first hit

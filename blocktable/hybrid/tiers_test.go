@@ -3,6 +3,7 @@ package hybrid_test
 import (
 	"testing"
 
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/internal/invariant"
@@ -252,4 +253,56 @@ func TestHybridTierPreemptSwap(t *testing.T) {
 	require.ErrorIs(t, err, blocktable.ErrNoHostPool)
 	_, err = m.Resume(7)
 	require.ErrorIs(t, err, blocktable.ErrNotRunning)
+}
+
+// A Mamba group in align mode takes its state from a lower tier, as vLLM's offloading
+// connector does (it took none, though its blocks were copied and held): a prefix
+// written through to the host and evicted from the device loads full attention's four
+// blocks and the state at the hit into a block of its own, the entry before the running
+// block, and is cached once the load completes.
+func TestHybridTierLoadMambaAlign(t *testing.T) {
+	m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
+		hybrid.FullAttention{Block: 4}, hybrid.Mamba{Block: 4, Mode: hybrid.MambaAlign},
+	}, NumBlocks: 13, Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 32, Write: prefix.WriteThrough}}, BlockBytes: 64}})
+	require.NoError(t, err)
+	p1 := seqTokens(17, 0)
+	// A prefill in chunks that end on block boundaries (AlignedChunk), so that the
+	// state at 16 tokens is cached.
+	_, err = m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20, Prefill: 16})
+	require.NoError(t, err)
+	require.NoError(t, m.Extend(1, 1))
+	completeAll(t, m, true)
+	require.NoError(t, m.Finish(1))
+	_, err = m.Admit(2, &hybrid.Request{Prompt: seqTokens(36, 1000), MaxTokens: 36}) // evicts all of 1's
+	require.NoError(t, err)
+	completeAll(t, m, true)
+	require.NoError(t, m.Finish(2))
+	require.Zero(t, m.Match(p1), "nothing of 1 on the device")
+
+	var c hybrid.AdmitCost
+	require.NoError(t, m.AdmitCost(&hybrid.Request{Prompt: p1, MaxTokens: 20}, &c))
+	require.Equal(t, []int{5, 2}, c.Groups, "full attention's five blocks; the state's block and the running one")
+	h, l, err := m.MatchTiers(&hybrid.Request{Prompt: p1})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 16}, [2]int{h, l})
+	free := m.Stats().Free
+	r, err := m.AdmitTiered(3, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+	require.NoError(t, err)
+	require.Equal(t, free-c.Need, m.Stats().Free, "AdmitCost's count is Admit's")
+	require.Equal(t, 16, r.LoadTokens)
+	require.Equal(t, 5, r.Tiers.Lower, "4 full-attention blocks and the state at the hit")
+	tb, err := m.Table(3, 1)
+	require.NoError(t, err)
+	require.Len(t, tb, 5)
+	require.Equal(t, []blocks.ID{0, 0, 0}, tb[:3], "null up to the state")
+	require.NotZero(t, tb[3], "the state's block, loaded")
+	require.NotZero(t, tb[4], "the running block")
+	done := completeAll(t, m, true)
+	require.Len(t, done, 1)
+	require.Equal(t, 16, m.Match(p1), "cached once the load completed")
+	require.NoError(t, m.Append(3, []int32{7}))
+	require.NoError(t, m.Finish(3))
+	completeAll(t, m, true)
+	require.Equal(t, 12, m.Stats().Free, "nothing leaked")
+	require.NoError(t, m.CheckInvariants())
 }
