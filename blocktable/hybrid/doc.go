@@ -14,7 +14,8 @@
 // kernel its per-group block tables and slot mappings, Reserve a speculative step's
 // lookahead slots; Match, MatchRequest and HitBlocks look up without touching anything,
 // and AdmitCost is Admit's dry run (its hit and the blocks each group would take);
-// EvictBlocks drops given blocks from the cache (vLLM's evict_blocks). Fork shares a
+// EvictBlocks drops given blocks from the device's cache (vLLM's evict_blocks; lower
+// tiers' copies stay). Fork shares a
 // sequence's blocks in every group (parallel sampling): the first write into a shared,
 // partly filled block copies it, and TakeCopies hands the step's copies, per group, to the
 // kernel. Preempt asks a preemption policy of package evict (Config.Preemption) for

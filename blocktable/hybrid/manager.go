@@ -972,8 +972,13 @@ func (m *Manager) drop(id blocktable.SeqID, s *seq) {
 }
 
 // EvictBlocks drops the given blocks from the prefix index (vLLM's evict_blocks, used when
-// a KV connector failed to load them): later lookups miss them; a block a sequence holds
-// stays in its table. Blocks that are not cached, and IDs outside the pool, are ignored.
+// a KV connector failed to load them): later lookups miss them on the device; a block a
+// sequence holds stays in its table. Blocks that are not cached, and IDs outside the pool,
+// are ignored. It drops device blocks only, as vLLM's evict_blocks drops them from the
+// GPU block pool alone: a lower tier's copy of the same (prefix, group) (Config.Tiers)
+// stays, since its KV was copied from a block that held it, and a lookup finds and loads
+// it as before; a copy into a lower tier in flight from a dropped block completes. A load
+// from a lower tier that fails evicts its keys from their tiers itself (CompleteTransfer).
 func (m *Manager) EvictBlocks(ids []blocks.ID) {
 	for _, b := range ids {
 		m.st.drop(b)

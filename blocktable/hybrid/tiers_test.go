@@ -306,3 +306,37 @@ func TestHybridTierLoadMambaAlign(t *testing.T) {
 	require.Equal(t, 12, m.Stats().Free, "nothing leaked")
 	require.NoError(t, m.CheckInvariants())
 }
+
+// EvictBlocks drops device blocks only, as vLLM's evict_blocks drops them from the GPU
+// block pool alone: the host's copies of the dropped prefix stay, and the next admission
+// loads them.
+func TestHybridEvictBlocksKeepsLowerTiers(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 32, Write: prefix.WriteThrough}, 0)
+	p1 := seqTokens(17, 0)
+	_, err := m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+	require.NoError(t, err)
+	completeAll(t, m, true)
+	var ids []blocks.ID
+	for g := range 2 {
+		tb, err := m.Table(1, g)
+		require.NoError(t, err)
+		ids = append(ids, tb...)
+	}
+	require.NoError(t, m.Finish(1))
+	resident := m.TierStats(1).Resident
+	require.Equal(t, 8, resident)
+	m.EvictBlocks(ids)
+	require.Equal(t, uint64(8), m.Stats().Dropped)
+	require.Zero(t, m.Match(p1), "off the device")
+	require.Equal(t, resident, m.TierStats(1).Resident, "the host keeps its copies")
+	h, l, err := m.MatchTiers(&hybrid.Request{Prompt: p1})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 16}, [2]int{h, l})
+	r, err := m.AdmitTiered(2, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+	require.NoError(t, err)
+	require.Equal(t, 16, r.LoadTokens)
+	require.Len(t, completeAll(t, m, true), 1)
+	require.Equal(t, 16, m.Match(p1))
+	require.NoError(t, m.Finish(2))
+	require.NoError(t, m.CheckInvariants())
+}
