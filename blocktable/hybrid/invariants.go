@@ -21,8 +21,14 @@ import (
 //   - full attention stays downward closed: a node with a block of a full-attention group
 //     has a parent with one too, so eviction in queue order is leaf-only for full
 //     attention (unless EvictBlocks dropped an interior block, as vLLM's evict_blocks
-//     may: its descendants then stay cached but unreachable, as in vLLM; and with lower
-//     tiers, whose copies hold a block out of the queue while its parent may be evicted);
+//     may: its descendants then stay cached but unreachable, as in vLLM). With lower
+//     tiers a copy into them holds its device block out of the queue while the parent
+//     may be evicted, and the parent may leave the device for a lower tier first, so the
+//     form that holds is: a full-attention block on the device below a parent the device
+//     no longer caches for its group has its parent in a lower tier, or is itself in one
+//     or being copied into one (the copy deferred its release); checked until a lower
+//     tier first drops a slot (an eviction by its policy, a move down, a failed copy or
+//     load), which may drop the copy the form relies on;
 //   - with lower tiers, every block's count includes the copies in flight holding it, each
 //     demoted block is held by one, every loading sequence is filed under its load, and
 //     the tree's holds (prefix.GroupTree's, checked there per slot) are the swapped
@@ -90,17 +96,19 @@ func (m *Manager) CheckInvariants() error {
 	if st := t.Stats(); st.Nodes != countNodes(t) {
 		return fmt.Errorf("tree counts %d nodes, yields %d", st.Nodes, countNodes(t))
 	}
+	closed := m.st.dropped == 0 && !m.lowerDropped()
 	for n := range t.Nodes() {
 		if t.Pins(n) != pins[n] {
 			return fmt.Errorf("node %d: %d pins, %d sequences on it", n, t.Pins(n), pins[n])
 		}
 		parent := t.Parent(n)
-		if m.st.dropped != 0 || m.st.tiers != nil || t.IsRoot(n) || t.IsRoot(parent) {
+		if !closed || t.IsRoot(n) || t.IsRoot(parent) {
 			continue
 		}
 		for g, spec := range m.specs {
-			if spec.Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID {
-				return fmt.Errorf("node %d: group %d (full attention) cached below an uncached parent", n, g)
+			if spec.Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID &&
+				(m.st.tiers == nil || !t.HeldBelow(parent, g) && !m.deferredByCopy(n, g)) {
+				return fmt.Errorf("node %d: group %d (full attention) cached below a parent no tier holds", n, g)
 			}
 		}
 	}
@@ -124,4 +132,32 @@ func countNodes(t *prefix.GroupTree) int {
 		n++
 	}
 	return n
+}
+
+// lowerDropped reports whether a lower tier ever dropped a slot (evicted by its policy,
+// moved down, or lost to a failed copy or load): from then on a device block below an
+// uncached parent may have lost its lower-tier copy (CheckInvariants).
+func (m *Manager) lowerDropped() bool {
+	for tier := 1; tier < m.NumTiers(); tier++ {
+		if st := m.st.t.TierStatsOf(prefix.Tier(tier)); st.Evicted != 0 || st.StoreFailed != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// deferredByCopy reports whether group g's device blocks at node n are ones a copy into
+// a lower tier kept out of the free queue: one in flight holds a block of the list, or a
+// lower tier holds or receives (n, g).
+func (m *Manager) deferredByCopy(n prefix.Node, g int) bool {
+	t := m.st.t
+	if t.HeldBelow(n, g) {
+		return true
+	}
+	for b := t.First(n, g); b != blocks.NullID; b = t.NextCached(b) {
+		if t.TransferRefs(b) > 0 {
+			return true
+		}
+	}
+	return false
 }
