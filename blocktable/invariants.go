@@ -136,7 +136,7 @@ func (m *Manager) checkOrder() error {
 		if s == nil || int(s.pos) != i || m.seqs[s.id] != s {
 			return fmt.Errorf("preemption order position %d is stale", i)
 		}
-		if m.ordered != nil && i > 0 && m.before(s, m.order[(i-1)/2]) {
+		if m.ordered != nil && i > 0 && (seqOrder{m}).Before(s, m.order[(i-1)/2]) {
 			return fmt.Errorf("seq %d comes before its parent in the preemption order", s.id)
 		}
 	}
