@@ -58,9 +58,15 @@
 // under a write-back tier below it) and reports per victim what is free at once
 // (Preempted.Freed) and what frees once its copies are done (Preempted.Awaiting). Resume
 // admits the sequence again: its prefix is a device hit where the device still caches
-// it, a load from the tiers past that, and the partial last block is computed again. A
-// server without prefix sharing that wants Swap builds the index anyway, with a host
-// tier; without tiers Swap fails with ErrSwapNeedsTiers.
+// it, a load from the tiers past that, and the partial last block is computed again.
+// Swap copies only blocks whose KV the server has computed: a server that swaps calls
+// NewStep at the start of every scheduler step, once the previous step's forward pass
+// has run (as vLLM's scheduler calls new_step_starts), and the blocks a sequence was
+// given slots for since are computed again at Resume rather than copied without KV. A
+// server that never calls NewStep must not swap a sequence out between the call that
+// gave it slots for a full block and the forward pass that fills them. A server without
+// prefix sharing that wants Swap builds the index anyway, with a host tier; without
+// tiers Swap fails with ErrSwapNeedsTiers.
 //
 // A sliding window (Config.SlidingWindow) runs without a prefix index: New refuses both
 // together (ErrWindowWithIndex), since this Manager would never match a window's blocks.

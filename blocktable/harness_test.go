@@ -358,6 +358,11 @@ func (h *harness) apply(o op) {
 		}
 	case 9: // resume a swapped sequence, or execute the transfers in flight
 		if o.b%2 == 0 {
+			if o.c%3 == 0 {
+				// The harness writes each token's KV when it gives the slot, so any moment
+				// is a step's end: swaps then copy only the blocks filled before it.
+				h.m.NewStep()
+			}
 			h.transfers(o.c%5 != 4)
 			return
 		}

@@ -84,6 +84,8 @@ type Manager struct {
 	// and what each victim's release frees (preempt.go).
 	swapIDs []blocks.ID
 	gains   []int
+	// steps counts NewStep calls (computed.go).
+	steps uint64
 }
 
 // sequence is the Manager's record of one sequence.
@@ -118,6 +120,10 @@ type sequence struct {
 	// hold keeps a swapped sequence's KV in the lower tiers until it resumes, finishes
 	// or is aborted (tiers.go).
 	hold prefix.HoldID
+	// fresh is how many of its tokens had their KV computed when a block of it first
+	// filled in the step freshStep names (NewStep calls + 1; computed.go).
+	fresh     int
+	freshStep uint64
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -387,6 +393,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	s.priority = req.Priority
 	s.arrival = m.clock.Tick()
 	s.hit = p.res.HitTokens
+	s.fresh, s.freshStep = s.hit, m.steps+1 // only the hit is computed until the step runs
 	s.promptLen = len(req.Prompt)
 	hint := min(req.MaxTokens, m.maxSlots) // a window's sequences may outgrow the pool: a hint only
 	if hint > cap(s.tokens) {
@@ -589,6 +596,7 @@ func (m *Manager) appendSlow(seq SeqID, tokens []int32, lookahead int) (AppendRe
 // filled and re-places s in a preemption order that reads progress.
 func (m *Manager) appended(s *sequence, res AppendResult) AppendResult {
 	if len(s.tokens) >= (s.committed()+1)*m.bs { // a block filled: otherwise no call
+		m.markFresh(s, s.committed()*m.bs) // this step's tokens lie past the committed blocks
 		res.Committed = m.commitFull(s)
 	}
 	if m.progressOrder {
@@ -676,6 +684,7 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.cur = p.cur
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.dup = p.dup
+	c.fresh, c.freshStep = p.fresh, p.freshStep
 	m.joinFamily(p, c)
 	c.arrival = m.clock.Tick()
 	m.file(c)

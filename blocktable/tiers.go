@@ -96,12 +96,18 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 	done.Seq, done.Loaded = seq, true
 	s.loading = 0
 	tokens := uint64(s.loadBlocks * m.bs)
+	// The sequence runs from the next step on: what it computes then is past its hit and,
+	// if the load landed, past the load.
+	s.fresh, s.freshStep = s.hit, m.steps+1
 	switch {
 	case !ok:
 		done.ComputeTokens = s.loadBlocks * m.bs
 		m.st.LoadFailedTokens += tokens
 	case !s.resumed:
 		m.st.LoadedTokens += tokens
+	}
+	if ok {
+		s.fresh += s.loadBlocks * m.bs
 	}
 	if s.state == Running {
 		m.commitFull(s)
@@ -125,21 +131,23 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 // Preempted.Freed counts what is available at once, Preempted.Awaiting what becomes
 // available as the copies are done.
 
-// appendSwapIDs appends to dst the blocks swapping s out will hold: its committed path
-// as the index has it, and the full blocks past it that swapToTiers commits first (after
-// a Truncate whose path was partly evicted). A stale sequence holds nothing: its KV is
-// of an earlier epoch, and it is computed again.
+// appendSwapIDs appends to dst the blocks swapping s out will hold: its full blocks
+// whose KV the server has computed (computed.go), those on its committed path as the
+// index has it, and those past it that swapToTiers commits first (after a Truncate whose
+// path was partly evicted). A block given slots in the current step holds no KV until
+// the step runs, and is computed again at Resume instead. A stale sequence holds
+// nothing: its KV is of an earlier epoch, and it is computed again.
 func (m *Manager) appendSwapIDs(dst []blocks.ID, s *sequence) []blocks.ID {
 	if s.stale {
 		return dst
 	}
-	k := s.committed()
-	if k > 0 {
-		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:k*m.bs], MM: s.prompt.MM}
+	c, k := m.computed(s)/m.bs, s.committed()
+	if n := min(k, c); n > 0 {
+		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens[:n*m.bs], MM: s.prompt.MM}
 		dst, _ = m.index.Peek(dst, &p, prefix.WholePrompt)
 	}
-	if full := len(s.tokens) / m.bs; s.loading == 0 && full > k {
-		dst = append(dst, s.t.ids[k:full]...)
+	if s.loading == 0 && c > k {
+		dst = append(dst, s.t.ids[k:c]...)
 	}
 	return dst
 }
