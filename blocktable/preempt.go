@@ -216,8 +216,9 @@ func sortInfos(infos []evict.Candidate, ids []SeqID) {
 }
 
 // PreemptSeq preempts one running sequence chosen by the caller, in mode. In Recompute
-// mode the sequence is forgotten (its committed blocks stay cached); in Swap mode its KV
-// is held in the lower tiers (tiers.go) and it waits for Resume. Swap fails with
+// mode the sequence is forgotten (its committed blocks stay cached); in Swap mode the KV
+// of its computed full blocks is held in the lower tiers (tiers.go) and it waits for
+// Resume. Swap fails with
 // ErrSwapNeedsTiers without lower tiers and with a *SeqError (Op "swap out") wrapping a
 // *prefix.TierFullError when tier 1 cannot take its blocks, changing nothing.
 func (m *Manager) PreemptSeq(seq SeqID, mode PreemptMode) (Preempted, error) {

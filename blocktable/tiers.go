@@ -71,8 +71,8 @@ func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
 // (prefix.Index.CompleteTransfer). For a sequence's load: ok commits its loaded blocks to
 // the index; failed leaves them its own, uncached, for it to compute (LoadDone says how
 // many tokens), and commits them as admission would have. A sequence finished, aborted or
-// preempted while its load was in flight is simply gone: its blocks returned to the pool
-// when the load released them.
+// preempted (in either mode) while its load was in flight is no longer the load's: its
+// blocks returned to the pool when the load released them, and LoadDone is not Loaded.
 func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, error) {
 	if !m.tiered {
 		return LoadDone{}, prefix.ErrNoTiers
@@ -117,19 +117,24 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 }
 
 // Swap mode over the tiers: Swap preemption is the tiers' own mechanism, not a second
-// one. The victim's full blocks are committed and held in the lower tiers
+// one. The victim's full blocks whose KV is computed (computed.go; while its own load is
+// in flight, only its device hit) are committed and held in the lower tiers
 // (prefix.Index.Hold): the blocks a lower tier has already are held where they are, the
 // others are copied into tier 1 (TakePlans hands the copies out) and held there, and
-// those only the victim held leave the device once their copy is done. Its device blocks
-// are released; the sequence keeps its tokens, swapped out. A held block is evicted from
-// no tier until the sequence resumes, finishes or is aborted: only a failed copy (the
-// server's CompleteTransfer with ok false) or a Reset of the index drops it. Before any
-// of this, Preempt and PreemptSeq check that tier 1 can take the blocks to copy
-// (prefix.Index.HoldNeed) and refuse the swap otherwise. Resume brings the sequence back
-// as a resumed admission: its prefix is found on the device, then in the tiers, loaded,
-// and the rest (at least the partial last block, which no tier holds) is computed again.
-// Preempted.Freed counts what is available at once, Preempted.Awaiting what becomes
-// available as the copies are done.
+// those only the victim held leave the device once their copy is confirmed (under
+// prefix.TierConfig.StreamOrdered, once TakePlans hands it out). Its device blocks are
+// released, and a load in flight into them is no longer its own; the sequence keeps its
+// tokens, swapped out. A held block is evicted from no tier until the sequence resumes,
+// finishes or is aborted: only a failed copy (the server's CompleteTransfer with ok
+// false) or a Reset of the index drops it. Before any of this, Preempt and PreemptSeq
+// check that tier 1 can take the blocks to copy (prefix.Index.HoldNeed) and refuse the
+// swap otherwise, naming the sequence. Resume brings the sequence back as a resumed
+// admission: its prefix is found on the device, then in the tiers, loaded, and the rest
+// (at least the partial last block, which no tier holds, and any block not computed when
+// it was swapped out) is computed again; under StreamOrdered it waits
+// (ErrSwapInFlight) while a copy it would load from is in flight. Preempted.Freed counts
+// what is available at once, Preempted.Awaiting what becomes available as the copies
+// are handed out (StreamOrdered) or confirmed.
 
 // appendSwapIDs appends to dst the blocks swapping s out will hold: its full blocks
 // whose KV the server has computed (computed.go), those on its committed path as the
@@ -193,6 +198,9 @@ func (m *Manager) swapToTiers(s *sequence) {
 	}
 	s.cur = prefix.Cursor{}
 	s.state, s.hold = Swapped, h
+	// A load in flight into its blocks is no longer its own: they went back to the pool
+	// when the load released them, and Resume loads or computes the span again.
+	s.loading, s.loadBlocks = 0, 0
 	m.orderRemove(s)
 	m.leaveUnit(s) // it holds no device block any more (freeable.go)
 }
