@@ -37,15 +37,63 @@ func (x *Index) Acquire(ids []blocks.ID) error {
 // checked against blocks.MaxRefCount (internal/trusted): no pass to check that each block
 // is cached, and the pool's holder counts are raised in the index's own pass
 // (internal/poolrefs) rather than by a checked Pool.Retain over the path first.
+//
+// A matched path runs from a namespace root down: each block's parent is the block before
+// it, and only the last can be a leaf. So its pins are taken along the pass instead of by
+// acquire's walk up from the tail: a block not yet pinned is pinned and counted in its
+// parent's pinned children, and the parent, next in the pass, is pinned in its turn if it
+// is not already, which is where the walk would have stopped. Each block ends as
+// acquire leaves it, and the pass makes no call but a moved hint's (rehint).
 func (x *Index) acquireMatched(ids []blocks.ID) {
 	if invariant.Enabled {
-		for _, id := range ids {
-			if !x.IsCached(id) || x.pool.RefCount(id) >= blocks.MaxRefCount {
-				panic("kvpage: broken invariant: a trusted acquire of an uncached or saturated block")
+		x.checkMatchedPath(ids)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs and bc are cut to match
+	refs, hint := x.refs[:len(bn)], x.hint
+	bc := x.cold[1 : len(bn)+1]
+	t := x.tick()
+	if tail := int(ids[len(ids)-1]); bn[tail].flags&flagPinned == 0 && bn[tail].children == 0 {
+		x.evRemoveSlow(int32(tail) + 1) // an unpinned leaf: in the eviction set
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		b := int(ids[i])
+		nd := &bn[b]
+		refs[b]++
+		f := nd.flags
+		if f&flagPinned == 0 {
+			nd.flags = f | flagPinned
+			x.pinned++
+			if p := int(nd.parent) - 1; uint(p) < uint(len(bn)) { // not the root's child
+				bn[p].pinnedKids++
 			}
 		}
+		nd.lastAccess = t
+		bc[b].hits++
+		if f&flagMM == 0 && hint[nd.parent] != int32(b)+1 {
+			x.rehint(nd.parent, int32(b)+1) // reused now: the child the next request likely wants
+		}
 	}
-	x.acquire(ids, true)
+	if x.tiers != nil {
+		x.tierAcquired(ids)
+	}
+	x.mutated()
+}
+
+// checkMatchedPath panics unless ids is what acquireMatched takes: cached blocks below
+// blocks.MaxRefCount holders, each the child of the one before it, the first a root's.
+func (x *Index) checkMatchedPath(ids []blocks.ID) {
+	for i, id := range ids {
+		if !x.IsCached(id) || x.pool.RefCount(id) >= blocks.MaxRefCount {
+			panic("kvpage: broken invariant: a trusted acquire of an uncached or saturated block")
+		}
+		parent := x.nodes[nodeOf(id)].parent
+		if (i == 0 && x.nodes[parent].flags&flagRoot == 0) || (i > 0 && parent != nodeOf(ids[i-1])) {
+			panic("kvpage: broken invariant: a trusted acquire of blocks that are not a path from a root")
+		}
+	}
 }
 
 // acquireRetained finishes an acquire once the pool holds the new references: it pins
