@@ -248,3 +248,63 @@ func TestAppendTokenDoesNotAllocate(t *testing.T) {
 	require.Zero(t, allocs, "a decode step allocates nothing")
 	s.done(t)
 }
+
+// appendInNew is Append(1, 0) when the table's blocks are all full: the same block, the
+// same result and state, room for the rest of the new block; it refuses (changing
+// nothing) a partly filled last block, a window, and an empty pool, whose answers are
+// Append's.
+func TestAppendInNewIsAppendOfOneToken(t *testing.T) {
+	twin := func(opts ...TableOption) (*Table, *Table) {
+		pa, err := blocks.New(4, blocks.WithNullBlock())
+		require.NoError(t, err)
+		pb, err := blocks.New(4, blocks.WithNullBlock())
+		require.NoError(t, err)
+		a, err := NewTable(pa, 4, opts...)
+		require.NoError(t, err)
+		b, err := NewTable(pb, 4, opts...)
+		require.NoError(t, err)
+		return a, b
+	}
+	a, b := twin()
+	for range 2 { // an empty table, then one whose block is full
+		ra, ok := a.appendInNew()
+		require.True(t, ok)
+		rb, err := b.Append(1, 0)
+		require.NoError(t, err)
+		assert.Equal(t, rb, ra)
+		assert.Equal(t, b.ids, a.ids)
+		assert.Equal(t, b.tokens, a.tokens)
+		assert.Equal(t, 3, a.room)
+		assert.Equal(t, b.room, a.room)
+		require.NoError(t, a.CheckInvariants())
+		_, ok = a.appendInNew()
+		assert.False(t, ok, "the last block has room")
+		for range 3 {
+			_, err = a.Append(1, 0)
+			require.NoError(t, err)
+			_, err = b.Append(1, 0)
+			require.NoError(t, err)
+		}
+	}
+	other, err := a.pool.Allocate(nil, 1) // the pool's last block, held elsewhere
+	require.NoError(t, err)
+	before := a.tokens
+	_, ok := a.appendInNew()
+	assert.False(t, ok, "no block left in the pool")
+	assert.Equal(t, before, a.tokens)
+	_, err = a.Append(1, 0)
+	require.ErrorIs(t, err, blocks.ErrOutOfBlocks)
+	require.NoError(t, a.pool.Release(other...))
+	_, err = a.Append(4, 0) // the table holds the whole pool
+	require.NoError(t, err)
+	_, ok = a.appendInNew()
+	assert.False(t, ok, "no slot left in the pool's capacity")
+	_, err = a.Append(1, 0)
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.NoError(t, a.CheckInvariants())
+
+	w, _ := twin(WithWindow(8))
+	_, ok = w.appendInNew()
+	assert.False(t, ok, "a window takes Append's path")
+	assert.Zero(t, w.Len())
+}

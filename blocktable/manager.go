@@ -537,8 +537,29 @@ func (m *Manager) AppendToken(seq SeqID, token int32) (AppendResult, error) {
 		m.check()
 		return AppendResult{}, nil
 	}
+	return m.appendTokenSlow(seq, token)
+}
+
+// appendTokenSlow is AppendToken for every other case: another sequence than the last
+// call's (a batch's decode loop), a new block, a copy-on-write, a refusal.
+func (m *Manager) appendTokenSlow(seq SeqID, token int32) (AppendResult, error) {
+	s, err := m.running("append", seq)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if s.t.room > 0 {
+		if m.step(s, token) {
+			return m.appended(s, AppendResult{}), nil
+		}
+		m.check()
+		return AppendResult{}, nil
+	}
+	if res, ok := s.t.appendInNew(); ok {
+		s.tokens = append(s.tokens, token)
+		return m.appended(s, res), nil
+	}
 	one := [1]int32{token}
-	return m.appendSlow(seq, one[:], 0)
+	return m.appendTo(s, one[:], 0)
 }
 
 // step appends token to s, the sequence of the previous call, whose table has room: the
@@ -573,14 +594,20 @@ func (m *Manager) appendSlow(seq SeqID, tokens []int32, lookahead int) (AppendRe
 	if err != nil {
 		return AppendResult{}, err
 	}
+	return m.appendTo(s, tokens, lookahead)
+}
+
+// appendTo is Append to s, a running sequence.
+func (m *Manager) appendTo(s *sequence, tokens []int32, lookahead int) (AppendResult, error) {
 	var res AppendResult
+	var err error
 	if lookahead != 0 || !s.t.appendInLast(len(tokens)) {
 		if res, err = s.t.Append(len(tokens), lookahead); err != nil {
 			switch e := err.(type) {
 			case *SeqError: // out of blocks: the Table knows no sequence
-				e.Seq = seq
+				e.Seq = s.id
 			case *SizeError:
-				e.Seq = seq
+				e.Seq = s.id
 			}
 			return res, err
 		}

@@ -200,6 +200,27 @@ func (t *Table) setRoom() {
 	t.room = len(t.ids)*t.bs - t.tokens
 }
 
+// appendInNew is Append(1, 0) when the table's blocks are all full (or it has none): the
+// token starts a new block, which only this table holds, so nothing is copied and the
+// rest of the block is room. It reports false, having changed nothing, when the table
+// has a window, or when the pool has no block for it or no slot past the table's in its
+// capacity; Append then gives the answer (its error, or the window's path).
+func (t *Table) appendInNew() (AppendResult, bool) {
+	if t.window != 0 || t.tokens != len(t.ids)*t.bs || t.tokens >= t.pool.Capacity()*t.bs || t.pool.Available() < 1 {
+		return AppendResult{}, false
+	}
+	ids, err := t.pool.Allocate(t.ids, 1)
+	if err != nil {
+		panic(fmt.Sprintf("kvpage: broken invariant: pool reported a block available but failed: %v", err))
+	}
+	t.ids = ids
+	t.tokens++
+	t.reserved = 0 // it was: no slot was left past the tokens
+	t.room = t.bs - 1
+	t.check()
+	return AppendResult{NewBlocks: 1}, true
+}
+
 // Need returns how many blocks Append(n, lookahead) would allocate now, a copy-on-write
 // included, without changing anything: math.MaxInt for counts Append refuses (negative,
 // or beyond the pool's capacity in slots), which no pool can satisfy.
