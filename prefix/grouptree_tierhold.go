@@ -13,31 +13,6 @@ import (
 // transfer or Clear drops it. A hold names its slots with their generation (gtierLevel.hgen,
 // bumped when a slot is freed), so that ReleaseHold skips a slot freed and reused since.
 
-type gtHoldRef struct {
-	tier uint8
-	slot int32
-	gen  uint32
-}
-
-// gtHoldBook is a GroupTree's record of holds.
-type gtHoldBook struct {
-	holds    map[HoldID][]gtHoldRef
-	nextHold HoldID
-	holdFree [][]gtHoldRef
-	mark     []uint32 // per device block: the pass that last counted it
-	markGen  uint32
-}
-
-func (ts *gtierStore) nextMark() {
-	if ts.mark == nil {
-		ts.mark = make([]uint32, len(ts.devRefs))
-	}
-	if ts.markGen++; ts.markGen == 0 {
-		clear(ts.mark)
-		ts.markGen = 1
-	}
-}
-
 // firstVisit reports whether device block b is cached and its (node, group) not yet seen
 // in this pass: a duplicate's (node, group) is marked at its first block, so that two
 // blocks of one (node, group) count once, as they need one copy.
@@ -70,7 +45,7 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	if ts == nil {
 		return 0, 0
 	}
-	ts.nextMark()
+	ts.nextMark(len(ts.devRefs))
 	own := 0
 	l := &ts.lv[0]
 	for _, b := range ids {
@@ -105,14 +80,10 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 	}
 	t.BatchTierEvents() // the slots its copies drop to make room: one event per tier
 	defer t.FlushTierEvents()
-	var refs []gtHoldRef
-	if k := len(ts.holdFree); k > 0 {
-		refs = ts.holdFree[k-1]
-		ts.holdFree = ts.holdFree[:k-1]
-	}
+	refs := ts.newRefs()
 	// What the lower tiers hold already first, so that making room for the copies cannot
 	// evict it; then the copies.
-	ts.nextMark()
+	ts.nextMark(len(ts.devRefs))
 	for _, b := range ids {
 		if e, ok := t.firstVisit(b); ok && t.HeldBelow(e.Node, e.Group) {
 			refs = t.holdSlots(refs, e.Node, e.Group)
@@ -133,21 +104,12 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 		stored = append(stored, b)
 		refs = t.holdSlots(refs, e.Node, e.Group)
 	}
-	if len(refs) == 0 {
-		ts.holdFree = append(ts.holdFree, refs)
-		return 0, stored, nil
-	}
-	if ts.holds == nil {
-		ts.holds = make(map[HoldID][]gtHoldRef)
-	}
-	ts.nextHold++
-	ts.holds[ts.nextHold] = refs
-	return ts.nextHold, stored, nil
+	return ts.place(refs), stored, nil
 }
 
 // holdSlots counts one more hold on every lower-tier slot of (n, g), taking each off its
 // tier's eviction set.
-func (t *GroupTree) holdSlots(refs []gtHoldRef, n Node, g int) []gtHoldRef {
+func (t *GroupTree) holdSlots(refs []holdRef, n Node, g int) []holdRef {
 	ts := t.tiers
 	for i := range ts.lv {
 		l := &ts.lv[i]
@@ -159,9 +121,20 @@ func (t *GroupTree) holdSlots(refs []gtHoldRef, n Node, g int) []gtHoldRef {
 			l.policy.Remove(s)
 		}
 		l.holds[s]++
-		refs = append(refs, gtHoldRef{tier: uint8(i + 1), slot: s, gen: l.hgen[s]})
+		refs = append(refs, holdRef{at: s, tier: uint8(i + 1), gen: l.hgen[s]})
 	}
 	return refs
+}
+
+// The GroupTree's side of the book (tierholdbook.go): a ref names a slot of one tier.
+
+func (t *GroupTree) holdLive(r holdRef) bool { return t.tiers.lv[r.tier-1].hgen[r.at] == r.gen }
+
+func (t *GroupTree) unhold(r holdRef) {
+	l := &t.tiers.lv[r.tier-1]
+	if l.holds[r.at]--; l.holds[r.at] == 0 && l.candidate(r.at) {
+		l.addCandidate(r.at)
+	}
 }
 
 // ReleaseHold ends hold h: its slots no other hold keeps become eviction candidates again.
@@ -175,22 +148,7 @@ func (t *GroupTree) ReleaseHold(h HoldID) error {
 	if ts == nil {
 		return ErrNoTiers
 	}
-	refs, ok := ts.holds[h]
-	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownHold, h)
-	}
-	delete(ts.holds, h)
-	for _, r := range refs {
-		l := &ts.lv[r.tier-1]
-		if l.hgen[r.slot] != r.gen {
-			continue // freed by a failed transfer or Clear since
-		}
-		if l.holds[r.slot]--; l.holds[r.slot] == 0 && l.candidate(r.slot) {
-			l.addCandidate(r.slot)
-		}
-	}
-	ts.holdFree = append(ts.holdFree, refs[:0])
-	return nil
+	return ts.release(t, h)
 }
 
 // HeldBlocks is the number of lower-tier slots hold h keeps now, over all tiers (0 for an
@@ -199,13 +157,7 @@ func (t *GroupTree) HeldBlocks(h HoldID) int {
 	if t.tiers == nil {
 		return 0
 	}
-	k := 0
-	for _, r := range t.tiers.holds[h] {
-		if t.tiers.lv[r.tier-1].hgen[r.slot] == r.gen {
-			k++
-		}
-	}
-	return k
+	return t.tiers.heldBlocks(t, h)
 }
 
 // Holds is the number of holds placed and not yet released.
@@ -224,15 +176,11 @@ func (t *GroupTree) checkHolds() error {
 	for i := range ts.lv {
 		counts[i] = make([]int32, len(ts.lv[i].holds))
 	}
-	for h, refs := range ts.holds {
-		for _, r := range refs {
-			if r.tier == 0 || int(r.tier) > len(ts.lv) || r.slot < 0 || int(r.slot) >= len(counts[r.tier-1]) {
-				return fmt.Errorf("hold %d names tier %d slot %d", h, r.tier, r.slot)
-			}
-			if ts.lv[r.tier-1].hgen[r.slot] == r.gen {
-				counts[r.tier-1][r.slot]++
-			}
-		}
+	valid := func(r holdRef) bool {
+		return r.tier != 0 && int(r.tier) <= len(ts.lv) && r.at >= 0 && int(r.at) < len(counts[r.tier-1])
+	}
+	if err := ts.eachLive(t, valid, func(r holdRef) { counts[r.tier-1][r.at]++ }); err != nil {
+		return err
 	}
 	for i := range ts.lv {
 		l := &ts.lv[i]

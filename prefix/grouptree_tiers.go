@@ -33,14 +33,14 @@ type gtierStore struct {
 	cfg TierConfig
 	lv  []gtierLevel // lv[t-1] is tier t
 	planBook
-	clock      evict.Counter
-	devRefs    []int32 // per device block: in-flight copies holding it
-	stats      [MaxTiers]TierStats
-	slotBuf    []int32
-	nodeBuf    []Node
-	grpBuf     []uint8
-	ev         gtierEvents // lower-tier events collected in a batch (grouptree_tierevents.go)
-	gtHoldBook             // holds of swapped-out sequences (grouptree_tierhold.go)
+	clock    evict.Counter
+	devRefs  []int32 // per device block: in-flight copies holding it
+	stats    [MaxTiers]TierStats
+	slotBuf  []int32
+	nodeBuf  []Node
+	grpBuf   []uint8
+	ev       gtierEvents // lower-tier events collected in a batch (grouptree_tierevents.go)
+	holdBook             // holds of swapped-out sequences (grouptree_tierhold.go)
 }
 
 // gtierLevel is one lower tier of a GroupTree.

@@ -39,31 +39,8 @@ func (e *TierFullError) Error() string {
 // Unwrap returns ErrTierFull.
 func (e *TierFullError) Unwrap() error { return ErrTierFull }
 
-type holdRef struct {
-	e   int32
-	gen uint32
-}
-
-// holdBook is the tier store's record of holds.
-type holdBook struct {
-	holds    map[HoldID][]holdRef
-	nextHold HoldID
-	holdFree [][]holdRef
-	mark     []uint32 // per device block: the pass that last counted it (HoldNeed, Hold)
-	markGen  uint32
-}
-
 // nextMark starts a pass that counts each device block once.
-func (x *Index) nextMark() {
-	ts := x.tiers
-	if ts.mark == nil {
-		ts.mark = make([]uint32, x.nb)
-	}
-	if ts.markGen++; ts.markGen == 0 {
-		clear(ts.mark)
-		ts.markGen = 1
-	}
-}
+func (x *Index) nextMark() { x.tiers.nextMark(x.nb) }
 
 // anySlot reports whether some lower tier holds or is receiving the entry.
 func (en *tierEntry) anySlot() bool {
@@ -158,11 +135,7 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 	}
 	x.beginTierEvents() // the slots dropped to make room: one event per tier
 	defer x.flushTierEvents()
-	var refs []holdRef
-	if k := len(ts.holdFree); k > 0 {
-		refs = ts.holdFree[k-1]
-		ts.holdFree = ts.holdFree[:k-1]
-	}
+	refs := ts.newRefs()
 	// First what the lower tiers hold already, so that making room for the copies below
 	// cannot evict it; then the copies.
 	x.nextMark()
@@ -195,18 +168,9 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 		}
 		refs = x.holdEntry(refs, ts.devEnt[n]-1)
 	}
-	if len(refs) == 0 {
-		ts.holdFree = append(ts.holdFree, refs)
-		x.mutated()
-		return 0, nil
-	}
-	if ts.holds == nil {
-		ts.holds = make(map[HoldID][]holdRef)
-	}
-	ts.nextHold++
-	ts.holds[ts.nextHold] = refs
+	h := ts.place(refs)
 	x.mutated()
-	return ts.nextHold, nil
+	return h, nil
 }
 
 // holdEntry counts one more hold on entry e, taking it off every tier's eviction set.
@@ -221,7 +185,25 @@ func (x *Index) holdEntry(refs []holdRef, e int32) []holdRef {
 		}
 	}
 	en.holds++
-	return append(refs, holdRef{e: e, gen: en.gen})
+	return append(refs, holdRef{at: e, gen: en.gen})
+}
+
+// The Index's side of the book (tierholdbook.go): a ref names an entry.
+
+func (x *Index) holdLive(r holdRef) bool {
+	en := &x.tiers.ents[r.at]
+	return en.live && en.gen == r.gen
+}
+
+func (x *Index) unhold(r holdRef) {
+	en := &x.tiers.ents[r.at]
+	if en.holds--; en.holds == 0 {
+		for i := range x.tiers.lv {
+			if t := Tier(i + 1); en.candidate(t) {
+				x.tierAdd(t, r.at)
+			}
+		}
+	}
 }
 
 // ReleaseHold ends hold h: its entries that no other hold keeps become eviction
@@ -235,25 +217,9 @@ func (x *Index) ReleaseHold(h HoldID) error {
 	if ts == nil {
 		return ErrNoTiers
 	}
-	refs, ok := ts.holds[h]
-	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownHold, h)
+	if err := ts.release(x, h); err != nil {
+		return err
 	}
-	delete(ts.holds, h)
-	for _, r := range refs {
-		en := &ts.ents[r.e]
-		if !en.live || en.gen != r.gen {
-			continue // dropped by a failed transfer or Reset since
-		}
-		if en.holds--; en.holds == 0 {
-			for i := range ts.lv {
-				if t := Tier(i + 1); en.candidate(t) {
-					x.tierAdd(t, r.e)
-				}
-			}
-		}
-	}
-	ts.holdFree = append(ts.holdFree, refs[:0])
 	x.mutated()
 	return nil
 }
@@ -264,28 +230,16 @@ func (x *Index) HeldBlocks(h HoldID) int {
 	if x.tiers == nil {
 		return 0
 	}
-	k := 0
-	for _, r := range x.tiers.holds[h] {
-		if en := &x.tiers.ents[r.e]; en.live && en.gen == r.gen {
-			k++
-		}
-	}
-	return k
+	return x.tiers.heldBlocks(x, h)
 }
 
 // checkHolds verifies that every live entry counts exactly the holds that name it.
 func (x *Index) checkHolds() error {
 	ts := x.tiers
 	counts := make(map[int32]int32)
-	for h, refs := range ts.holds {
-		for _, r := range refs {
-			if r.e < 0 || int(r.e) >= len(ts.ents) {
-				return fmt.Errorf("hold %d names entry %d of %d", h, r.e, len(ts.ents))
-			}
-			if en := &ts.ents[r.e]; en.live && en.gen == r.gen {
-				counts[r.e]++
-			}
-		}
+	valid := func(r holdRef) bool { return r.at >= 0 && int(r.at) < len(ts.ents) }
+	if err := ts.eachLive(x, valid, func(r holdRef) { counts[r.at]++ }); err != nil {
+		return err
 	}
 	for e := range ts.ents {
 		if en := &ts.ents[e]; en.holds != counts[int32(e)] || (!en.live && en.holds != 0) {

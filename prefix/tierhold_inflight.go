@@ -14,8 +14,8 @@ func (x *Index) HoldInFlight(h HoldID) int {
 	}
 	k := 0
 	for _, r := range ts.holds[h] {
-		en := &ts.ents[r.e]
-		if !en.live || en.gen != r.gen || en.dev != 0 || en.bestTier() != 0 {
+		en := &ts.ents[r.at]
+		if !x.holdLive(r) || en.dev != 0 || en.bestTier() != 0 {
 			continue
 		}
 		for _, st := range en.st {
