@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -495,6 +496,107 @@ func (mc *tierMachine) ReleaseHold(t *rapid.T) {
 	mc.check(t)
 }
 
+// digest is what a refused call must leave as it was: the tree, every tier's counters,
+// the transfers and the references they hold, the holds and the pool.
+func (mc *tierMachine) digest(t *rapid.T) string {
+	var b strings.Builder
+	must(t, mc.x.WriteState(&b))
+	for ti := range mc.media {
+		fmt.Fprintf(&b, "|%+v", mc.x.TierStatsOf(Tier(ti)))
+	}
+	refs := 0
+	for id := range mc.pool.NumBlocks() {
+		refs += mc.x.TransferRefs(blocks.ID(id))
+	}
+	fmt.Fprintf(&b, "|%d %d %+v", mc.x.PendingTransfers(), refs, mc.pool.Stats())
+	hs := make([]HoldID, 0, len(mc.holds))
+	for h := range mc.holds {
+		hs = append(hs, h)
+	}
+	slices.Sort(hs)
+	for _, h := range hs {
+		fmt.Fprintf(&b, "|%d:%d", h, mc.x.HeldBlocks(h))
+	}
+	return b.String()
+}
+
+// Refused tries calls the lower tiers must refuse with their typed error, changing
+// nothing: an unknown hold or transfer, a hold of an uncached block, a load into a block
+// nobody holds, and a load of more blocks than the lower tiers have.
+func (mc *tierMachine) Refused(t *rapid.T) {
+	mc.beginStep()
+	before := mc.digest(t)
+	refused := func(what string, err error, want ...error) {
+		for _, w := range want {
+			if errors.Is(err, w) {
+				if after := mc.digest(t); after != before {
+					t.Fatalf("refused %s changed the state:\n%s\n%s", what, before, after)
+				}
+				return
+			}
+		}
+		t.Fatalf("%s: %v, want one of %v", what, err, want)
+	}
+	switch rapid.IntRange(0, 4).Draw(t, "refusal") {
+	case 0:
+		refused("release of an unknown hold", mc.x.ReleaseHold(HoldID(1<<40)), ErrUnknownHold)
+	case 1:
+		_, err := mc.x.CompleteTransfer(TransferID(1<<40), rapid.Bool().Draw(t, "ok"))
+		refused("completion of an unknown transfer", err, ErrUnknownTransfer)
+	case 2:
+		var ids []blocks.ID
+		for _, r := range mc.reqs {
+			if !r.pending {
+				ids = append(ids, r.ids...)
+			}
+		}
+		var uncached blocks.ID = -1
+		for id := range mc.pool.NumBlocks() {
+			if !mc.x.IsCached(blocks.ID(id)) {
+				uncached = blocks.ID(id)
+				break
+			}
+		}
+		if uncached < 0 {
+			t.Skip("every block cached")
+		}
+		ids = append(ids, uncached)
+		_, err := mc.x.Hold(ids)
+		refused("hold of an uncached block", err, ErrNotCached)
+	case 3, 4:
+		p := mc.drawPrompt(t)
+		limit := HitLimit(rapid.Bool().Draw(t, "leaveOne"))
+		_, cur := mc.x.Peek(nil, &p, limit)
+		lower := mc.x.PeekLower(&p, cur, limit, 0).Lower
+		var dst []blocks.ID
+		for id := range mc.pool.NumBlocks() {
+			if mc.pool.RefCount(blocks.ID(id)) == 0 && !mc.x.IsCached(blocks.ID(id)) {
+				dst = append(dst, blocks.ID(id))
+				break
+			}
+		}
+		if len(dst) == 0 {
+			t.Skip("no free block")
+		}
+		if lower > 0 {
+			// A block nobody holds.
+			_, err := mc.x.PrepareLoad(&p, cur, limit, dst)
+			refused("load into a block nobody holds", err, ErrNotHeld)
+			return
+		}
+		// More blocks than the lower tiers have (none), into a block the caller holds.
+		var err error
+		if dst, err = mc.pool.Allocate(dst[:0], 1); err != nil {
+			t.Skip("no block to allocate")
+		}
+		before = mc.digest(t)
+		_, err = mc.x.PrepareLoad(&p, cur, limit, dst)
+		refused("load of blocks no lower tier has", err, ErrNotCached)
+		must(t, mc.pool.Release(dst...))
+	}
+	mc.check(t)
+}
+
 func (mc *tierMachine) check(t *rapid.T) {
 	if mc.failed != nil {
 		t.Fatal(mc.failed)
@@ -565,6 +667,7 @@ func runTierMachine(t *rapid.T) {
 		"reset":    mc.Reset,
 		"hold":     mc.Hold,
 		"release":  mc.ReleaseHold,
+		"refused":  mc.Refused,
 		"":         mc.check,
 	})
 	mc.drain(t)
@@ -572,4 +675,21 @@ func runTierMachine(t *rapid.T) {
 
 func TestTierStateMachine(t *testing.T) {
 	rapid.Check(t, runTierMachine)
+}
+
+// FuzzTierHolds runs the tier machine (holds, prepared stores and loads, completions ok
+// and failed, evictions, resets and refused calls, over one or two lower tiers of drawn
+// write policies) on fuzzer-chosen bytes. Each input is one short run, so that .ci/run's
+// 3000-input pass stays within a few seconds of fuzzing.
+func FuzzTierHolds(f *testing.F) {
+	for _, seed := range [][]byte{
+		{},
+		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+		{8, 0, 3, 1, 0, 1, 1, 1, 9, 9, 9, 9, 0, 2, 4, 6, 8, 10, 12, 14, 16},
+		{255, 0, 255, 0, 255, 0, 17, 42, 99, 3, 3, 3, 3},
+		[]byte("a swapped-out prefix is held in the host while a write-back disk fills"),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(rapid.MakeFuzz(runTierMachine))
 }
