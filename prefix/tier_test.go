@@ -136,17 +136,21 @@ func TestWriteBackDemotionThenPromotion(t *testing.T) {
 	require.NoError(t, x.CheckInvariants())
 }
 
-// TestFailedTransfersLeaveConsistentState: a failed demotion evicts the device block
-// without a copy; a failed load evicts the loaded keys from their tier and releases the
-// device blocks it held.
+// TestFailedTransfersLeaveConsistentState: a failed demotion leaves the device block
+// cached (it still holds its KV); a failed load evicts the loaded keys from their tier and
+// releases the device blocks it held.
 func TestFailedTransfersLeaveConsistentState(t *testing.T) {
 	pool, x := tierIndex(t, 9, WriteBack, 8, nil)
 	p := Prompt{Tokens: toks(7, 9)}
 	admit(t, x, pool, p).finish(t, x)
 	completeAll(t, x, x.TakePlans(nil), false)
-	require.Equal(t, 0, x.TierStatsOf(Device).Resident)
+	require.Equal(t, 2, x.TierStatsOf(Device).Resident)
+	require.Zero(t, x.TierStatsOf(Device).Pending, "no longer being demoted")
 	require.Equal(t, 0, x.TierStatsOf(1).Resident)
 	require.Equal(t, uint64(2), x.TierStatsOf(1).StoreFailed)
+	require.Equal(t, 6, pool.NumFree())
+	require.Equal(t, 2, x.Reclaimable())
+	require.Equal(t, 2, x.Evict(2))
 	require.Equal(t, 8, pool.NumFree())
 
 	admit(t, x, pool, p).finish(t, x)
@@ -167,6 +171,28 @@ func TestFailedTransfersLeaveConsistentState(t *testing.T) {
 
 	_, err = x.CompleteTransfer(12345, true)
 	require.True(t, errors.Is(err, ErrUnknownTransfer))
+}
+
+// A failed demotion's blocks go back to the device's eviction order as blocks released
+// now: the next eviction takes an older block, not the failed copies' KV (before, they
+// were evicted at once, lost with no copy anywhere). vLLM frees a store's source blocks
+// when its job finishes, whatever the outcome, to the free queue's tail.
+func TestFailedDemotionRanksAsReleasedNow(t *testing.T) {
+	pool, x := tierIndex(t, 9, WriteBack, 6, nil)
+	pa, pb := Prompt{Tokens: toks(7, 9)}, Prompt{Tokens: toks(70, 9)}
+	admit(t, x, pool, pa).finish(t, x)
+	admit(t, x, pool, pb).finish(t, x)
+	plans := x.TakePlans(nil)
+	require.Len(t, plans, 1)
+	require.Equal(t, 2, plans[0].Blocks, "pa's two blocks, the oldest, are demoted")
+	completeAll(t, x, plans, false)
+	require.Equal(t, 4, x.TierStatsOf(Device).Resident)
+	require.Equal(t, 2, x.Evict(2))
+	ids, _ := x.Peek(nil, &pa, LeaveOne)
+	require.Len(t, ids, 2, "pa's blocks stayed, ranked as released after pb's")
+	ids, _ = x.Peek(nil, &pb, LeaveOne)
+	require.Empty(t, ids, "pb's were the older")
+	require.NoError(t, x.CheckInvariants())
 }
 
 // TestWritePolicies: write-through copies at commit, selective write-through after N hits.

@@ -170,6 +170,23 @@ func (x *Index) devUnpin(id blocks.ID, cached bool) {
 	// Otherwise a demoted child still lies under it, and evicting that child evicts it.
 }
 
+// keepFailedDemotion keeps device block id cached after its demotion's copy failed (its
+// last copy in flight): it still holds its KV, so it is no longer demoted, and it goes
+// back to the eviction set as a block released now, last in LRU order. vLLM frees the
+// blocks a store read when the store's job finishes, whatever the outcome, to the free
+// queue's tail. At the front it would be the next victim, its KV lost with no copy in any
+// tier, and the next TakePlans would retry its failing copy first.
+func (x *Index) keepFailedDemotion(id blocks.ID) {
+	ts := x.tiers
+	nd := &x.nodes[nodeOf(id)]
+	if nd.flags&flagDemote == 0 || ts.devRefs[id] != 1 {
+		return
+	}
+	nd.flags &^= flagDemote
+	ts.demoting--
+	nd.lastAccess = x.tick()
+}
+
 // hasLowerCopy reports whether a lower tier holds device node n's block.
 func (x *Index) hasLowerCopy(n int32) bool {
 	e := x.tiers.devEnt[n] - 1

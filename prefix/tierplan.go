@@ -266,7 +266,8 @@ func appendPlans(dst []Plan, r *planRec, bb int64, stats *[MaxTiers]TierStats) [
 // destination now holds the block (and a demoted device block is evicted, unless
 // TierConfig.StreamOrdered evicted it when TakePlans handed the plan out); a load's
 // device blocks hold the KV (the caller commits them). Failed: a store's destination is
-// dropped (a demoted device block is evicted without a copy); a load's source keys are
+// dropped (a demoted device block keeps its KV and stays cached, ranked in the device's
+// eviction order as a block released now: evicted last, not next); a load's source keys are
 // evicted from their tiers and the caller computes those blocks. A load completed before
 // TakePlans handed it out is cancelled: it is never handed out. Either way the pins and
 // references of the transfer are released. An unknown id fails with ErrUnknownTransfer
@@ -323,6 +324,9 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 			if op.from != Device {
 				x.unpinSlot(op.from, op.e)
 			} else if !r.srcFreed {
+				if !ok {
+					x.keepFailedDemotion(blocks.ID(op.src))
+				}
 				x.devUnpin(blocks.ID(op.src), true)
 			}
 		}
