@@ -212,8 +212,12 @@ func (t *GroupTree) flushTierStored() {
 		}
 		return -1
 	}
-	for i := range int32(n) {
+	// i stays until a chain takes it: the chain found from i's head follows the first
+	// unused child at each branch, which may lead past i (a prefix stored with two
+	// continuations), and i then heads a chain of its own.
+	for i := int32(0); i < int32(n); {
 		if used[i] {
+			i++
 			continue
 		}
 		head := i

@@ -55,3 +55,35 @@ func TestTierEventsBatchPerChain(t *testing.T) {
 	require.Equal(t, 4, rec.stored[prefix.MediumCPU])
 	require.NoError(t, m.CheckInvariants())
 }
+
+// Every block stored in a tier is reported, also when the batch holds a branching
+// prefix: one prefix stored with two continuations, each continuing twice. The chain
+// found from a block's head followed the first continuation and passed the block by, and
+// the block was never reported (the events held 9 of the host's 10 blocks here).
+func TestTierEventsBranchingBatch(t *testing.T) {
+	rec := newMediumRec()
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}, FullAttention{Block: 4}}, NumBlocks: 12, Observer: rec,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 10, Write: prefix.WriteThrough}}, BlockBytes: 16}})
+	require.NoError(t, err)
+	b := toks(1, 12)
+	// The sources' order (the block IDs the admissions get) decides the order the copies
+	// complete in, and so which continuation a chain follows first.
+	admit := func(id blocktable.SeqID, p []int32) {
+		_, err := m.Admit(id, &Request{Prompt: p, MaxTokens: len(p) + 6})
+		require.NoError(t, err)
+	}
+	admit(0, []int32{1})
+	admit(1, []int32{1})
+	admit(2, []int32{1, 2, 3, 4, 9, 9, 9, 9})
+	require.NoError(t, m.Finish(0))
+	admit(3, append(append([]int32(nil), b[:11]...), 1))
+	require.NoError(t, m.Finish(1))
+	admit(4, b)
+	plans := m.TakePlans(nil)
+	require.Len(t, plans, 1, "the ten write-through copies")
+	_, err = m.CompleteTransfer(plans[0].ID, true)
+	require.NoError(t, err)
+	require.Equal(t, 10, m.TierStats(1).Resident)
+	require.Equal(t, 10, rec.storedBlocks[prefix.MediumCPU], "every stored block reported")
+	require.NoError(t, m.CheckInvariants())
+}
