@@ -17,8 +17,10 @@ func (t *GroupTree) checkTiers(perNode []int32) error {
 	devRefs := make([]int32, len(ts.devRefs))
 	// A store's device source is cached when the store is prepared, but the owner may
 	// drop it meanwhile (an EvictBlocks): the copy still completes into its reserved slot.
-	count := func(op tierOp) error {
-		if op.from == Device {
+	count := func(op tierOp, srcFreed bool) error {
+		if op.from == Device && srcFreed {
+			// a StreamOrdered store's source, released when TakePlans handed it out
+		} else if op.from == Device {
 			if uint(op.src) >= uint(len(devRefs)) {
 				return fmt.Errorf("a store reads device block %d, outside the pool", op.src)
 			}
@@ -32,13 +34,13 @@ func (t *GroupTree) checkTiers(perNode []int32) error {
 		return nil
 	}
 	for _, op := range ts.queue {
-		if err := count(op); err != nil {
+		if err := count(op, false); err != nil {
 			return err
 		}
 	}
 	for _, r := range ts.plans {
 		for _, op := range r.ops {
-			if err := count(op); err != nil {
+			if err := count(op, r.srcFreed); err != nil {
 				return err
 			}
 		}

@@ -94,14 +94,45 @@ func (t *GroupTree) PrepareLoad(loads []GroupLoad) (TransferID, error) {
 // TakePlans appends to dst every transfer prepared since the last call as plans (stores
 // into each tier coalesced into runs, then the loads), and returns dst. The owner starts
 // its device-side stores (write-back ahead of need, hits) before calling it. Plans' Runs
-// stay valid until their transfer completes.
+// stay valid until their transfer completes. Under TierConfig.StreamOrdered the server
+// issues a plan's copies before anything writes their device blocks again, so a store's
+// device sources are reusable once it is handed out: TakePlans drops their transfer
+// references here (TransferRefs), the owner releases its own on the blocks of the Store
+// plans from Device it appended (their Runs' sources), and CompleteTransfer hands them
+// back no more.
 func (t *GroupTree) TakePlans(dst []Plan) []Plan {
 	ts := t.tiers
 	if ts == nil {
 		return dst
 	}
+	from := len(dst)
 	dst = ts.flushStores(dst, ts.cfg.BlockBytes, &ts.stats, t.matchSlots)
+	if ts.cfg.StreamOrdered {
+		t.releaseStoreSources(dst[from:])
+	}
 	return ts.flushReady(dst, ts.cfg.BlockBytes, &ts.stats)
+}
+
+// releaseStoreSources drops, as the plans are handed out, the transfer references the
+// stores of plans hold on their device sources (TierConfig.StreamOrdered), as an Index's
+// tiers do (Index.releaseStoreSources).
+func (t *GroupTree) releaseStoreSources(plans []Plan) {
+	ts := t.tiers
+	for _, p := range plans {
+		if p.Kind != Store || p.From != Device {
+			continue
+		}
+		r := ts.plans[p.ID]
+		if r.srcFreed {
+			continue
+		}
+		r.srcFreed = true
+		for _, op := range r.ops {
+			if op.from == Device {
+				ts.devRefs[op.src]--
+			}
+		}
+	}
 }
 
 // matchSlots gives ops (stores into one tier, sorted by source) their reserved slots in
@@ -165,6 +196,8 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 			t.unpinSlot(op.from, op.src)
 			ts.devRefs[op.dst]--
 			dev = append(dev, blocks.ID(op.dst))
+		case op.from == Device && r.srcFreed:
+			// released when TakePlans handed it out (StreamOrdered)
 		case op.from == Device:
 			ts.devRefs[op.src]--
 			dev = append(dev, blocks.ID(op.src))

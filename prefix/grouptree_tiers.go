@@ -217,9 +217,22 @@ func (t *GroupTree) CountDeviceEviction(b blocks.ID) {
 		return
 	}
 	ts.stats[Device].Evicted++
-	if t.LowerTier(e.Node, e.Group) == Device {
+	if t.LowerTier(e.Node, e.Group) == Device && !t.storeInFlight(e.Node, e.Group) {
 		ts.stats[Device].Lost++
 	}
+}
+
+// storeInFlight reports whether (n, g)'s copy into tier 1 is in flight with its device
+// source released already (TierConfig.StreamOrdered): a demoted block evicted then is not
+// lost, as an Index's tiers count it.
+func (t *GroupTree) storeInFlight(n Node, g int) bool {
+	ts := t.tiers
+	if !ts.cfg.StreamOrdered {
+		return false
+	}
+	l := &ts.lv[0]
+	s := l.at[int(n)*t.ng+g] - 1
+	return s >= 0 && l.st[s] == slotPending && !l.leaving[s]
 }
 
 // reserveSlot takes a slot of lower tier tier for (n, g), pending, making room if it

@@ -85,10 +85,9 @@
 // a failed copy or ResetPrefixCache drops it). A swap tier 1 cannot take now is refused
 // with a *prefix.TierFullError (prefix.ErrTierFull), nothing changed; Preempt checks
 // its victims together. Preempted.Freed counts what is free at once, Preempted.Awaiting
-// the blocks that return to the free queue once their copies complete (CompleteTransfer:
-// a GroupTree's plans do not honour TierConfig.StreamOrdered, so here a copy's device
-// block is reused only once it is confirmed); Freed + Awaiting is what Preempt counts
-// against Need.
+// the blocks that return to the free queue once their copies are handed out (TakePlans,
+// under TierConfig.StreamOrdered) or confirmed (CompleteTransfer, otherwise); Freed +
+// Awaiting is what Preempt counts against Need.
 //
 // # Errors, concurrency
 //
@@ -107,8 +106,7 @@
 // instead), and no multimodal extra keys. A load continues only past the device hit with
 // blocks a lower tier holds (a block past it that only the device holds ends the
 // continuation), and a failed load's recompute has none of the window's blocks or Mamba
-// state before the load (only those at the hit were loaded); with Swap preemption,
-// Preempt's Need is met once the demotions complete (StreamOrdered is not honoured).
+// state before the load (only those at the hit were loaded).
 // blocktable.Manager refuses a sliding window with a prefix index; this package is where
 // a pure sliding-window model (one SlidingWindow group) gets its prefix hits.
 //

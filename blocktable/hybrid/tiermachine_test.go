@@ -61,8 +61,9 @@ func (tm *tierModel) count(medium string) int {
 // TestTierMachine runs random admissions (with loads), decode steps, finishes, swap and
 // recompute preemptions, resumptions, plans taken and transfers completed ok or failed,
 // and prefix-cache resets on a hybrid Manager with a host tier and sometimes a disk
-// below it (every write policy, watermarks, small tiers), against a reference model of
-// what each tier holds, built from the events alone. After every step: the invariants
+// below it (every write policy, watermarks, small tiers, stream-ordered stores or not),
+// against a reference model of what each tier holds, built from the events alone. After
+// every step: the invariants
 // (the tiers' books included: slots, pins, transfer references, demotions); the model's
 // keys per tier are exactly the tier's residents (no event lost or duplicated by a move);
 // and, for full-attention models, every admission's device hit and load are exactly the
@@ -87,7 +88,7 @@ func TestTierMachine(t *testing.T) {
 			specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: bs * rapid.IntRange(1, 3).Draw(rt, "first chunk")})
 			fullOnly = false
 		}
-		switch rapid.IntRange(0, 4).Draw(rt, "second group") {
+		switch rapid.IntRange(0, 5).Draw(rt, "second group") {
 		case 1:
 			specs = append(specs, hybrid.FullAttention{Block: bs})
 		case 2:
@@ -99,6 +100,9 @@ func TestTierMachine(t *testing.T) {
 		case 4:
 			specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: bs * rapid.IntRange(1, 3).Draw(rt, "chunk")})
 			fullOnly = false
+		case 5:
+			specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAlign})
+			fullOnly = false
 		}
 		nb := rapid.IntRange(6, 20).Draw(rt, "blocks")
 		host := prefix.TierSpec{Medium: prefix.MediumCPU, Capacity: rapid.IntRange(1, 24).Draw(rt, "host"),
@@ -108,7 +112,8 @@ func TestTierMachine(t *testing.T) {
 			tiers = append(tiers, prefix.TierSpec{Medium: prefix.MediumDisk, Capacity: rapid.IntRange(1, 24).Draw(rt, "disk size"),
 				Write: prefix.WritePolicy(rapid.IntRange(0, 1).Draw(rt, "disk write"))})
 		}
-		cfg := prefix.TierConfig{Tiers: tiers, BlockBytes: 16, FreeTarget: rapid.IntRange(0, nb/2).Draw(rt, "free target")}
+		cfg := prefix.TierConfig{Tiers: tiers, BlockBytes: 16, FreeTarget: rapid.IntRange(0, nb/2).Draw(rt, "free target"),
+			StreamOrdered: rapid.Bool().Draw(rt, "stream ordered")}
 		model := &tierModel{held: map[string]bool{}}
 		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Observer: model, Tiers: &cfg})
 		if err != nil {

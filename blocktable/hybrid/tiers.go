@@ -34,6 +34,7 @@ type tierState struct {
 	write      prefix.WritePolicy // tier 1's
 	hitsN      uint32
 	freeTarget int
+	streamed   bool   // TierConfig.StreamOrdered: a store's device source is released when handed out
 	demote     []bool // per block: a write-back demotion in flight
 	demoting   int
 	hits       []uint32 // per block: hits since it was cached (WriteAfterHits)
@@ -46,7 +47,7 @@ type tierState struct {
 }
 
 func newTierState(c *prefix.TierConfig, numBlocks int) *tierState {
-	return &tierState{write: c.Tiers[0].Write, hitsN: c.Tiers[0].Hits, freeTarget: c.FreeTarget,
+	return &tierState{write: c.Tiers[0].Write, hitsN: c.Tiers[0].Hits, freeTarget: c.FreeTarget, streamed: c.StreamOrdered,
 		demote: make([]bool, numBlocks), hits: make([]uint32, numBlocks)}
 }
 
@@ -321,13 +322,38 @@ func (m *Manager) prepareLoad(s *seq, hit, full int, r *AdmitResult) {
 // TakePlans appends the transfer plans to dst (the tree's, after the device's stores: the
 // demotions below Config.Tiers.FreeTarget, write-through and hit-threshold copies, and the
 // loads of admitted sequences), and returns dst. The server executes them and confirms
-// each with CompleteTransfer, as blocktable.Manager's. Without tiers it returns dst.
+// each with CompleteTransfer, as blocktable.Manager's. Under TierConfig.StreamOrdered a
+// store's device blocks are released as its plan is handed out (a demoted block leaves
+// the device here), not when it completes. Without tiers it returns dst.
 func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
 	if m.st.tiers == nil {
 		return dst
 	}
 	m.st.startStores()
-	return m.st.t.TakePlans(dst)
+	from := len(dst)
+	dst = m.st.t.TakePlans(dst)
+	if m.st.tiers.streamed {
+		m.st.releaseHandedOut(dst[from:])
+	}
+	return dst
+}
+
+// releaseHandedOut releases the device sources of the stores plans hand out under
+// TierConfig.StreamOrdered, as blocktable.Manager's do: the server issues the copies
+// before anything writes those blocks again, so they are reusable now, and a demoted one
+// leaves the device now, not once its copy is confirmed (the tree dropped their transfer
+// references as it handed the plans out).
+func (s *store) releaseHandedOut(plans []prefix.Plan) {
+	for _, p := range plans {
+		if p.Kind != prefix.Store || p.From != prefix.Device {
+			continue
+		}
+		for _, r := range p.Runs {
+			for b := r.Src; b < r.Src+r.Blocks; b++ {
+				s.transferDone(blocks.ID(b), true, true)
+			}
+		}
+	}
 }
 
 // CompleteTransfer confirms transfer id with the server's outcome: the copy's device

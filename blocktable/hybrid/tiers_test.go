@@ -340,3 +340,50 @@ func TestHybridEvictBlocksKeepsLowerTiers(t *testing.T) {
 	require.NoError(t, m.Finish(2))
 	require.NoError(t, m.CheckInvariants())
 }
+
+// Under TierConfig.StreamOrdered a store's device blocks come back when TakePlans hands
+// its plan out, as blocktable.Manager's do (they came back only at completion): a swap's
+// demoted blocks are free and off the device once the plans are taken, not lost (their
+// copies are in flight), and completing the copies hands back nothing more.
+func TestHybridTierStreamOrdered(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
+			hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 4},
+		}, NumBlocks: 13, Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 32, Write: prefix.WriteBack}},
+			BlockBytes: 64, StreamOrdered: streamed}})
+		require.NoError(t, err)
+		p1 := seqTokens(17, 0)
+		_, err = m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+		require.NoError(t, err)
+		v, err := m.PreemptSeq(1, blocktable.Swap)
+		require.NoError(t, err)
+		require.Equal(t, 2, v.Freed)
+		require.Equal(t, 8, v.Awaiting, "the cached blocks wait for their copies")
+		require.Equal(t, 4, m.Stats().Free)
+		plans := m.TakePlans(nil)
+		require.NotEmpty(t, plans)
+		if streamed {
+			require.Equal(t, 12, m.Stats().Free, "handed out: the demoted blocks are free")
+			require.Zero(t, m.Match(p1), "and off the device")
+			require.Zero(t, m.TierStats(prefix.Device).Lost, "their copies are in flight")
+		} else {
+			require.Equal(t, 4, m.Stats().Free, "free once the copies are confirmed")
+		}
+		require.NoError(t, m.CheckInvariants())
+		for _, p := range plans {
+			_, err := m.CompleteTransfer(p.ID, true)
+			require.NoError(t, err)
+		}
+		require.Equal(t, 12, m.Stats().Free)
+		require.Zero(t, m.TierStats(prefix.Device).Lost)
+		require.NoError(t, m.CheckInvariants())
+		r, err := m.Resume(1)
+		require.NoError(t, err)
+		require.Equal(t, 16, r.LoadTokens, "the host holds what the swap demoted")
+		require.Len(t, completeAll(t, m, true), 1)
+		require.NoError(t, m.Finish(1))
+		completeAll(t, m, true)
+		require.Equal(t, 12, m.Stats().Free, "nothing leaked")
+		require.NoError(t, m.CheckInvariants())
+	}
+}
