@@ -251,7 +251,7 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	}
 	// MaxTokens is a capacity hint: the tokens' slice may have grown past the pool's
 	// slots, which Admit would refuse as a size.
-	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: s.prompt.MM, Priority: s.priority,
+	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: mmUpTo(s.prompt.MM, len(s.tokens)), Priority: s.priority,
 		Retention: s.prompt.Retention, MaxTokens: min(cap(s.tokens), m.maxSlots), Resumed: true}
 	delete(m.seqs, seq) // Admit files the sequence again under its ID
 	if m.last == s {
@@ -275,6 +275,25 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	m.st.SwapIns++
 	m.check()
 	return res, nil
+}
+
+// mmUpTo is mm cut to the first n tokens: a Truncate into a multimodal input leaves it
+// past the tokens, which Admit refuses (ErrInvalidArgument), so that the swapped sequence
+// could never resume. An input cut short keeps its identity, so the blocks it still
+// covers keep their keys. It copies only when something is cut (a Resume, not a hot path).
+func mmUpTo(mm []prefix.MMInput, n int) []prefix.MMInput {
+	if mmWithin(mm, n) {
+		return mm
+	}
+	var out []prefix.MMInput
+	for _, in := range mm {
+		if in.Offset >= n {
+			break
+		}
+		in.Length = min(in.Length, n-in.Offset)
+		out = append(out, in)
+	}
+	return out
 }
 
 // resumeError names Resume, not the admission it made, in Admit's error.
