@@ -170,7 +170,7 @@ func (f *simFlags) register(set *flagSet) {
 	fs.StringVar(&f.preemption, "preemption", "fcfs", "which running request to preempt when memory runs out: "+strings.Join(evict.PreemptionNames(), ", "))
 	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark), in [0, 1)")
 	fs.Var(&f.hostRAM, "host-ram", "host memory for a KV tier below the GPU, such as 256GiB: prefix-sharing paged and hybrid runs demote evicted blocks to it and load hits back "+
-		"(0 or unset: none). A hybrid run splits it across its layout's pools in proportion to each pool's share of the device budget (per-class: one pool per page size, "+
+		"(0 or unset: none; with --tensor-parallel-size N the GPUs share it, a block taking every GPU's shard). A hybrid run splits it across its layout's pools in proportion to each pool's share of the device budget (per-class: one pool per page size, "+
 		"split for max-model-len; uniform and carved: one pool takes it all), in blocks of each pool's page bytes")
 	fs.Var(&f.diskSize, "disk", "disk space for a KV tier below the host, such as 2TB (needs --host-ram; a hybrid run splits it as --host-ram)")
 	fs.Float64Var(&f.hostGBps, "host-gbps", 25, "host-to-GPU bandwidth in GB/s: the host link's copies run one after another on the step clock (--step-duration), and a request waits for its load before decoding; 0 is unlimited (PCIe 5 x16 is about 50, PCIe 4 about 25)")
@@ -428,6 +428,7 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		return err
 	}
 	bpt := p.BytesPerTokenPerGPU.Bytes()
+	tp := int64(max(p.Config.TensorParallel, 1))
 	any, hybridTiers := false, false
 	for i := range r.schemes {
 		s := &r.schemes[i]
@@ -446,10 +447,12 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		if s.Name != sim.Paged || !s.PrefixSharing {
 			continue
 		}
+		// The run is one GPU of tp; every GPU's pool offloads its own shard of each block,
+		// so a block takes tp x bb of the host (and disk), as kvpage plan counts it.
 		bb := int64(math.Ceil(bpt * float64(s.BlockSize)))
-		s.Tiers = sim.Tiers{HostBlocks: int(min(f.hostRAM.n/bb, prefix.MaxTierCapacity)), HostGBps: f.hostGBps, DiskGBps: f.diskGBps, BlockBytes: bb}
+		s.Tiers = sim.Tiers{HostBlocks: int(min(f.hostRAM.n/bb/tp, prefix.MaxTierCapacity)), HostGBps: f.hostGBps, DiskGBps: f.diskGBps, BlockBytes: bb}
 		if f.diskSize.set {
-			s.Tiers.DiskBlocks = int(min(f.diskSize.n/bb, prefix.MaxTierCapacity))
+			s.Tiers.DiskBlocks = int(min(f.diskSize.n/bb/tp, prefix.MaxTierCapacity))
 		}
 		if s.Tiers.HostBlocks == 0 {
 			return badFlag("--host-ram %s holds no block of %s bytes", commas(f.hostRAM.n), commas(bb))
@@ -464,6 +467,9 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		r.memory += fmt.Sprintf(", disk %s (%s GB/s)", human(float64(f.diskSize.n)), strconv.FormatFloat(f.diskGBps, 'f', -1, 64))
 	}
 	r.memory += fmt.Sprintf(", %s bytes per token of %s", strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name)
+	if tp > 1 {
+		r.memory += fmt.Sprintf(" per GPU, the tiers shared by the %d GPUs' shards", tp)
+	}
 	if hybridTiers {
 		r.memory += "; hybrid runs split host and disk across their pools as the device budget"
 	}

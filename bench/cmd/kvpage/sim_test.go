@@ -202,3 +202,25 @@ func TestSimEvictionPoliciesDiffer(t *testing.T) {
 	assert.Contains(t, help, "policies differ only when the budget is too small")
 	assert.Contains(t, help, evictionExample)
 }
+
+// --host-ram is the host's, shared by the tensor-parallel GPUs: the simulated GPU's pool
+// offloads its shard of each block, and every other GPU its own, so the host holds as many
+// blocks at -tp 2 as at -tp 1 (kvpage plan's count), each block half the bytes per GPU.
+func TestSimHostRAMSharedByTensorParallelGPUs(t *testing.T) {
+	hostBlocks := func(tp string) (blocks int, bytes int64) {
+		code, out, errOut := runKV("sim", "--schemes", "paged", "--enable-prefix-caching", "--block-size-sweep=", "--num-prompts", "50",
+			"--kv-budget-tokens", "64000", "--host-ram", "8GiB", "-tp", tp, "--no-charts", "--no-progress", "--json")
+		require.Zero(t, code, errOut)
+		var rep sim.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.Len(t, rep.Schemes, 1)
+		require.Len(t, rep.Schemes[0].Tiers, 2)
+		host := rep.Schemes[0].Tiers[1]
+		return host.CapacityBlocks, host.CapacityBytes
+	}
+	b1, bytes1 := hostBlocks("1")
+	b2, bytes2 := hostBlocks("2")
+	assert.Equal(t, 4096, b1, "8 GiB of llama-3-8b's 2 MiB blocks")
+	assert.Equal(t, b1, b2, "the same blocks, each GPU's shard of them")
+	assert.Equal(t, bytes1, 2*bytes2, "the simulated GPU's shard: half the bytes")
+}
