@@ -64,7 +64,9 @@ the waiting queue first empties after the last arrival):
             paged: the budget left over by whole blocks, plus the null block
   free      the rest (for paged with prefix sharing, cached blocks nobody holds are free)
   mean run, peak run: running requests; done/kstep: completions per 1,000 steps;
-  preempt: preemptions; hit rate: prefix-hit tokens / prompt tokens of admissions.
+  preempt: preemptions; hit rate: prefix-hit tokens / prompt tokens of first admissions
+  (tokens loaded from --host-ram or --disk included); readmissions after preemption are
+  counted apart, in the re-hit lines under the table.
 
 Built-in workloads (--workload; LN(mean m, sigma s) is lognormal with mu = ln m - s^2/2,
 rounded, at least 1; draws come from bench.SplitMix64 seeded with --seed):
