@@ -126,6 +126,35 @@ func (t *GroupTree) holdSlots(refs []holdRef, n Node, g int) []holdRef {
 	return refs
 }
 
+// HoldInFlight is how many of the (node, group)s hold h keeps have their only copy in
+// flight: no device block and no lower tier holds their KV yet, and a copy into a lower
+// tier is under way, as Index.HoldInFlight counts an Index's. Only a demotion under
+// TierConfig.StreamOrdered, between the TakePlans that handed it out (and the owner's
+// release of its device block) and its CompleteTransfer, leaves a block so. No lookup
+// finds such a block until the copy is confirmed: a swapped sequence resumed now would
+// compute it again (blocktable/hybrid's Resume waits instead). 0 for an ID that names no
+// hold, and without lower tiers.
+func (t *GroupTree) HoldInFlight(h HoldID) int {
+	ts := t.tiers
+	if ts == nil {
+		return 0
+	}
+	k := 0
+	last := -1 // a hold names the slots of one (node, group) one after another
+	for _, r := range ts.holds[h] {
+		l := &ts.lv[r.tier-1]
+		if !t.holdLive(r) || l.st[r.at] != slotPending {
+			continue
+		}
+		n, g := l.node[r.at], int(l.group[r.at])
+		if i := int(n)*t.ng + g; i != last && t.First(n, g) == blocks.NullID && t.LowerTier(n, g) == Device {
+			last = i
+			k++
+		}
+	}
+	return k
+}
+
 // The GroupTree's side of the book (tierholdbook.go): a ref names a slot of one tier.
 
 func (t *GroupTree) holdLive(r holdRef) bool { return t.tiers.lv[r.tier-1].hgen[r.at] == r.gen }

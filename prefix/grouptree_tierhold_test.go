@@ -125,3 +125,40 @@ func TestGroupTreeHoldPanicsOnBrokenInvariant(t *testing.T) {
 		_, _, _ = g.Hold([]blocks.ID{4}, nil)
 	})
 }
+
+// Under StreamOrdered a hold's copies handed out by TakePlans, their device blocks
+// released by the owner, are the only copies and in flight: HoldInFlight counts each
+// (node, group) once until CompleteTransfer confirms it. A block still on the device, or
+// a copy confirmed, is not in flight; nor is anything without tiers or for an unknown hold.
+func TestGroupTreeHoldInFlight(t *testing.T) {
+	g := newTestTree(t, 10, 2, 2)
+	require.Zero(t, g.HoldInFlight(1), "no tiers")
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 4}}, BlockBytes: 100, StreamOrdered: true}))
+	path := pathOf(g, RootNode, []int32{1, 2, 3, 4, 5, 6})
+	for i, b := range []blocks.ID{3, 4, 5} {
+		require.NoError(t, g.Cache(b, path[i], 0))
+	}
+	require.NoError(t, g.Cache(6, path[0], 0)) // a duplicate of 3: one (node, group)
+	h, stored, err := g.Hold([]blocks.ID{3, 6, 4, 5}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{3, 4, 5}, stored)
+	require.Zero(t, g.HoldInFlight(h), "prepared, not handed out: still on the device")
+	plans := g.TakePlans(nil)
+	require.Len(t, plans, 1)
+	require.Zero(t, g.HoldInFlight(h), "handed out, the device blocks still cached")
+	for _, b := range []blocks.ID{3, 4} {
+		require.NoError(t, g.Uncache(b))
+	}
+	require.Equal(t, 1, g.HoldInFlight(h), "3's duplicate 6 keeps its (node, group) on the device")
+	require.NoError(t, g.Uncache(6))
+	require.Equal(t, 2, g.HoldInFlight(h))
+	require.Zero(t, g.HoldInFlight(h+1), "an unknown hold")
+	require.NoError(t, g.CheckInvariants())
+	_, _, err = g.CompleteTransfer(plans[0].ID, true, nil)
+	require.NoError(t, err)
+	require.Zero(t, g.HoldInFlight(h), "confirmed: the host holds them")
+	require.Equal(t, 3, g.HeldBlocks(h))
+	require.NoError(t, g.ReleaseHold(h))
+	require.Zero(t, g.HoldInFlight(h))
+	require.NoError(t, g.CheckInvariants())
+}

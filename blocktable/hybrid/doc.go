@@ -87,7 +87,9 @@
 // its victims together. Preempted.Freed counts what is free at once, Preempted.Awaiting
 // the blocks that return to the free queue once their copies are handed out (TakePlans,
 // under TierConfig.StreamOrdered) or confirmed (CompleteTransfer, otherwise); Freed +
-// Awaiting is what Preempt counts against Need.
+// Awaiting is what Preempt counts against Need. Resume of a sequence whose copies are
+// handed out and not yet confirmed (StreamOrdered) waits, as blocktable.Manager's does:
+// blocktable.ErrSwapInFlight, nothing changed.
 //
 // # Errors, concurrency
 //

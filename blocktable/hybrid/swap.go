@@ -156,11 +156,21 @@ func (m *Manager) Swapped(id blocktable.SeqID) bool {
 // hold (AdmitResult.Load); the caller computes the rest. Its hold on the tiers is then
 // released (the load pins what it reads). It keeps its ID and prompt length. All or
 // nothing: on failure (blocks.ErrOutOfBlocks) it stays swapped out, its hold kept. It
-// fails with blocktable.ErrNotRunning for a sequence that is not swapped out.
+// fails with blocktable.ErrNotRunning for a sequence that is not swapped out. Under
+// prefix.TierConfig.StreamOrdered, between the TakePlans that hands its copies out and
+// their CompleteTransfer, it fails with blocktable.ErrSwapInFlight (in a
+// *blocktable.SeqError), changing nothing, as blocktable.Manager's Resume does: those
+// blocks are on no device and in no tier until confirmed, and the server resumes the
+// sequence once they are rather than compute them again.
 func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 	rec, ok := m.swapped[id]
 	if !ok {
 		return AdmitResult{}, seqErr("resume", id, blocktable.ErrNotRunning)
+	}
+	// A stream-ordered copy handed out has released its device block, and its tier slot
+	// is found only once confirmed: wait for it rather than compute the block again.
+	if rec.hold != 0 && m.st.t.HoldInFlight(rec.hold) > 0 {
+		return AdmitResult{}, &blocktable.SeqError{Op: "resume", Seq: id, Err: blocktable.ErrSwapInFlight}
 	}
 	delete(m.swapped, id)
 	held := 0 // rec's hold, counted outside m.swapped meanwhile

@@ -294,9 +294,18 @@ func TestTierMachine(t *testing.T) {
 				}
 				i := rapid.IntRange(0, len(swapped)-1).Draw(rt, "which")
 				id := swapped[i]
+				before := m.Stats()
 				r, err := m.Resume(id)
 				if errors.Is(err, blocks.ErrOutOfBlocks) {
 					check("resume refused")
+					return
+				}
+				if errors.Is(err, blocktable.ErrSwapInFlight) { // its copies handed out, unconfirmed
+					if !cfg.StreamOrdered || !m.Swapped(id) || !reflect.DeepEqual(m.Stats(), before) {
+						rt.Fatalf("resume of seq %d refused in flight: stream-ordered %v, swapped %v, stats %+v, were %+v",
+							id, cfg.StreamOrdered, m.Swapped(id), m.Stats(), before)
+					}
+					check("resume in flight")
 					return
 				}
 				if err != nil {
