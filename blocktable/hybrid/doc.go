@@ -83,8 +83,9 @@
 // lower tiers (prefix.GroupTree.Hold), those no tier holds yet copied into tier 1 first,
 // and a held copy is evicted from no tier until Resume or Finish releases the hold (only
 // a failed copy or ResetPrefixCache drops it). A swap tier 1 cannot take now is refused
-// with a *prefix.TierFullError (prefix.ErrTierFull), nothing changed; Preempt checks
-// its victims together. Preempted.Freed counts what is free at once, Preempted.Awaiting
+// with a *blocktable.SeqError (Op "swap out") naming the victim, wrapping a
+// *prefix.TierFullError (prefix.ErrTierFull), nothing changed; Preempt checks its
+// victims together. Preempted.Freed counts what is free at once, Preempted.Awaiting
 // the blocks that return to the free queue once their copies are handed out (TakePlans,
 // under TierConfig.StreamOrdered) or confirmed (CompleteTransfer, otherwise); Freed +
 // Awaiting is what Preempt counts against Need. Resume of a sequence whose copies are

@@ -126,7 +126,10 @@ func (m *Manager) candidate(id blocktable.SeqID, s *seq, kept bool) evict.Candid
 // their copies complete (TakePlans, CompleteTransfer), so Preempted.Freed counts what is
 // free at once and Preempted.Awaiting the rest, Freed + Awaiting adding up to at least
 // req.Need. When tier 1 cannot take the victims' copies together, it preempts none and
-// returns a *prefix.TierFullError (prefix.ErrTierFull). Resume brings a victim back.
+// returns a *blocktable.SeqError (Op "swap out") naming the first victim, in the policy's
+// order, at which their blocks pass tier 1's room, wrapping a *prefix.TierFullError
+// (prefix.ErrTierFull) with what all the victims need and the room, as
+// blocktable.Manager's Preempt does. Resume brings a victim back.
 //
 // Cost: with a policy that implements evict.OrderedPreemption (fcfs, priority, progress)
 // the Manager keeps the running sequences in the policy's order and plans the release of
@@ -283,7 +286,7 @@ func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable
 // tiers only; else blocktable.ErrNoHostPool) its cached blocks are held in the lower
 // tiers first (copied into tier 1 where no tier holds them), and the Manager keeps its
 // tokens for Resume (see Preempt); when tier 1 cannot take the copies it fails with a
-// *prefix.TierFullError, changing nothing.
+// *blocktable.SeqError (Op "swap out") wrapping a *prefix.TierFullError, changing nothing.
 func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (blocktable.Preempted, error) {
 	s, ok := m.lookup(id)
 	if !ok {
@@ -303,7 +306,7 @@ func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (
 	if mode == blocktable.Swap {
 		aw, err := m.swapOut(s)
 		if err != nil {
-			return blocktable.Preempted{}, seqErr("preempt", id, err)
+			return blocktable.Preempted{}, err
 		}
 		v.Awaiting = aw
 	}

@@ -85,13 +85,14 @@ func (m *Manager) swapHold(ids []blocks.ID) (prefix.HoldID, error) {
 // swapOut holds s's cached blocks in the lower tiers (PreemptSeq's Swap mode), before its
 // release, and files s as swapped out; it returns how many of s's blocks its release
 // leaves to copies in flight alone (Preempted.Awaiting). It fails with a
-// *prefix.TierFullError, changing nothing, when tier 1 cannot take the copies.
+// *blocktable.SeqError (Op "swap out") naming s, wrapping a *prefix.TierFullError,
+// changing nothing, when tier 1 cannot take the copies.
 func (m *Manager) swapOut(s *seq) (int, error) {
 	sw := &m.swap
 	sw.ids = m.appendSwapIDs(sw.ids[:0], s)
 	h, err := m.swapHold(sw.ids)
 	if err != nil {
-		return 0, err
+		return 0, m.swapRefused(func(yield func(*seq) bool) { yield(s) }, err)
 	}
 	awaiting := 0
 	for _, b := range sw.ids {
@@ -111,7 +112,7 @@ func (m *Manager) swapOut(s *seq) (int, error) {
 // preHold holds, for Preempt in Swap mode, every victim's blocks at once before any is
 // preempted, so that one victim's copies cannot take the tier-1 room another's need (each
 // victim's own hold then finds its blocks held already); the caller releases it once the
-// victims hold their own.
+// victims hold their own. A refusal names the victim it is about (swapRefused).
 func (m *Manager) preHold(victims func(yield func(*seq) bool)) (prefix.HoldID, error) {
 	sw := &m.swap
 	sw.ids = sw.ids[:0]
@@ -120,12 +121,35 @@ func (m *Manager) preHold(victims func(yield func(*seq) bool)) (prefix.HoldID, e
 	}
 	h, err := m.swapHold(sw.ids)
 	if err != nil {
-		return 0, fmt.Errorf("hybrid: preempt: swap out: %w", err)
+		return 0, m.swapRefused(victims, err)
 	}
 	if h != 0 {
 		sw.extra++
 	}
 	return h, nil
+}
+
+// swapRefused is a Swap of victims (in the order they would be swapped out) refused
+// with err, tier 1 full, as blocktable.Manager's checkHoldRoom reports it: a
+// *blocktable.SeqError (Op "swap out") naming the first victim at which their blocks
+// pass tier 1's room, wrapping the *prefix.TierFullError with every victim's need and the
+// room. Finding it is a second pass, on the refusal only.
+func (m *Manager) swapRefused(victims func(yield func(*seq) bool), err error) error {
+	full, ok := err.(*prefix.TierFullError)
+	if !ok { // ErrNoTiers, which the callers rule out first
+		return err
+	}
+	sw := &m.swap
+	sw.ids = sw.ids[:0]
+	var at blocktable.SeqID
+	for s := range victims {
+		at = s.id
+		sw.ids = m.appendSwapIDs(sw.ids, s)
+		if n, _ := m.st.t.HoldNeed(sw.ids); n > full.Available {
+			break
+		}
+	}
+	return &blocktable.SeqError{Op: "swap out", Seq: at, Err: full}
 }
 
 // releasePreHold ends preHold's hold h.
