@@ -59,7 +59,7 @@ func serve(m *blocktable.Manager, waiting []*request, model func(*request) int32
 		for i := 0; i < len(running); i++ {
 			r := running[i]
 			tok := model(r)
-			step, err := m.Append(r.id, []int32{tok}, 0)
+			step, err := m.AppendToken(r.id, tok)
 			var oob *blocks.OutOfBlocksError
 			if errors.As(err, &oob) {
 				// Out of memory: preempt others (newest first), never the one growing; if
@@ -84,7 +84,7 @@ func serve(m *blocktable.Manager, waiting []*request, model func(*request) int32
 				if i < 0 || running[i] != r {
 					continue // r itself went back to wait
 				}
-				step, err = m.Append(r.id, []int32{tok}, 0) // the retry: the room is there now
+				step, err = m.AppendToken(r.id, tok) // the retry: the room is there now
 			}
 			if err != nil {
 				return steps, err
