@@ -23,6 +23,9 @@ func outOfBlocks(op string, seq blocktable.SeqID, needed, available int) error {
 	return &blocktable.SeqError{Op: op, Seq: seq, Err: &blocks.OutOfBlocksError{Requested: needed, Available: available}}
 }
 
+// seqErr is a *blocktable.SeqError, as blocktable.Manager returns for the same refusal,
+// so that a scheduler reads the operation and the sequence with errors.As whichever
+// Manager it drives.
 func seqErr(op string, seq blocktable.SeqID, err error) error {
-	return fmt.Errorf("hybrid: %s sequence %d: %w", op, seq, err)
+	return &blocktable.SeqError{Op: op, Seq: seq, Err: err}
 }
