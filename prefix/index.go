@@ -88,7 +88,8 @@ type Index struct {
 	table childTable
 	mm    map[int32][]mmKey // multimodal extra keys of the blocks that have any
 	// hint is, per node, the child Peek tries first (0 = none): a text-only child, the
-	// last one a request acquired, else the first one committed. Along a path that
+	// last one a request acquired, else the first one committed while the node had no
+	// hint (none yet, or the hint was evicted). Along a path that
 	// requests share, the next block is almost always this child, so Peek confirms it
 	// by comparing tokens and skips the hash and the table probe. See match.go. The
 	// table holds every cached block but the hints (findChild tries the hint first).

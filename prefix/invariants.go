@@ -20,7 +20,8 @@ func (x *Index) mutated() {
 // CheckInvariants verifies the tree against the pool and returns the first violation:
 // every cached block is held by the pool at least once (the index's reference), and more
 // than once exactly when a request holds it; parent and child links agree, and every
-// cached block is reachable in the child table under its parent with its own tokens; keys
+// cached block is found under its parent with its own tokens (as its parent's hint, or in
+// the child table, which holds every cached block but the hints); keys
 // are the chained hashes of the tokens; a block is pinned exactly when a request holds it
 // or a child is pinned; the evictable set is exactly the unpinned leaves; counts add up.
 // It costs O(blocks) and allocates: it is for tests and the kvinvariants build tag.
