@@ -525,8 +525,11 @@ func (m *Manager) MatchRequest(req *Request) (int, error) {
 	return hit, err
 }
 
-// HitBlocks appends to dst, for each group, the blocks a hit of hitTokens on prompt takes
+// HitBlocks returns, for each group, the device blocks a hit of hitTokens on prompt takes
 // (the null block where the group no longer needs the tokens): vLLM's computed blocks.
+// It reads the device only: a block only a lower tier holds (Config.Tiers; past the
+// device hit, up to MatchTiers' hit + load) is the null block too, as one the group no
+// longer needs, so pass it the device's own hit, not one that includes a load.
 func (m *Manager) HitBlocks(prompt []int32, hitTokens int) [][]blocks.ID {
 	s := m.newSeq(&Request{Prompt: prompt, MaxTokens: len(prompt)})
 	m.walk(s, hitTokens/m.unit)
