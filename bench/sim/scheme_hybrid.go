@@ -34,9 +34,9 @@ import (
 // their state every StateBlock tokens under the per-class and carved layouts (0: the
 // uniform layout's block, so that every layout has the same hit unit); the Manager
 // allocates a state block per StateBlock tokens of a prompt at admission and releases all
-// but the last as the sequence advances (vLLM's "all" cache mode; its "align" mode, which
-// keeps only the running and the last state, is not modelled), so a small StateBlock costs
-// memory at admission. The Manager's free queue is vLLM's LRU: Eviction must be lru.
+// but the last as the sequence advances (vLLM's "all" cache mode; Scheme.MambaMode align,
+// vLLM's "align" mode, keeps only the running and the last state), so a small StateBlock
+// costs memory at admission. The Manager's free queue is vLLM's LRU: Eviction must be lru.
 // With prefix sharing it can have lower tiers, sized in bytes (Tiers.HostBytes and
 // DiskBytes), which each pool shares by its part of the device budget
 // (scheme_hybrid_tiers.go).
@@ -111,15 +111,6 @@ func validateHybrid(s *Scheme, c *Config) error {
 	if s.StateBlock < 0 || s.StateBlock > c.MaxModelLen {
 		return fmt.Errorf("%w: state block %d outside [0, max-model-len %d]", ErrInvalidConfig, s.StateBlock, c.MaxModelLen)
 	}
-	if s.Tiers.enabled() && s.MambaMode == hybrid.MambaAlign {
-		h, _ := HybridModel(s.Model) // checked above
-		for _, l := range h.Layers {
-			if l.Kind == sizing.KindState {
-				return fmt.Errorf("%w: %s: lower tiers under Mamba align mode: blocktable/hybrid gives align-mode Mamba groups no lower-tier hit, so %s would only copy blocks down (use the all mode)",
-					ErrInvalidConfig, s.Label(), s.Model)
-			}
-		}
-	}
 	return nil
 }
 
@@ -180,6 +171,17 @@ type hybridAlloc struct {
 	// stalls counts grows that stalled in the first pool, and in a later one (whose
 	// earlier pools kept the token).
 	stalls [2]uint64
+}
+
+// HybridTokenBytes is the bytes a token takes in every attention layer of the hybrid
+// preset model (bf16, the whole model: no tensor-parallel shard): the hybrid scheme's
+// token-equivalent, in which it sizes its pools and their shares of the lower tiers.
+func HybridTokenBytes(model string) (int64, error) {
+	h, err := HybridModel(model)
+	if err != nil {
+		return 0, err
+	}
+	return attnTokenBytes(h), nil
 }
 
 func attnTokenBytes(h sizing.HybridModel) int64 {

@@ -431,7 +431,8 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 	}
 	bpt := p.BytesPerTokenPerGPU.Bytes()
 	tp := int64(max(p.Config.TensorParallel, 1))
-	any, hybridTiers := false, false
+	any, pagedTiers := false, false
+	var hybridBytes []string // the hybrid rows' own bytes per token, one per model
 	for i := range r.schemes {
 		s := &r.schemes[i]
 		if s.Name == sim.Hybrid && s.PrefixSharing {
@@ -443,7 +444,14 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 			if err := s.Validate(&r.cfg); err != nil {
 				return badFlag("--host-ram: %v", err)
 			}
-			any, hybridTiers = true, true
+			b, err := sim.HybridTokenBytes(s.Model)
+			if err != nil {
+				return badFlag("--host-ram: %v", err)
+			}
+			if h := fmt.Sprintf("%d bytes per token of %s's attention layers", b, s.Model); !slices.Contains(hybridBytes, h) {
+				hybridBytes = append(hybridBytes, h)
+			}
+			any = true
 			continue
 		}
 		if s.Name != sim.Paged || !s.PrefixSharing {
@@ -459,7 +467,7 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		if s.Tiers.HostBlocks == 0 {
 			return badFlag("--host-ram %s holds no block of %s bytes", commas(f.hostRAM.n), commas(bb))
 		}
-		any = true
+		any, pagedTiers = true, true
 	}
 	if !any {
 		return badFlag("--host-ram needs a paged or hybrid run with prefix sharing (--schemes paged or hybrid, --prefix-sharing on)")
@@ -468,12 +476,16 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 	if f.diskSize.set && f.diskSize.n > 0 {
 		r.memory += fmt.Sprintf(", disk %s (%s GB/s)", human(float64(f.diskSize.n)), strconv.FormatFloat(f.diskGBps, 'f', -1, 64))
 	}
-	r.memory += fmt.Sprintf(", %s bytes per token of %s", strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name)
-	if tp > 1 {
-		r.memory += fmt.Sprintf(" per GPU, the tiers shared by the %d GPUs' shards", tp)
+	if pagedTiers {
+		r.memory += fmt.Sprintf(", %s bytes per token of %s", strconv.FormatFloat(bpt, 'f', -1, 64), p.Config.Model.Name)
+		if tp > 1 {
+			r.memory += fmt.Sprintf(" per GPU, the tiers shared by the %d GPUs' shards", tp)
+		}
 	}
-	if hybridTiers {
-		r.memory += "; hybrid runs split host and disk across their pools as the device budget"
+	if len(hybridBytes) > 0 {
+		// The hybrid scheme sizes its pools and their tier shares in its own unit (bf16,
+		// the whole model), not the sizing plan's bytes per token (per GPU, --kv-cache-dtype).
+		r.memory += "; hybrid runs split host and disk across their pools as the device budget, in blocks of " + strings.Join(hybridBytes, ", ")
 	}
 	return nil
 }

@@ -101,11 +101,35 @@ func TestSimHybridHostRAM(t *testing.T) {
 	}
 
 	for _, bad := range [][]string{
-		{"--mamba-cache-mode", "align"}, // Mamba align groups take no lower-tier hit
-		{"--prefix-sharing", "off"},     // no row can take the tier
+		{"--prefix-sharing", "off"}, // no row can take the tier
 	} {
 		code, _, errOut = runKV(append(append([]string{}, args...), bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 		assert.Contains(t, errOut, "--host-ram", "%v", bad)
+	}
+}
+
+// The --host-ram line of the KV budget gives each scheme's own bytes per token: the
+// paged rows the sizing plan's (per GPU, --kv-cache-dtype; a block takes every GPU's
+// shard), the hybrid rows the scheme's (bf16 attention layers of the whole model), which
+// is how it sizes its pools' shares of the host. Under fp8 and two GPUs they differ
+// four-fold. Mamba align mode takes the tier too.
+func TestSimHybridHostRAMBytesPerToken(t *testing.T) {
+	args := []string{"sim", "--model", "qwen3-next-80b-a3b", "--hybrid-layouts", "uniform", "--workload", "conversation", "--prefix-sharing", "on",
+		"--num-prompts", "10", "--kv-budget-tokens", "24000", "--host-ram", "8GiB", "-tp", "2", "--kv-cache-dtype", "fp8",
+		"--mamba-cache-mode", "align", "--block-size-sweep", "", "--no-charts", "--no-progress", "--json"}
+	const hy = "; hybrid runs split host and disk across their pools as the device budget, in blocks of 24576 bytes per token of qwen3-next-80b-a3b's attention layers"
+	for schemes, want := range map[string]string{
+		"hybrid":       "24,000 tokens (--kv-budget-tokens); lower tiers: host 8.00 GiB (25 GB/s)" + hy,
+		"hybrid,paged": "24,000 tokens (--kv-budget-tokens); lower tiers: host 8.00 GiB (25 GB/s), 6144 bytes per token of qwen3-next-80b-a3b per GPU, the tiers shared by the 2 GPUs' shards" + hy,
+	} {
+		code, out, errOut := runKV(append(args, "--schemes", schemes)...)
+		require.Zero(t, code, errOut)
+		var rep sim.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Equal(t, want, rep.Memory, schemes)
+		for _, row := range rep.Schemes {
+			assert.NotEmpty(t, row.Tiers, "%s: %s", schemes, row.Label)
+		}
 	}
 }
