@@ -143,7 +143,7 @@ func (t *GroupTree) HoldInFlight(h HoldID) int {
 	last := -1 // a hold names the slots of one (node, group) one after another
 	for _, r := range ts.holds[h] {
 		l := &ts.lv[r.tier-1]
-		if !t.holdLive(r) || l.st[r.at] != slotPending {
+		if !t.holdLive(r) || l.st[r.at] != slotPending || l.leaving[r.at] { // leaving: a failed load's, dropped once its last load ends
 			continue
 		}
 		n, g := l.node[r.at], int(l.group[r.at])

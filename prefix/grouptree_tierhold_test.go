@@ -50,7 +50,7 @@ func TestGroupTreeHold(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []blocks.ID{5}, stored, "released: a copy evicted to make room")
 	require.Equal(t, uint64(1), g.TierStatsOf(1).Evicted)
-	plans = g.TakePlans(plans[:0])
+	g.TakePlans(plans[:0])
 	_, _, err = g.CompleteTransfer(plans[0].ID, false, nil)
 	require.NoError(t, err)
 	require.Zero(t, g.HeldBlocks(h2), "the failed copy dropped the held slot")
@@ -160,5 +160,33 @@ func TestGroupTreeHoldInFlight(t *testing.T) {
 	require.Equal(t, 3, g.HeldBlocks(h))
 	require.NoError(t, g.ReleaseHold(h))
 	require.Zero(t, g.HoldInFlight(h))
+	require.NoError(t, g.CheckInvariants())
+}
+
+// A held slot whose load failed while another load still reads it is pending and leaving:
+// it is being dropped, no copy into it is under way, so HoldInFlight does not count it.
+func TestGroupTreeHoldInFlightSkipsFailedLoad(t *testing.T) {
+	g := newTestTree(t, 10, 2, 2)
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 4}}, BlockBytes: 100}))
+	path := pathOf(g, RootNode, []int32{1, 2})
+	require.NoError(t, g.Cache(3, path[0], 0))
+	require.True(t, g.PrepareStore(3))
+	plans := g.TakePlans(nil)
+	_, _, err := g.CompleteTransfer(plans[0].ID, true, nil)
+	require.NoError(t, err)
+	h, _, err := g.Hold([]blocks.ID{3}, nil)
+	require.NoError(t, err)
+	require.NoError(t, g.Uncache(3))
+	a, err := g.PrepareLoad([]GroupLoad{{Node: path[0], Group: 0, Dst: 5}})
+	require.NoError(t, err)
+	b, err := g.PrepareLoad([]GroupLoad{{Node: path[0], Group: 0, Dst: 6}})
+	require.NoError(t, err)
+	g.TakePlans(plans[:0])
+	_, _, err = g.CompleteTransfer(a, false, nil)
+	require.NoError(t, err)
+	require.Equal(t, Device, g.LowerTier(path[0], 0))
+	require.Zero(t, g.HoldInFlight(h), "a failed load's slot is leaving, not receiving a copy")
+	_, _, err = g.CompleteTransfer(b, true, nil)
+	require.NoError(t, err)
 	require.NoError(t, g.CheckInvariants())
 }
