@@ -18,8 +18,8 @@ func (x *Index) HoldInFlight(h HoldID) int {
 		if !x.holdLive(r) || en.dev != 0 || en.bestTier() != 0 {
 			continue
 		}
-		for _, st := range en.st {
-			if st == slotPending {
+		for i, st := range en.st {
+			if st == slotPending && !en.leaving[i] { // leaving: a failed load's, dropped once its last load ends
 				k++
 				break
 			}

@@ -180,3 +180,33 @@ func TestHoldPanicsOnBrokenInvariant(t *testing.T) {
 		_, _ = x.Hold(r2.ids[:2])
 	})
 }
+
+// A held entry whose load failed while another load still reads it is pending and
+// leaving: it is being dropped, no copy into it is under way, so HoldInFlight does not
+// count it (as a GroupTree's).
+func TestHoldInFlightSkipsFailedLoad(t *testing.T) {
+	pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
+		Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 2}}, BlockBytes: 1,
+	}))
+	p := Prompt{Tokens: toks(100, 9)}
+	r := admit(t, x, pool, p)
+	h, err := x.Hold(r.ids[:2])
+	require.NoError(t, err)
+	r.finish(t, x)
+	completeAll(t, x, x.TakePlans(nil), true)
+	require.Zero(t, x.Stats().Cached, "the demoted blocks left the device")
+	_, cur := x.Peek(nil, &p, LeaveOne)
+	held, err := pool.Allocate(nil, 4)
+	require.NoError(t, err)
+	a, err := x.PrepareLoad(&p, cur, LeaveOne, held[:2])
+	require.NoError(t, err)
+	b, err := x.PrepareLoad(&p, cur, LeaveOne, held[2:])
+	require.NoError(t, err)
+	x.TakePlans(nil)
+	_, err = x.CompleteTransfer(a, false)
+	require.NoError(t, err)
+	require.Zero(t, x.HoldInFlight(h), "a failed load's slots are leaving, not receiving a copy")
+	_, err = x.CompleteTransfer(b, true)
+	require.NoError(t, err)
+	require.NoError(t, x.CheckInvariants())
+}
