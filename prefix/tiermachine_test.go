@@ -446,20 +446,15 @@ func (mc *tierMachine) Hold(t *rapid.T) {
 		}
 	}
 	need, room := mc.x.HoldNeed(ids)
-	before := [MaxTiers]TierStats{}
-	for ti := range mc.media {
-		before[ti] = mc.x.TierStatsOf(Tier(ti))
-	}
+	before := mc.digest(t)
 	h, err := mc.x.Hold(ids)
 	if need > room {
 		var full *TierFullError
 		if !errors.As(err, &full) || full.Requested != need || full.Available != room {
 			t.Fatalf("Hold with need %d > room %d: %v", need, room, err)
 		}
-		for ti := range mc.media {
-			if mc.x.TierStatsOf(Tier(ti)) != before[ti] {
-				t.Fatalf("a refused Hold changed tier %d", ti)
-			}
+		if after := mc.digest(t); after != before {
+			t.Fatalf("a refused Hold changed the state:\n%s\n%s", before, after)
 		}
 		mc.check(t)
 		return
