@@ -127,3 +127,24 @@ func TestForkKeepsWhatIsComputed(t *testing.T) {
 	require.Zero(t, held, "the child's blocks are the parent's, not computed yet")
 	s.done(t)
 }
+
+// A Truncate after a block filled in this step, and an Append that fills blocks again in
+// the same step: the tokens past the cut are new, given slots this step, and hold no KV.
+// The record of what is computed (fresh) kept the length noted before the cut, so that
+// the swap held a block refilled with tokens no forward pass had computed.
+func TestSwapAfterTruncateThisStepCopiesOnlyComputedBlocks(t *testing.T) {
+	s := newSwapStack(t, 12, 8, nil, false)
+	s.m.NewStep()
+	_, err := s.m.Admit(1, &Request{Prompt: prompt(10, 9)}) // 2 full blocks and a token
+	require.NoError(t, err)
+	s.m.NewStep()                             // the prefill ran: 9 tokens computed
+	_, err = s.m.Append(1, prompt(500, 3), 0) // fills the third block: 8 tokens computed
+	require.NoError(t, err)
+	require.NoError(t, s.m.Truncate(1, 4))    // only the first block's tokens are left
+	_, err = s.m.Append(1, prompt(900, 8), 0) // two blocks again, given slots this step
+	require.NoError(t, err)
+	held, _ := heldAfterSwap(t, s, 1)
+	require.Equal(t, 1, held, "only the first block has KV")
+	s.completeAll(t, true)
+	s.done(t)
+}

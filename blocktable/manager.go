@@ -735,6 +735,9 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 	poisonTokens(s.tokens[n:])
 	s.tokens = s.tokens[:n]
 	s.prompt.Tokens = s.tokens
+	if s.freshStep == m.steps+1 {
+		s.fresh = min(s.fresh, n) // tokens given slots past the cut are this step's (computed.go)
+	}
 	if m.caching() && s.committed() > n/m.bs {
 		m.rematch(s, n/m.bs)
 	}
