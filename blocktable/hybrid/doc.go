@@ -95,8 +95,9 @@
 // # Errors, concurrency
 //
 // Errors wrap blocktable's sentinels (ErrInvalidArgument, ErrUnknownSeq,
-// ErrDuplicateSeq, ErrShortBuffer, ErrNoHostPool) and blocks.ErrOutOfBlocks; a failed call
-// changes nothing. A Manager is not safe
+// ErrDuplicateSeq, ErrShortBuffer, ErrNoHostPool) and blocks.ErrOutOfBlocks; a refusal
+// about one sequence is a *blocktable.SeqError naming the operation and the sequence, as
+// blocktable.Manager's; a failed call changes nothing. A Manager is not safe
 // for concurrent use: one scheduler goroutine owns it. CheckInvariants verifies every
 // group's accounting; under the kvinvariants build tag mutations re-check it, sampled.
 //
