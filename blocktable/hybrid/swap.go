@@ -193,7 +193,10 @@ func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 	}
 	// A stream-ordered copy handed out has released its device block, and its tier slot
 	// is found only once confirmed: wait for it rather than compute the block again.
-	if rec.hold != 0 && m.st.t.HoldInFlight(rec.hold) > 0 {
+	// Without StreamOrdered a copy in flight keeps its device block (a device hit), and a
+	// held slot left pending with no copy anywhere is no copy to wait for: Resume computes
+	// it, as blocktable.Manager.Resume does.
+	if rec.hold != 0 && m.st.tiers.streamed && m.st.t.HoldInFlight(rec.hold) > 0 {
 		return AdmitResult{}, &blocktable.SeqError{Op: "resume", Seq: id, Err: blocktable.ErrSwapInFlight}
 	}
 	delete(m.swapped, id)
