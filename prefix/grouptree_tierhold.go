@@ -128,9 +128,11 @@ func (t *GroupTree) holdSlots(refs []holdRef, n Node, g int) []holdRef {
 
 // HoldInFlight is how many of the (node, group)s hold h keeps have their only copy in
 // flight: no device block and no lower tier holds their KV yet, and a copy into a lower
-// tier is under way, as Index.HoldInFlight counts an Index's. Only a demotion under
-// TierConfig.StreamOrdered, between the TakePlans that handed it out (and the owner's
-// release of its device block) and its CompleteTransfer, leaves a block so. No lookup
+// tier is under way, as Index.HoldInFlight counts an Index's. Two things leave a block
+// so, each until the CompleteTransfer of a copy already prepared: a demotion under
+// TierConfig.StreamOrdered once TakePlans handed it out (and the owner released its
+// device block); and, StreamOrdered or not, a copy between lower tiers (write-through,
+// write-back) whose source a failed load hid meanwhile (failSlot). No lookup
 // finds such a block until the copy is confirmed: a swapped sequence resumed now would
 // compute it again (blocktable/hybrid's Resume waits instead). 0 for an ID that names no
 // hold, and without lower tiers.

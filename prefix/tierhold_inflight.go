@@ -2,9 +2,10 @@ package prefix
 
 // HoldInFlight is how many of the blocks hold h keeps have their only copy in flight: no
 // device block and no lower tier holds their KV yet, and a copy into a lower tier is
-// under way. Only a demotion under TierConfig.StreamOrdered, between the TakePlans that
-// handed it out (and released its device block) and its CompleteTransfer, leaves a block
-// so. No lookup finds such a block until the copy is confirmed: a swapped sequence
+// under way. Two things leave a block so, each until the CompleteTransfer of a copy
+// already prepared: a demotion under TierConfig.StreamOrdered once TakePlans handed it
+// out (and released its device block); and, StreamOrdered or not, a copy between lower
+// tiers whose source a failed load hid meanwhile. No lookup finds such a block until the copy is confirmed: a swapped sequence
 // resumed now would compute it again (blocktable.Manager.Resume waits instead). 0 for an
 // ID that names no hold, and without lower tiers.
 func (x *Index) HoldInFlight(h HoldID) int {
