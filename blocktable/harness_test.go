@@ -363,6 +363,10 @@ func (h *harness) apply(o op) {
 				// is a step's end: swaps then copy only the blocks filled before it.
 				h.m.NewStep()
 			}
+			if o.c%7 == 6 { // hand the plans out only: their copies in flight meanwhile
+				h.takePlans()
+				return
+			}
 			h.transfers(o.c%5 != 4)
 			return
 		}
@@ -371,8 +375,19 @@ func (h *harness) apply(o op) {
 			return
 		}
 		res, err := h.m.Resume(id)
+		if errors.Is(err, ErrSwapInFlight) {
+			h.failed(before, err, ErrSwapInFlight)
+			// Liveness: once every transfer outstanding completes (ok or not), no held
+			// block is in flight and Resume fails only for want of blocks.
+			h.transfers(o.c%5 != 4)
+			s, lerr := h.m.lookup("resume", id)
+			require.NoError(h.t, lerr)
+			require.Zero(h.t, h.index.HoldInFlight(s.hold), "held blocks in flight with no transfer outstanding")
+			before = h.snapshot()
+			res, err = h.m.Resume(id)
+		}
 		if err != nil {
-			h.failed(before, err, blocks.ErrOutOfBlocks, ErrSwapInFlight)
+			h.failed(before, err, blocks.ErrOutOfBlocks)
 			return
 		}
 		delete(h.swapped, id)
@@ -422,10 +437,25 @@ func (h *harness) admitted(id SeqID, res AdmitResult) {
 // transfers takes the plans and completes every transfer in flight with ok, executing
 // the copies of those that succeed between the fake memories as a server would; a failed
 // load is computed by its sequence.
-func (h *harness) transfers(ok bool) {
+// takePlans hands the plans out, copying each store's blocks at once, as the server's
+// stream issues them before anything writes their device blocks again (under
+// StreamOrdered those are reusable from now on); a load's copy is made when it completes.
+func (h *harness) takePlans() {
 	for _, p := range h.m.TakePlans(nil) {
 		h.plans[p.ID] = append(h.plans[p.ID], p)
+		if p.Kind != prefix.Store {
+			continue
+		}
+		for _, r := range p.Runs {
+			for k := range r.Blocks {
+				h.copyBlock(h.hostMem, blocks.ID(r.Src+k), blocks.ID(r.Dst+k), h.dev)
+			}
+		}
 	}
+}
+
+func (h *harness) transfers(ok bool) {
+	h.takePlans()
 	ids := make([]prefix.TransferID, 0, len(h.plans))
 	for id := range h.plans {
 		ids = append(ids, id)
@@ -434,14 +464,12 @@ func (h *harness) transfers(ok bool) {
 	for _, id := range ids {
 		if ok {
 			for _, p := range h.plans[id] {
+				if p.Kind == prefix.Store {
+					continue // copied when handed out
+				}
 				for _, r := range p.Runs {
 					for k := range r.Blocks {
-						src, dst := blocks.ID(r.Src+k), blocks.ID(r.Dst+k)
-						if p.Kind == prefix.Store {
-							h.copyBlock(h.hostMem, src, dst, h.dev)
-						} else {
-							h.copyBlock(h.dev, src, dst, h.hostMem)
-						}
+						h.copyBlock(h.dev, blocks.ID(r.Src+k), blocks.ID(r.Dst+k), h.hostMem)
 					}
 				}
 			}

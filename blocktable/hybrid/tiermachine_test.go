@@ -306,7 +306,30 @@ func TestTierMachine(t *testing.T) {
 							id, cfg.StreamOrdered, m.Swapped(id), m.Stats(), before)
 					}
 					check("resume in flight")
-					return
+					// Liveness: once every transfer outstanding completes (ok or not), no
+					// held block is in flight and Resume fails only for want of blocks.
+					for _, p := range m.TakePlans(nil) {
+						if !pending[p.ID] {
+							pending[p.ID] = true
+							order = append(order, p.ID)
+						}
+					}
+					for _, tid := range order {
+						if _, err := m.CompleteTransfer(tid, rapid.IntRange(0, 3).Draw(rt, "drain ok") > 0); err != nil {
+							rt.Fatal(err)
+						}
+						delete(pending, tid)
+					}
+					order = order[:0]
+					check("drained")
+					if n := m.HoldInFlight(id); n != 0 {
+						rt.Fatalf("seq %d: %d held blocks still in flight with no transfer outstanding", id, n)
+					}
+					r, err = m.Resume(id)
+					if errors.Is(err, blocks.ErrOutOfBlocks) {
+						check("resume refused")
+						return
+					}
 				}
 				if err != nil {
 					rt.Fatal(err)

@@ -1,0 +1,16 @@
+package hybrid
+
+import (
+	"github.com/kvpage/kvpage/blocktable"
+)
+
+// HoldInFlight is, for the tests, how many of swapped sequence id's held blocks have
+// their only copy in flight (prefix.GroupTree.HoldInFlight; 0 for a sequence not swapped
+// out or holding nothing): what makes Resume refuse with blocktable.ErrSwapInFlight.
+func (m *Manager) HoldInFlight(id blocktable.SeqID) int {
+	rec, ok := m.swapped[id]
+	if !ok || rec.hold == 0 {
+		return 0
+	}
+	return m.st.t.HoldInFlight(rec.hold)
+}
