@@ -118,20 +118,8 @@ func (t *GroupTree) TakePlans(dst []Plan) []Plan {
 // tiers do (Index.releaseStoreSources).
 func (t *GroupTree) releaseStoreSources(plans []Plan) {
 	ts := t.tiers
-	for _, p := range plans {
-		if p.Kind != Store || p.From != Device {
-			continue
-		}
-		r := ts.plans[p.ID]
-		if r.srcFreed {
-			continue
-		}
-		r.srcFreed = true
-		for _, op := range r.ops {
-			if op.from == Device {
-				ts.devRefs[op.src]--
-			}
-		}
+	for _, src := range ts.takeStoreSources(plans) {
+		ts.devRefs[src]--
 	}
 }
 

@@ -43,6 +43,8 @@ type planBook struct {
 	ready  []*planRec // prepared loads not yet handed out
 	spare  []*planRec
 	nextID TransferID
+	// srcScratch is takeStoreSources' result, reused.
+	srcScratch []int32
 }
 
 func newPlanBook() planBook { return planBook{plans: make(map[TransferID]*planRec)} }
@@ -176,7 +178,17 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 // anything writes those blocks again, so they are reusable now, and a demoted one leaves
 // the device.
 func (x *Index) releaseStoreSources(plans []Plan) {
-	ts := x.tiers
+	for _, src := range x.tiers.takeStoreSources(plans) {
+		x.devUnpin(blocks.ID(src), true)
+	}
+}
+
+// takeStoreSources marks each store of plans that reads the device as having its
+// sources released (planRec.srcFreed), once, and returns those device sources in plan
+// order, in a scratch slice valid until the next call. Both trees release them
+// (Index.releaseStoreSources, GroupTree.releaseStoreSources), each its own way.
+func (ts *planBook) takeStoreSources(plans []Plan) []int32 {
+	ts.srcScratch = ts.srcScratch[:0]
 	for _, p := range plans {
 		if p.Kind != Store || p.From != Device {
 			continue
@@ -188,10 +200,11 @@ func (x *Index) releaseStoreSources(plans []Plan) {
 		r.srcFreed = true
 		for _, op := range r.ops {
 			if op.from == Device {
-				x.devUnpin(blocks.ID(op.src), true)
+				ts.srcScratch = append(ts.srcScratch, op.src)
 			}
 		}
 	}
+	return ts.srcScratch
 }
 
 // matchSlots gives ops (stores into one tier, sorted by source) their reserved
