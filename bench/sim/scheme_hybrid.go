@@ -237,8 +237,13 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		var host, disk int
 		if s.Tiers.enabled() {
 			// The pool's share of the host and the disk is its share of the device budget.
+			// Capped before the conversion: a share past int64 would convert to a negative size.
 			share := func(b int64) int {
-				return int(min(int64(float64(b)*float64(budget)/float64(a.budget))/unitBytes, prefix.MaxTierCapacity))
+				f := float64(b) * float64(budget) / float64(a.budget)
+				if f >= float64(prefix.MaxTierCapacity)*float64(unitBytes) {
+					return prefix.MaxTierCapacity
+				}
+				return int(min(int64(f)/unitBytes, prefix.MaxTierCapacity))
 			}
 			host, disk = share(s.Tiers.HostBytes), share(s.Tiers.DiskBytes)
 			if host == 0 || (s.Tiers.DiskBytes > 0 && disk == 0) {
