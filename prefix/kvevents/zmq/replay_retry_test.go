@@ -1,6 +1,7 @@
 package zmq_test
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"net"
@@ -19,6 +20,12 @@ import (
 // answer), the next replay failed on it (ReplayErrors) and the gap it was to fill was
 // counted Lost although the publisher still buffered it; the request is now made once
 // more on a new connection.
+//
+// The order is the test's own, by channels, not by time: the replay server closes its
+// end of the first connection before it signals firstReplayDone, and the publisher sends
+// the live batches only after that and once the subscriber has applied the start-up
+// replay (batch 5), so the gap at 9 is always asked for on the kept, dead connection.
+// The deadlines only bound a failure.
 func TestReplayRetriesOnADeadConnection(t *testing.T) {
 	b := newBatcher(t)
 	b.AllBlocksCleared()
@@ -51,11 +58,15 @@ func TestReplayRetriesOnADeadConnection(t *testing.T) {
 				return
 			}
 			if first {
+				_ = nc.Close() // the connection dies; the publisher lives on
 				close(firstReplayDone)
-				return // the connection dies; the publisher lives on
+				return
 			}
 		}
 	})
+	started := make(chan *zmq.Subscriber, 1) // the subscriber, once NewSubscriber returned
+	stop := make(chan struct{})
+	defer close(stop)
 	pubEP := fakePub(t, func(nc net.Conn) {
 		c, err := zmtp.Handshake(nc, "PUB", zmtp.DefaultLimits, time.Now().Add(5*time.Second))
 		if err != nil {
@@ -64,21 +75,28 @@ func TestReplayRetriesOnADeadConnection(t *testing.T) {
 		if _, err := c.Read(); err != nil { // the subscription
 			return
 		}
-		<-firstReplayDone
-		time.Sleep(50 * time.Millisecond) // the replay connection is closed by now
+		<-firstReplayDone // the replay connection is closed by now
+		sub := <-started
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = sub.WaitFor(ctx, 5) // the start-up replay is applied
+		cancel()
+		if err != nil {
+			return // waitFor below fails the test
+		}
 		published.Store(9)
 		for _, s := range []uint64{6, 9} { // 7 and 8 did not reach this subscriber live
 			if c.WriteMessage(nil, seq(s), payload) != nil {
 				return
 			}
 		}
-		time.Sleep(5 * time.Second)
+		<-stop
 	})
 	// The start-up replay (from 0) is answered with 0-5 on the first connection, which
 	// then dies; live 6 follows; live 9 makes a gap, replayed from 7.
 	sub, err := zmq.NewSubscriber(newIndex(t), "s", pubEP, zmq.SubscribeReplay(replayEP), zmq.SubscribeResync(time.Hour))
 	require.NoError(t, err)
 	defer sub.Close()
+	started <- sub
 	waitFor(t, sub, 9)
 	st := sub.Stats()
 	require.Zero(t, st.ReplayErrors, "the dead connection was redialled: %+v", st)
