@@ -94,10 +94,13 @@
 //
 // # Errors, concurrency
 //
-// Errors wrap blocktable's sentinels (ErrInvalidArgument, ErrUnknownSeq,
+// Errors wrap blocktable's sentinels (ErrInvalidArgument, ErrUnknownSeq, ErrNotRunning,
 // ErrDuplicateSeq, ErrShortBuffer, ErrNoHostPool) and blocks.ErrOutOfBlocks; a refusal
 // about one sequence is a *blocktable.SeqError naming the operation and the sequence, as
-// blocktable.Manager's; a failed call changes nothing. A Manager is not safe
+// blocktable.Manager's; a failed call changes nothing. As there, a call that needs a
+// running sequence fails with ErrNotRunning for one swapped out, and every call with
+// ErrUnknownSeq for an ID never admitted or already finished (Finish of a swapped-out
+// sequence included: it releases its lower-tier hold and forgets it). A Manager is not safe
 // for concurrent use: one scheduler goroutine owns it. CheckInvariants verifies every
 // group's accounting; under the kvinvariants build tag mutations re-check it, sampled.
 //

@@ -29,3 +29,14 @@ func outOfBlocks(op string, seq blocktable.SeqID, needed, available int) error {
 func seqErr(op string, seq blocktable.SeqID, err error) error {
 	return &blocktable.SeqError{Op: op, Seq: seq, Err: err}
 }
+
+// missing is op's refusal of id, which names no running sequence, as blocktable.Manager
+// refuses it: blocktable.ErrNotRunning for a sequence swapped out (only Resume and Finish
+// take one), blocktable.ErrUnknownSeq for an ID the Manager does not know (never admitted,
+// or finished). It is the refusal path only: a map look-up, no allocation but the error.
+func (m *Manager) missing(op string, id blocktable.SeqID) error {
+	if _, out := m.swapped[id]; out {
+		return seqErr(op, id, blocktable.ErrNotRunning)
+	}
+	return seqErr(op, id, errUnknown)
+}

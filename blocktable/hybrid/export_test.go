@@ -14,3 +14,12 @@ func (m *Manager) HoldInFlight(id blocktable.SeqID) int {
 	}
 	return m.st.t.HoldInFlight(rec.hold)
 }
+
+// Holds is, for the tests, how many holds the lower tiers keep (prefix.GroupTree.Holds).
+func (m *Manager) Holds() int { return m.st.t.Holds() }
+
+// SwapRefused is, for the tests, swapOut's refusal of running sequence id with err
+// (swapRefused over that one victim).
+func (m *Manager) SwapRefused(id blocktable.SeqID, err error) error {
+	return m.swapRefused(func(yield func(*seq) bool) { yield(m.seqs[id]) }, err)
+}

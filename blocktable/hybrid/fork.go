@@ -26,7 +26,7 @@ type CopyOp struct {
 func (m *Manager) Fork(parent, child blocktable.SeqID) error {
 	p, ok := m.lookup(parent)
 	if !ok {
-		return seqErr("fork", parent, errUnknown)
+		return m.missing("fork", parent)
 	}
 	if _, dup := m.seqs[child]; dup {
 		return seqErr("fork", child, errDup)
@@ -132,7 +132,7 @@ func (m *Manager) dropStaleCopies() {
 func (m *Manager) Reserve(id blocktable.SeqID, n int) error {
 	s, ok := m.lookup(id)
 	if !ok {
-		return seqErr("reserve", id, errUnknown)
+		return m.missing("reserve", id)
 	}
 	if n < 0 || n > s.maxTokens-s.computed || s.computed != len(s.tokens) {
 		return seqErr("reserve", id, errInvalid)
@@ -156,7 +156,7 @@ func (m *Manager) Reserve(id blocktable.SeqID, n int) error {
 func (m *Manager) Reserved(id blocktable.SeqID) (int, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return 0, seqErr("reserved", id, errUnknown)
+		return 0, m.missing("reserved", id)
 	}
 	return max(0, s.resEnd-s.computed), nil
 }
@@ -170,7 +170,7 @@ func (m *Manager) Reserved(id blocktable.SeqID) (int, error) {
 func (m *Manager) FillSlots(id blocktable.SeqID, g, from, lookahead int, dst []int64) (int, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return 0, seqErr("fill slots", id, errUnknown)
+		return 0, m.missing("fill slots", id)
 	}
 	if g < 0 || g >= m.ng || from < 0 || from > s.computed || lookahead < 0 || lookahead > max(0, s.resEnd-s.computed) ||
 		lookahead > 0 && m.align[g] { // align mode reserves no lookahead state, as vLLM's

@@ -772,7 +772,7 @@ func (m *Manager) extend(s *seq, units int) {
 func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 	s, ok := m.lookup(id)
 	if !ok {
-		return seqErr("append", id, errUnknown)
+		return m.missing("append", id)
 	}
 	if len(tokens) == 0 || len(tokens) > s.maxTokens-len(s.tokens) || s.computed != len(s.tokens) {
 		return seqErr("append", id, errInvalid)
@@ -805,7 +805,7 @@ func (m *Manager) Append(id blocktable.SeqID, tokens []int32) error {
 func (m *Manager) Extend(id blocktable.SeqID, n int) error {
 	s, ok := m.lookup(id)
 	if !ok {
-		return seqErr("extend", id, errUnknown)
+		return m.missing("extend", id)
 	}
 	if n <= 0 || n > len(s.tokens)-s.computed {
 		return seqErr("extend", id, errInvalid)
@@ -929,7 +929,12 @@ func (m *Manager) releaseSkipped(s *seq) {
 }
 
 // Finish ends sequence id: its cached blocks stay cached (and evictable once nobody holds
-// them); every group releases its blocks last first, group by group, as vLLM's free.
+// them); every group releases its blocks last first, group by group, as vLLM's free. A
+// sequence swapped out (Swap preemption) is finished as blocktable.Manager finishes one:
+// its hold on the lower tiers is released (its copies there stay cached, evictable like
+// any other) and the Manager forgets it, so that every later call on the ID, Resume
+// included, fails with blocktable.ErrUnknownSeq until an Admit reuses it. Finish of an ID
+// the Manager does not know fails with blocktable.ErrUnknownSeq, changing nothing.
 func (m *Manager) Finish(id blocktable.SeqID) error {
 	s, ok := m.lookup(id)
 	if !ok {
@@ -993,7 +998,7 @@ func (m *Manager) EvictBlocks(ids []blocks.ID) {
 func (m *Manager) Table(id blocktable.SeqID, g int) ([]blocks.ID, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return nil, seqErr("table", id, errUnknown)
+		return nil, m.missing("table", id)
 	}
 	if g < 0 || g >= m.ng {
 		return nil, seqErr("table", id, errInvalid)
@@ -1024,7 +1029,7 @@ func (m *Manager) PackTables(dst []blocks.ID, seqs []blocktable.SeqID, g, width 
 	for _, id := range seqs {
 		s, ok := m.seqs[id]
 		if !ok {
-			return seqErr("pack", id, errUnknown)
+			return m.missing("pack", id)
 		}
 		if len(s.tables[g]) > width {
 			return seqErr("pack", id, errInvalid)

@@ -74,7 +74,7 @@ func (m *Manager) planRelease(s *seq) int {
 func (m *Manager) Freeable(id blocktable.SeqID) (int, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return 0, seqErr("freeable", id, errUnknown)
+		return 0, m.missing("freeable", id)
 	}
 	if m.kept() {
 		return m.soleCount(s), nil
@@ -290,7 +290,7 @@ func (m *Manager) preemptOrdered(req blocktable.PreemptRequest, dst []blocktable
 func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (blocktable.Preempted, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return blocktable.Preempted{}, seqErr("preempt", id, errUnknown)
+		return blocktable.Preempted{}, m.missing("preempt", id)
 	}
 	switch mode {
 	case blocktable.Recompute:

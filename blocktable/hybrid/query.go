@@ -28,7 +28,7 @@ func (m *Manager) Contains(id blocktable.SeqID) bool {
 func (m *Manager) Seq(id blocktable.SeqID) (SeqInfo, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return SeqInfo{}, seqErr("seq", id, errUnknown)
+		return SeqInfo{}, m.missing("seq", id)
 	}
 	held := 0
 	for _, t := range s.tables {
@@ -66,7 +66,7 @@ func (m *Manager) Seqs(dst []blocktable.SeqID) []blocktable.SeqID {
 func (m *Manager) Tokens(id blocktable.SeqID) ([]int32, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return nil, seqErr("tokens", id, errUnknown)
+		return nil, m.missing("tokens", id)
 	}
 	return s.tokens, nil
 }

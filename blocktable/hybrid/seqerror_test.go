@@ -20,7 +20,7 @@ func TestSeqRefusalsAreSeqErrors(t *testing.T) {
 		err error
 		got error
 	}{
-		{"resume", 7, blocktable.ErrNotRunning, func() error { _, err := m.Resume(7); return err }()},
+		{"resume", 7, blocktable.ErrUnknownSeq, func() error { _, err := m.Resume(7); return err }()},
 		{"preempt", 7, blocktable.ErrUnknownSeq, func() error { _, err := m.PreemptSeq(7, blocktable.Recompute); return err }()},
 		{"preempt", 1, blocktable.ErrSwapNeedsTiers, func() error { _, err := m.PreemptSeq(1, blocktable.Swap); return err }()},
 		{"preempt", 1, blocktable.ErrInvalidArgument, func() error { _, err := m.PreemptSeq(1, blocktable.PreemptMode(99)); return err }()},

@@ -1,6 +1,7 @@
 package hybrid
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -132,11 +133,13 @@ func (m *Manager) preHold(victims func(yield func(*seq) bool)) (prefix.HoldID, e
 // swapRefused is a Swap of victims (in the order they would be swapped out) refused
 // with err, tier 1 full, as blocktable.Manager's checkHoldRoom reports it: a
 // *blocktable.SeqError (Op "swap out") naming the first victim at which their blocks
-// pass tier 1's room, wrapping the *prefix.TierFullError with every victim's need and the
-// room. Finding it is a second pass, on the refusal only.
+// pass tier 1's room, wrapping err, whose *prefix.TierFullError (found with errors.As, so
+// that a wrapped one counts too) has every victim's need and the room. Finding it is a
+// second pass, on the refusal only. Any other error (ErrNoTiers, which the callers rule
+// out first) is returned as it is.
 func (m *Manager) swapRefused(victims func(yield func(*seq) bool), err error) error {
-	full, ok := err.(*prefix.TierFullError)
-	if !ok { // ErrNoTiers, which the callers rule out first
+	var full *prefix.TierFullError
+	if !errors.As(err, &full) {
 		return err
 	}
 	sw := &m.swap
@@ -149,7 +152,7 @@ func (m *Manager) swapRefused(victims func(yield func(*seq) bool), err error) er
 			break
 		}
 	}
-	return &blocktable.SeqError{Op: "swap out", Seq: at, Err: full}
+	return &blocktable.SeqError{Op: "swap out", Seq: at, Err: err}
 }
 
 // releasePreHold ends preHold's hold h.
@@ -180,7 +183,10 @@ func (m *Manager) Swapped(id blocktable.SeqID) bool {
 // hold (AdmitResult.Load); the caller computes the rest. Its hold on the tiers is then
 // released (the load pins what it reads). It keeps its ID and prompt length. All or
 // nothing: on failure (blocks.ErrOutOfBlocks) it stays swapped out, its hold kept. It
-// fails with blocktable.ErrNotRunning for a sequence that is not swapped out. Under
+// fails with blocktable.ErrNotRunning for a running sequence and with
+// blocktable.ErrUnknownSeq for an ID the Manager does not know (never admitted, or
+// finished: Finish of a swapped-out sequence forgets it), as blocktable.Manager's Resume
+// does. Under
 // prefix.TierConfig.StreamOrdered, between the TakePlans that hands its copies out and
 // their CompleteTransfer, it fails with blocktable.ErrSwapInFlight (in a
 // *blocktable.SeqError), changing nothing, as blocktable.Manager's Resume does: those
@@ -189,7 +195,10 @@ func (m *Manager) Swapped(id blocktable.SeqID) bool {
 func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 	rec, ok := m.swapped[id]
 	if !ok {
-		return AdmitResult{}, seqErr("resume", id, blocktable.ErrNotRunning)
+		if _, running := m.seqs[id]; running {
+			return AdmitResult{}, seqErr("resume", id, blocktable.ErrNotRunning)
+		}
+		return AdmitResult{}, seqErr("resume", id, errUnknown) // never admitted, or finished
 	}
 	// A stream-ordered copy handed out has released its device block, and its tier slot
 	// is found only once confirmed: wait for it rather than compute the block again.

@@ -1,6 +1,7 @@
 package hybrid_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -64,4 +65,23 @@ func requireSwapTierFull(t *testing.T, err error, seq blocktable.SeqID, need, ro
 	require.ErrorAs(t, err, &tf)
 	require.Equal(t, prefix.TierFullError{Requested: need, Available: room}, *tf)
 	require.NotErrorIs(t, err, blocks.ErrOutOfBlocks)
+}
+
+// A *prefix.TierFullError that reaches the swap's refusal wrapped (a tier of the future
+// that adds context) is still found, with errors.As, and the refusal still names the
+// victim: before, swapRefused type-asserted the bare pointer and passed a wrapped one on
+// as it was, naming no sequence. Any other error passes through unchanged.
+func TestHybridSwapRefusedFindsAWrappedTierFull(t *testing.T) {
+	m := tiered(t, prefix.TierSpec{Capacity: 3}, 0)
+	_, err := m.Admit(4, &hybrid.Request{Prompt: seqTokens(9, 0), MaxTokens: 12})
+	require.NoError(t, err)
+	full := &prefix.TierFullError{Requested: 6, Available: 3}
+	for name, in := range map[string]error{"bare": full, "wrapped": fmt.Errorf("host tier: %w", full)} {
+		t.Run(name, func(t *testing.T) {
+			requireSwapTierFull(t, m.SwapRefused(4, in), 4, 6, 3)
+			require.ErrorIs(t, m.SwapRefused(4, in), in, "the refusal wraps the error it was given")
+		})
+	}
+	other := fmt.Errorf("x: %w", prefix.ErrNoTiers)
+	require.Same(t, other, m.SwapRefused(4, other))
 }

@@ -439,7 +439,7 @@ func (m *Manager) NumTiers() int { return m.st.t.NumTiers() }
 func (m *Manager) Loading(id blocktable.SeqID) (prefix.TransferID, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return 0, seqErr("loading", id, errUnknown)
+		return 0, m.missing("loading", id)
 	}
 	return s.loading, nil
 }

@@ -252,7 +252,7 @@ func TestHybridTierPreemptSwap(t *testing.T) {
 	_, err = plain.Preempt(blocktable.PreemptRequest{Need: 1, Mode: blocktable.Swap}, nil)
 	require.ErrorIs(t, err, blocktable.ErrNoHostPool)
 	_, err = m.Resume(7)
-	require.ErrorIs(t, err, blocktable.ErrNotRunning)
+	require.ErrorIs(t, err, blocktable.ErrUnknownSeq, "never admitted: unknown, as blocktable.Manager says")
 }
 
 // A Mamba group in align mode takes its state from a lower tier, as vLLM's offloading
