@@ -42,9 +42,11 @@
 // written. What Redis returns is bounded too: fields over MaxFieldBytes or not entries are
 // skipped, at most MaxEntriesPerBlock entries per block and MaxLookupBlocks blocks per
 // lookup are read. Every call has a deadline (Config.Timeout). A failure to reach Redis
-// returns an error wrapping ErrUnavailable, and a command Redis answers with an error
-// (maxmemory, a replica, an ACL, a write onto a key another application holds) one
-// wrapping ErrRefused that names the command: no reply error is taken for an empty
+// returns an error wrapping ErrUnavailable, and so does a reply of a Redis in a state
+// that passes (LOADING after a restart, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN): retry
+// later. A command Redis answers with any other error (maxmemory, a replica, an ACL, a
+// write onto a key another application holds) returns one wrapping ErrRefused that
+// names the command, and never ErrUnavailable: no reply error is taken for an empty
 // result, except a read of another application's key, which holds no entry. Every write
 // is idempotent, so applying a batch again after the failure is safe. CheckRestart tells a Redis restart (a lost index
 // without persistence) from a blip: replay the event stream then.

@@ -12,13 +12,17 @@ var (
 	// ErrTooLarge: a batch or a prompt over the configured bounds; nothing was written.
 	ErrTooLarge = errors.New("redisindex: over the configured bound")
 	// ErrUnavailable wraps every failure to talk to Redis (connection refused, reset,
-	// deadline). Writes are idempotent: applying the same batch again once Redis is back
-	// leaves the index as one application would have.
+	// deadline) and every reply of a Redis in a state that passes (LOADING after a
+	// restart, BUSY running a script, TRYAGAIN, CLUSTERDOWN, MASTERDOWN; the error names
+	// the command): retry later. Writes are idempotent: applying the same batch again once
+	// Redis is back leaves the index as one application would have.
 	ErrUnavailable = errors.New("redisindex: redis unavailable")
-	// ErrRefused: Redis answered a command with an error (WRONGTYPE on a key another
-	// application holds, OOM at maxmemory, READONLY on a replica); the error names the
-	// command and its key. As after ErrUnavailable, part of the call may be applied, and
-	// applying it again once the cause is gone is safe.
+	// ErrRefused: Redis answered a command with an error that retrying does not mend
+	// (WRONGTYPE on a key another application holds, OOM at maxmemory, READONLY on a
+	// replica, NOPERM); the error names the command and its key. It never wraps
+	// ErrUnavailable, so a caller may treat it as needing an operator. As after
+	// ErrUnavailable, part of the call may be applied, and applying it again once the
+	// cause is gone is safe.
 	ErrRefused = errors.New("redisindex: redis refused a command")
 )
 

@@ -133,14 +133,18 @@ func unavailable(err error) error {
 }
 
 // execErr is the error of a pipeline's Exec (cmds, err) that the caller must return:
-// ErrUnavailable for a failure to talk to Redis at all, and ErrRefused naming the first
-// command Redis answered with an error (OOM at maxmemory, READONLY on a replica, LOADING
-// after a restart, NOPERM under an ACL, a write onto a key of another type), whose result
-// would otherwise read as empty. Some replies are no failure: redis.Nil (nothing there),
-// a prune script's NOSCRIPT, which exec reruns with EVAL, and WRONGTYPE on a read, which
-// is a key under the layout's names that another application holds: not an entry, so
-// skipped as lookups skip fields that are not entries (a Clear or a Lookup over a shared
-// database must not fail for good on someone else's key).
+// ErrUnavailable for a failure to talk to Redis at all, or for the first command Redis
+// answered with a transient state (transientStates: LOADING while it loads its dataset
+// after a restart, BUSY while a script runs past busy-reply-threshold, TRYAGAIN,
+// CLUSTERDOWN and MASTERDOWN while a cluster or a replica recovers), which the same call
+// will get past later; and ErrRefused naming the first command Redis answered with any
+// other error (OOM at maxmemory, READONLY on a replica, NOPERM under an ACL, a write onto
+// a key of another type), which retrying does not mend. Either names the command, and
+// either would otherwise read as an empty result. Some replies are no failure: redis.Nil
+// (nothing there), a prune script's NOSCRIPT, which exec reruns with EVAL, and WRONGTYPE
+// on a read, which is a key under the layout's names that another application holds: not
+// an entry, so skipped as lookups skip fields that are not entries (a Clear or a Lookup
+// over a shared database must not fail for good on someone else's key).
 func execErr(cmds []redis.Cmder, err error) error {
 	var rerr redis.Error
 	if err == nil {
@@ -158,7 +162,8 @@ func execErr(cmds []redis.Cmder, err error) error {
 }
 
 // cmdErr is ErrRefused naming c and its key, if Redis answered c with an error that is a
-// failure (see execErr); ErrUnavailable if it never answered.
+// failure (see execErr); ErrUnavailable naming them if the error is a transient state, or
+// if Redis never answered.
 func cmdErr(c redis.Cmder) error {
 	err := c.Err()
 	if err == nil || errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -185,7 +190,30 @@ func cmdErr(c redis.Cmder) error {
 			name = fmt.Sprintf("%s %v", name, args[1])
 		}
 	}
+	if transient(err) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+	}
 	return fmt.Errorf("%w: %s: %w", ErrRefused, name, err)
+}
+
+// transientStates are the error codes of a Redis that will take the same command later:
+// LOADING (its dataset is loading, after a restart), BUSY (a script or function runs past
+// busy-reply-threshold), TRYAGAIN (a multi-key command during a slot migration),
+// CLUSTERDOWN (a cluster without its quorum or a slot's master) and MASTERDOWN (a replica
+// that lost its master, under replica-serve-stale-data no). go-redis retries these itself
+// (Options.MaxRetries); what is left after its retries is ErrUnavailable. READONLY stays a
+// refusal: a replica's, where a router pointed at one would retry for ever.
+var transientStates = [...]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"}
+
+// transient reports whether err, a reply error, is one of transientStates: its code is
+// the first word, so BUSYKEY and BUSYGROUP are not BUSY.
+func transient(err error) bool {
+	for _, s := range transientStates {
+		if redis.HasErrorPrefix(err, s+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // RequestKeyString is a request key as llm-d names its hash: the decimal number.

@@ -1,0 +1,94 @@
+package redisindex_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/internal/testserver"
+	"github.com/kvpage/kvpage/prefix/cluster/redisindex"
+)
+
+// transientCalls are the index's calls, each of which must fail against a Redis in a
+// passing state with ErrUnavailable naming the state, never ErrRefused.
+func transientCalls(t *testing.T, x *redisindex.Index) map[string]func(context.Context) error {
+	b := decoded(t, fixtureBatches()[0].payload)
+	return map[string]func(context.Context) error{
+		"Apply":  func(ctx context.Context) error { return x.ApplyContext(ctx, "pod-a", b) },
+		"Lookup": func(ctx context.Context) error { _, err := x.Lookup(ctx, []uint64{1, 2}, nil); return err },
+		"Clear":  func(ctx context.Context) error { return x.Clear(ctx, "pod-a") },
+	}
+}
+
+func requireUnavailable(t *testing.T, err error, state string) {
+	t.Helper()
+	require.ErrorIs(t, err, redisindex.ErrUnavailable)
+	require.NotErrorIs(t, err, redisindex.ErrRefused, "a caller taking ErrRefused for good would give up on a state that passes")
+	require.ErrorContains(t, err, state)
+	var rerr redis.Error
+	require.ErrorAs(t, err, &rerr, "Redis's reply stays reachable")
+}
+
+// A restarted Redis loading its dataset answers LOADING: the index's calls fail with
+// ErrUnavailable, which a caller retries, not ErrRefused. Against the real server, started
+// here on a dataset that loads slowly (key-load-delay: 1 ms slept per key, 20,000 keys,
+// 20 s; the server is killed when the test ends, long before).
+func TestLoadingRedisIsUnavailable(t *testing.T) {
+	bin := testserver.Binary(t, "KVPAGE_REDIS_SERVER", "redis-server")
+	port := testserver.FreePort(t)
+	addr := "127.0.0.1:" + port
+	up := func() bool { return testserver.Listening(addr) }
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
+	first := testserver.Start(t, up, bin, args...)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: 16, Seed: fixtureSeed, Model: fixtureModel, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	pipe := rdb.Pipeline()
+	for i := range 20000 {
+		pipe.Set(ctx, fmt.Sprintf("filler:%d", i), i, 0)
+	}
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rdb.Save(ctx).Err())
+	first.Stop()
+	testserver.Start(t, up, bin, append(args, "--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024")...)
+	for name, call := range transientCalls(t, x) {
+		t.Run(name, func(t *testing.T) { requireUnavailable(t, call(ctx), "LOADING") })
+	}
+}
+
+// A Redis running a script past busy-reply-threshold answers BUSY to everything but
+// SCRIPT KILL and SHUTDOWN: ErrUnavailable too, CheckRestart's INFO included. The script
+// is an endless loop on a connection of its own, killed at the end; the test waits for
+// the server's BUSY (its deadline only bounds a failure).
+func TestBusyRedisIsUnavailable(t *testing.T) {
+	srv := startOwnRedis(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: 16, Seed: fixtureSeed, Model: fixtureModel, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigSet(ctx, "busy-reply-threshold", "1").Err())
+	blocker := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: -1})
+	t.Cleanup(func() { _ = blocker.Close() })
+	looped := make(chan error, 1)
+	go func() { looped <- blocker.Eval(ctx, "while true do end", nil).Err() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !redis.HasErrorPrefix(rdb.Ping(ctx).Err(), "BUSY ") {
+		require.True(t, time.Now().Before(deadline), "Redis never became BUSY")
+	}
+	calls := transientCalls(t, x)
+	calls["CheckRestart"] = func(ctx context.Context) error { _, err := x.CheckRestart(ctx); return err }
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) { requireUnavailable(t, call(ctx), "BUSY") })
+	}
+	require.NoError(t, rdb.ScriptKill(ctx).Err())
+	require.Error(t, <-looped, "the script was killed")
+	require.NoError(t, x.Clear(ctx, "pod-a"), "the state passed")
+}
