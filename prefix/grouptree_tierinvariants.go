@@ -68,6 +68,11 @@ func (t *GroupTree) checkTiers(perNode []int32) error {
 				res++
 			case slotPending:
 				pend++
+			case slotDoomed:
+				pend++
+				if l.pins[s] != 0 || l.leaving[s] {
+					return fmt.Errorf("tier %d: doomed slot %d is read or leaving", tier, s)
+				}
 			default:
 				return fmt.Errorf("tier %d: slot %d has no state", tier, s)
 			}

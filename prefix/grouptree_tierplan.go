@@ -148,7 +148,10 @@ func (t *GroupTree) matchSlots(ops []tierOp) {
 // reference the owner now releases. ok: a store's destination holds the block; a load's
 // destinations hold the KV (the owner caches them). Failed: a store's destination is
 // dropped; a load's source keys are evicted from their tiers, and the owner computes those
-// blocks. A load completed before TakePlans handed it out is cancelled. An unknown id fails
+// blocks. A failed load also means its sources' bytes are bad, as in an Index
+// (Index.CompleteTransfer): a copy between lower tiers reading one of them still in
+// flight lands nowhere when it completes, ok or not (counted in StoreFailed), while one
+// confirmed before stands. A load completed before TakePlans handed it out is cancelled. An unknown id fails
 // with ErrUnknownTransfer and changes nothing. The result's Sources count the blocks read
 // from each tier; the lower-tier events are batched (FlushTierEvents).
 func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (TransferResult, []blocks.ID, error) {
@@ -168,9 +171,11 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 	bb := uint64(ts.cfg.BlockBytes)
 	for _, op := range r.ops {
 		res.Sources[op.from]++
-		countDone(&ts.stats, r.kind, op, ok, bb)
+		// A store whose source a failed load found bad since lands nowhere (failSlot).
+		opOK := ok && (r.kind != Store || ts.lv[op.to-1].st[op.dst] != slotDoomed)
+		countDone(&ts.stats, r.kind, op, opOK, bb)
 		switch {
-		case r.kind == Store && ok:
+		case r.kind == Store && opOK:
 			t.slotResidentNow(op.to, op.dst)
 		case r.kind == Store:
 			t.dropSlot(op.to, op.dst)

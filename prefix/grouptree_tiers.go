@@ -49,7 +49,7 @@ type gtierLevel struct {
 	at      []int32 // per (node, group): slot+1, 0 for none
 	node    []Node  // per slot: the node it holds, 0 for a free slot
 	group   []uint8
-	st      []uint8 // slotNone, slotPending, slotResident
+	st      []uint8 // slotNone, slotPending, slotResident, slotDoomed
 	pins    []int32 // copies in flight reading the slot
 	leaving []bool  // drop the slot when its last pin goes
 	touched []uint64
@@ -372,11 +372,19 @@ func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
 }
 
 // failSlot evicts slot s's key from lower tier tier after a failed load from it: at once
-// for lookups and events, and the slot itself when the last copy reading it ends.
+// for lookups and events, and the slot itself when the last copy reading it ends. Its
+// bytes are no longer trusted, as an Index's (Index.failSlot): a copy of it into the tier
+// below still in flight lands nowhere (slotDoomed); one confirmed before stands.
 func (t *GroupTree) failSlot(tier Tier, s int32) {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
 	l.leaving[s] = true
+	if int(tier) < len(ts.lv) {
+		below := &ts.lv[tier]
+		if d := below.at[int(l.node[s])*t.ng+int(l.group[s])] - 1; d >= 0 && below.st[d] == slotPending {
+			below.st[d] = slotDoomed
+		}
+	}
 	if l.pins[s] <= 1 || l.st[s] != slotResident {
 		return // unpinSlot drops it now
 	}

@@ -49,6 +49,11 @@ func (x *Index) checkTiers() error {
 				res++
 			case slotPending:
 				pend++
+			case slotDoomed:
+				pend++
+				if en.pins[i] != 0 || en.leaving[i] {
+					return fmt.Errorf("tier %d: entry %d's doomed slot is read or leaving", t, o-1)
+				}
 			default:
 				return fmt.Errorf("tier %d: slot %d of entry %d has no state", t, s, o-1)
 			}

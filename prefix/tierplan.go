@@ -281,7 +281,11 @@ func appendPlans(dst []Plan, r *planRec, bb int64, stats *[MaxTiers]TierStats) [
 // device blocks hold the KV (the caller commits them). Failed: a store's destination is
 // dropped (a demoted device block keeps its KV and stays cached, ranked in the device's
 // eviction order as a block released now: evicted last, not next); a load's source keys are
-// evicted from their tiers and the caller computes those blocks. A load completed before
+// evicted from their tiers and the caller computes those blocks. A failed load also
+// means its sources' bytes are bad: a copy between lower tiers reading one of them that
+// is still in flight lands nowhere when it completes, ok or not (its destination is
+// dropped and counted in StoreFailed; OK still says what the server reported), while one
+// confirmed before the failure stands. A load completed before
 // TakePlans handed it out is cancelled: it is never handed out. Either way the pins and
 // references of the transfer are released. An unknown id fails with ErrUnknownTransfer
 // and changes nothing.
@@ -304,7 +308,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 		res.Sources[op.from]++
 		switch r.kind {
 		case Store:
-			if ok {
+			if ok && ts.ents[op.e].st[op.to-1] != slotDoomed {
 				x.slotResidentNow(op.to, op.e)
 				ts.stats[op.to].Stored++
 				ts.stats[op.to].BytesIn += bb

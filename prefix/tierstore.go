@@ -41,6 +41,10 @@ const (
 	slotNone uint8 = iota
 	slotPending
 	slotResident
+	// slotDoomed is a pending slot whose copy reads a source a failed load found bad
+	// since (failSlot): when that copy completes, whatever the server reports, the slot
+	// is dropped, not made resident. It counts as pending.
+	slotDoomed
 )
 
 const lowerTiers = MaxTiers - 1
@@ -52,7 +56,7 @@ type tierEntry struct {
 	hits        uint32
 	first       bool               // the first block of its namespace (no parent hash in events)
 	slot        [lowerTiers]int32  // slot+1 in each lower tier, 0 for none
-	st          [lowerTiers]uint8  // slotNone, slotPending, slotResident
+	st          [lowerTiers]uint8  // slotNone, slotPending, slotResident, slotDoomed
 	pins        [lowerTiers]int32  // in-flight copies reading the slot
 	leaving     [lowerTiers]bool   // drop the slot when its last pin goes
 	touched     [lowerTiers]uint64 // last access in the tier, for its policy
@@ -423,11 +427,18 @@ func (x *Index) slotResidentNow(t Tier, e int32) {
 
 // failSlot evicts entry e's key from lower tier t after a failed load from it: at once
 // for lookups and events, and the slot itself when the last copy reading it ends (until
-// then it counts as pending, busy with copies in flight).
+// then it counts as pending, busy with copies in flight). The slot's bytes are no longer
+// trusted: a copy of it into the tier below that is still in flight lands nowhere
+// (slotDoomed). A copy of it confirmed before stands: the server confirmed it.
 func (x *Index) failSlot(t Tier, e int32) {
 	ts := x.tiers
 	en := &ts.ents[e]
 	en.leaving[t-1] = true
+	// A pending slot below is the copy of this one: copies between lower tiers go one
+	// tier down, from the slot the entry has in the tier above (pinned until it ends).
+	if int(t) < len(ts.lv) && en.st[t] == slotPending {
+		en.st[t] = slotDoomed
+	}
 	if en.pins[t-1] <= 1 || en.st[t-1] != slotResident {
 		return // unpinSlot drops it now
 	}
