@@ -30,12 +30,14 @@ func (t *GroupTree) firstVisit(b blocks.ID) (GroupEntry, bool) {
 	return e, true
 }
 
-// HoldNeed reports, for the cached device blocks ids (a prefix's blocks over its groups,
-// as Hold takes them), how many copies into tier 1 Hold would prepare (need: the blocks
-// whose (node, group) no lower tier holds or receives) and how many tier 1 can take now
-// (room: its free slots plus its eviction candidates other than those ids hold there). A
-// block listed twice counts once (as do two blocks of one (node, group)), an uncached one
-// not at all. Without lower tiers both are 0. It changes nothing.
+// HoldNeed reports, for the device blocks ids (a prefix's blocks over its groups, as Hold
+// takes them), how many copies into tier 1 Hold would prepare (need: the cached blocks
+// whose (node, group) no lower tier holds or receives, and each uncached block of the
+// pool, which the caller will cache before Hold, as an Index's HoldNeed counts it) and how
+// many tier 1 can take now (room: its free slots plus its eviction candidates other than
+// those ids hold there). A block listed twice counts once (as do two blocks of one (node,
+// group)); an ID outside the pool not at all. Without lower tiers both are 0. It changes
+// nothing.
 //
 // The rule is an Index's (Index.HoldNeed): Hold succeeds exactly when need <= room, and
 // then prepares every copy it counted; to make room for a hold, tier 1 drops its victims
@@ -51,6 +53,10 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	for _, b := range ids {
 		e, ok := t.firstVisit(b)
 		if !ok {
+			if b >= 0 && int(b) < len(ts.mark) && !t.IsCached(b) && ts.mark[b] != ts.markGen {
+				ts.mark[b] = ts.markGen // an uncached block's mark: its own ID, no First to share
+				need++
+			}
 			continue
 		}
 		if !t.HeldBelow(e.Node, e.Group) {
@@ -67,13 +73,21 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 // it, and each other block is copied into tier 1 (PrepareStore) and held there. It appends
 // to stored the blocks whose copies it prepared: the owner holds one more reference on
 // each, as after PrepareStore. Room for the copies is made as HoldNeed says. A held slot
-// is evicted from no tier; only a failed transfer of it or Clear drops it. It fails with *TierFullError (ErrTierFull) when HoldNeed's need
-// exceeds its room, and with ErrNoTiers without lower tiers, changing nothing. Uncached
-// blocks are skipped. A hold of no block is HoldID 0, which ReleaseHold accepts.
+// is evicted from no tier; only a failed transfer of it or Clear drops it. It takes
+// cached blocks only, as an Index's Hold: an uncached one (the null block, a free block,
+// an ID outside the pool) fails with ErrNotCached in a *BlockError naming it. It fails with
+// *TierFullError (ErrTierFull) when HoldNeed's need exceeds its room, and with ErrNoTiers
+// without lower tiers. A failed Hold changes nothing. A hold of no block is HoldID 0,
+// which ReleaseHold accepts.
 func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 	ts := t.tiers
 	if ts == nil {
 		return 0, stored, ErrNoTiers
+	}
+	for _, b := range ids {
+		if _, ok := t.Entry(b); !ok {
+			return 0, stored, &BlockError{Op: "hold", ID: b, Err: ErrNotCached}
+		}
 	}
 	if need, room := t.HoldNeed(ids); need > room {
 		return 0, stored, &TierFullError{Requested: need, Available: room}
@@ -90,8 +104,8 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 		}
 	}
 	for _, b := range ids {
-		e, ok := t.Entry(b)
-		if !ok || t.HeldBelow(e.Node, e.Group) {
+		e, _ := t.Entry(b)
+		if t.HeldBelow(e.Node, e.Group) {
 			continue
 		}
 		if !t.prepareStore(b, true) {
@@ -128,14 +142,13 @@ func (t *GroupTree) holdSlots(refs []holdRef, n Node, g int) []holdRef {
 
 // HoldInFlight is how many of the (node, group)s hold h keeps have their only copy in
 // flight: no device block and no lower tier holds their KV yet, and a copy into a lower
-// tier is under way, as Index.HoldInFlight counts an Index's. Two things leave a block
-// so, each until the CompleteTransfer of a copy already prepared: a demotion under
-// TierConfig.StreamOrdered once TakePlans handed it out (and the owner released its
-// device block); and, StreamOrdered or not, a copy between lower tiers (write-through,
-// write-back) whose source a failed load hid meanwhile (failSlot). No lookup
-// finds such a block until the copy is confirmed: a swapped sequence resumed now would
-// compute it again (blocktable/hybrid's Resume waits instead). 0 for an ID that names no
-// hold, and without lower tiers.
+// tier is under way, as Index.HoldInFlight counts an Index's. Only a demotion under
+// TierConfig.StreamOrdered leaves a block so, once TakePlans handed it out and the owner
+// released its device block, until the copy's CompleteTransfer. No lookup finds such a
+// block until the copy is confirmed: a swapped sequence resumed now would compute it
+// again (blocktable/hybrid's Resume waits instead). A copy between lower tiers whose
+// source a failed load found bad is not counted: it will land nowhere (CompleteTransfer).
+// 0 for an ID that names no hold, and without lower tiers.
 func (t *GroupTree) HoldInFlight(h HoldID) int {
 	ts := t.tiers
 	if ts == nil {
@@ -145,7 +158,9 @@ func (t *GroupTree) HoldInFlight(h HoldID) int {
 	last := -1 // a hold names the slots of one (node, group) one after another
 	for _, r := range ts.holds[h] {
 		l := &ts.lv[r.tier-1]
-		if !t.holdLive(r) || l.st[r.at] != slotPending || l.leaving[r.at] { // leaving: a failed load's, dropped once its last load ends
+		// leaving: a failed load's, dropped once its last load ends; a doomed slot
+		// (slotDoomed) is not slotPending.
+		if !t.holdLive(r) || l.st[r.at] != slotPending || l.leaving[r.at] {
 			continue
 		}
 		n, g := l.node[r.at], int(l.group[r.at])

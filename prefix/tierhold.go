@@ -54,10 +54,12 @@ func (en *tierEntry) anySlot() bool {
 
 // HoldNeed reports, for the device blocks ids (a prefix's blocks, as Hold takes them),
 // how many copies into tier 1 Hold would prepare (need: the cached blocks no lower tier
-// holds or receives yet and that can be tiered, and each uncached block, which the caller
-// will commit before Hold) and how many tier 1 can take now (room: its free slots plus its
-// eviction candidates other than the entries ids hold there). A block listed twice counts
-// once. Without lower tiers both are 0. It changes nothing.
+// holds or receives yet and that can be tiered, and each uncached block of the pool, which
+// the caller will commit before Hold, since Hold refuses it) and how many tier 1 can take
+// now (room: its free slots plus its eviction candidates other than the entries ids hold
+// there). A block listed twice counts once; an ID outside the pool not at all. Without
+// lower tiers both are 0. It changes nothing. A GroupTree's HoldNeed and Hold follow the
+// same rules.
 //
 // The rule: Hold succeeds exactly when need <= room, and then prepares every copy it
 // counted. To make room for a hold, tier 1 drops its victims at once, whatever the tier
@@ -118,8 +120,9 @@ func (x *Index) holdCopies(n int32) bool {
 // cannot be tiered (under a retired epoch, or a key collision) are left as they are. Room
 // for the copies is made as HoldNeed says. It fails with *TierFullError (ErrTierFull) when
 // HoldNeed's need exceeds its room, with ErrNoTiers without lower tiers, and with
-// ErrNotCached for an uncached block, changing nothing. A hold of no block is HoldID 0,
-// which ReleaseHold accepts.
+// ErrNotCached in a *BlockError for an uncached block (the null block, a free block, an ID
+// outside the pool: Hold takes cached blocks only, as a GroupTree's does), changing
+// nothing. A hold of no block is HoldID 0, which ReleaseHold accepts.
 func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 	ts := x.tiers
 	if ts == nil {
