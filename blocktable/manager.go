@@ -724,6 +724,15 @@ func (m *Manager) Fork(parent, child SeqID) error {
 // Truncate cuts seq to n tokens (rejected speculative tokens) and releases the blocks no
 // longer needed, lookahead reservations included. Blocks committed to the index stay
 // cached; a later write into a kept shared or cached block copies it first.
+//
+// When it removes tokens (n below the sequence's length), the multimodal inputs
+// (Request.MM) are cut with them: an input that starts at or past n is dropped, and one
+// across n ends at n, keeping its hash, so that the blocks it still covers keep their
+// keys. Tokens appended afterwards are text: a block they fill takes the key of a prompt
+// that never had what the cut removed (the plain-text key where no input remains in it).
+// The caller's slice is not changed: the cut inputs are a copy, made only when the cut
+// reaches an input. A chunked prefill cut short loses the inputs of its prompt's rest
+// too, since the tokens appended next need not be that prompt's.
 func (m *Manager) Truncate(seq SeqID, n int) error {
 	s, err := m.running("truncate", seq)
 	if err != nil {
@@ -731,6 +740,9 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 	}
 	if err := s.t.Truncate(n); err != nil {
 		return &SeqError{Op: "truncate", Seq: seq, Err: err}
+	}
+	if n < len(s.tokens) && len(s.prompt.MM) > 0 {
+		s.prompt.MM = mmUpTo(s.prompt.MM, n)
 	}
 	poisonTokens(s.tokens[n:])
 	s.tokens = s.tokens[:n]

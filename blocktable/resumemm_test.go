@@ -9,8 +9,9 @@ import (
 
 // A Truncate into a multimodal input left the input past the sequence's tokens, and a
 // Resume of it after a swap passed it on to Admit, which refused it (ErrInvalidArgument)
-// every time: the sequence could only be aborted. Resume cuts the input to the tokens;
-// the blocks the input still covers keep their keys, so they are found again.
+// every time: the sequence could only be aborted. Truncate now cuts the input to the
+// tokens itself (truncatemm_test.go); the blocks the input still covers keep their keys,
+// so they are found again.
 func TestResumeAfterTruncateIntoAnImage(t *testing.T) {
 	s := newSwapStack(t, 12, 8, nil, false)
 	mm := []prefix.MMInput{{Hash: "img", Offset: 8, Length: 8}, {Hash: "img2", Offset: 16, Length: 1}}

@@ -277,10 +277,11 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	return res, nil
 }
 
-// mmUpTo is mm cut to the first n tokens: a Truncate into a multimodal input leaves it
-// past the tokens, which Admit refuses (ErrInvalidArgument), so that the swapped sequence
-// could never resume. An input cut short keeps its identity, so the blocks it still
-// covers keep their keys. It copies only when something is cut (a Resume, not a hot path).
+// mmUpTo is mm cut to the first n tokens: inputs that start at or past n dropped, one
+// across n ending at n. Truncate cuts a sequence's inputs with it; Resume cuts those of a
+// chunked prefill's rest, past the tokens, which Admit refuses (ErrInvalidArgument), so
+// that the swapped sequence could never resume. An input cut short keeps its identity, so
+// the blocks it still covers keep their keys. It copies only when something is cut.
 func mmUpTo(mm []prefix.MMInput, n int) []prefix.MMInput {
 	if mmWithin(mm, n) {
 		return mm
