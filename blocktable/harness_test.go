@@ -89,7 +89,7 @@ func newHarness(t require.TestingT, c harnessConfig) *harness {
 // op is one decoded operation: kind selects it, a, b and c parametrise it.
 type op struct{ kind, a, b, c int }
 
-const numOps = 11
+const numOps = 12
 
 func (o op) String() string { return fmt.Sprintf("op{%d %d %d %d}", o.kind, o.a, o.b, o.c) }
 
@@ -392,6 +392,8 @@ func (h *harness) apply(o op) {
 		}
 		delete(h.swapped, id)
 		h.admitted(id, res)
+	case 11: // decode steps through AppendToken, the decode loop's call
+		h.appendTokens(before, o)
 	case 10: // evict cached blocks, or preempt one chosen sequence
 		if o.b%2 == 0 && h.index != nil {
 			h.index.Evict(1 + o.c%4)
@@ -407,6 +409,48 @@ func (h *harness) apply(o op) {
 			return
 		}
 		h.preempted(p)
+	}
+}
+
+// appendTokens runs a decode loop of AppendToken calls on one running sequence (into its
+// last block, through a new one, a copy-on-write of a forked block), each checked against
+// the model as Append's are; or, one time in thirteen, one call on a swapped-out or an
+// unknown sequence, which must be refused changing nothing.
+func (h *harness) appendTokens(before snapshotState, o op) {
+	if o.c%13 == 12 {
+		id, swapped := h.pick(true, o.a)
+		want := ErrNotRunning
+		if !swapped {
+			id, want = h.next+1000, ErrUnknownSeq
+		}
+		_, err := h.m.AppendToken(id, 1)
+		require.ErrorIs(h.t, err, want)
+		var se *SeqError
+		require.ErrorAs(h.t, err, &se)
+		require.Equal(h.t, id, se.Seq)
+		h.failed(before, err, want)
+		return
+	}
+	id, ok := h.pick(false, o.a)
+	if _, loading := h.loading[id]; !ok || loading {
+		return // a server runs no step of a sequence whose KV is still loading
+	}
+	for i, tok := range tokensFor(o.b, 1+o.c%(2*h.bs+1)) {
+		if i > 0 {
+			before = h.snapshot()
+		}
+		res, err := h.m.AppendToken(id, tok)
+		if err != nil {
+			h.failed(before, err, blocks.ErrOutOfBlocks, ErrTooLarge)
+			return
+		}
+		if res.Copied {
+			h.copyBlock(h.dev, res.Copy.Src, res.Copy.Dst, h.dev)
+		}
+		old := len(h.seqs[id])
+		h.lastAppend[id] = old
+		h.seqs[id] = append(h.seqs[id], tok)
+		h.write(id, old, []int32{tok})
 	}
 }
 

@@ -73,7 +73,8 @@ func configName(i int, c harnessConfig) string {
 }
 
 // FuzzManagerOps decodes the input as a configuration byte and then operations of 4
-// bytes each (kind, a, b, c), applies them with the reference model checking after every
+// bytes each (kind, a, b, c; harness_test.go's apply, AppendToken's decode loops
+// included), applies them with the reference model checking after every
 // one, and ends with a leak check.
 func FuzzManagerOps(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 2, 30, 2, 0, 0, 0, 4, 0, 0, 0, 2, 1, 0, 0, 6, 0, 0, 0, 0, 1, 2, 30})
@@ -81,6 +82,10 @@ func FuzzManagerOps(f *testing.F) {
 	f.Add([]byte{3, 0, 1, 1, 9, 2, 0, 1, 1, 2, 0, 2, 1, 2, 0, 3, 1, 2, 0, 4, 1, 5, 0, 2, 0})
 	f.Add([]byte{4, 0, 2, 0, 19, 3, 0, 7, 15, 5, 0, 3, 0, 4, 0, 0, 0, 3, 1, 7, 15, 6, 0, 0, 0})
 	f.Add([]byte{2, 0, 5, 0, 60, 0, 6, 0, 60, 8, 0, 0, 9, 8, 1, 1, 9, 9, 0, 0, 0, 10, 0, 1, 1})
+	// AppendToken decode loops (kind 11) after an admission, a fork and between Appends, and
+	// one on an unknown sequence (c%13 == 12).
+	f.Add([]byte{0, 0, 1, 2, 30, 11, 0, 0, 9, 4, 0, 0, 0, 11, 0, 1, 8, 2, 0, 0, 0, 11, 1, 2, 12, 6, 0, 0, 0})
+	f.Add([]byte{6, 0, 3, 1, 40, 11, 0, 4, 16, 8, 0, 1, 1, 9, 0, 1, 0, 11, 0, 2, 16, 10, 0, 0, 3, 11, 0, 0, 25})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > 1+4*120 {
 			return
