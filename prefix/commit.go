@@ -49,7 +49,48 @@ func (x *Index) Commit(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, e
 // fail, and takes the index's references in its own pass (internal/poolrefs). Under
 // -tags kvinvariants the checks run anyway and panic.
 func (x *Index) commitHeld(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResult, error) {
+	if len(ids) == 1 && !invariant.Enabled {
+		if at := x.leafToExtend(cur, p, ids[0]); at != 0 {
+			return x.commitUnderLeaf(cur, p, ids, at), nil
+		}
+	}
 	return x.commit(cur, p, ids, true)
+}
+
+// leafToExtend returns the node of cur when committing the one block id there is a
+// decode step's commit, which commit would treat as commitUnderLeaf does: 16-token text
+// blocks, no quota, no retention ranges or first time limit, a live cursor at a block with
+// no children (so nothing to find under it: the block is new), and id a block not cached.
+// Else it returns 0 and commit runs, which also returns every error.
+func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
+	n := cur.node
+	if x.tok16 == nil || len(p.MM) != 0 || len(p.RetentionRanges) != 0 || x.ctl.quota != nil ||
+		uint(n-1) >= uint(x.nb) || uint(id) >= uint(x.nb) || (x.until == nil && p.Retention.Until != 0) ||
+		(x.cfg.requireNS && p.Namespace == (Namespace{})) || (int(cur.blocks)+1)*16 > len(p.Tokens) {
+		return 0
+	}
+	if nd := &x.nodes[n]; x.cold[n].gen != cur.gen || nd.flags&flagCached == 0 || nd.children != 0 ||
+		cur.root != x.rootOf(p.Namespace) || x.nodes[nodeOf(id)].flags&(flagCached|flagMark) != 0 {
+		return 0
+	}
+	return n
+}
+
+// commitUnderLeaf is commit(cur, p, ids, true) for the case leafToExtend found: one new
+// block under the cursor's leaf at, the sequence's next block under its last one, which a
+// decode step commits every 16 tokens. It makes the same tick, writes and call to
+// insertChain as commit, without resolve's, planCommit's and commit's general passes
+// (TestCommitUnderLeafMatchesCommit runs the two in lockstep).
+func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int32) CommitResult {
+	start := int(cur.blocks)
+	toks := (*[16]int32)(p.Tokens[start*16 : (start+1)*16]) // leafToExtend checked the length
+	x.keyBuf = append(x.keyBuf[:0], x.key16(x.nodes[at].key, toks, x.root(cur.root), start == 0))
+	t := x.tick()
+	at = x.insertChain(at, start, p, ids, 0, t, true)
+	x.stats.inserts++
+	*cur = Cursor{node: at, blocks: int32(start + 1), gen: x.cold[at].gen, root: cur.root}
+	x.mutated()
+	return CommitResult{Stored: 1}
 }
 
 // commit is Commit; held skips the checks the caller's invariant makes redundant (see
