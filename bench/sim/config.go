@@ -22,6 +22,13 @@ const (
 	DefaultStepDuration = 0.025
 )
 
+// maxTensorParallel bounds Config.TensorParallel, as the kvpage command bounds
+// --tensor-parallel-size.
+const maxTensorParallel = 1024
+
+// gpus is Config.TensorParallel, 0 read as 1.
+func (c *Config) gpus() int { return max(c.TensorParallel, 1) }
+
 // Config is the simulated server: its KV memory and its scheduler's caps.
 type Config struct {
 	// Capacity is the KV budget in tokens: what the KV cache can hold when every slot
@@ -41,6 +48,13 @@ type Config struct {
 	StepDuration float64
 	// Seed fixes the synthetic token ids (see Token).
 	Seed uint64
+	// TensorParallel is the GPUs the model is split over (vLLM's --tensor-parallel-size;
+	// 0 is 1). The simulator runs one of them: Capacity is that GPU's budget. The hybrid
+	// scheme, which sizes its pages from its model, takes each GPU's shard of them
+	// (sizing.ModelSpec.HybridOnGPU), and its shares of the host and the disk, which the
+	// GPUs share, at TensorParallel shards a block (TierBlocks). The paged scheme's tiers
+	// come in blocks: its caller sizes them with TierBlocks.
+	TensorParallel int
 	// OnStep, when set, receives every step's record (idle stretches as one record with a
 	// Weight). It runs on the goroutine that simulates the scheme: Compare calls it from
 	// several goroutines at once.
@@ -76,6 +90,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max-num-batched-tokens %d is below max-model-len %d: without chunked prefill a long prompt could never be scheduled", ErrInvalidConfig, c.MaxNumBatchedTokens, c.MaxModelLen)
 	case c.MaxNumBatchedTokens < c.MaxNumSeqs:
 		return fmt.Errorf("%w: max-num-batched-tokens %d is below max-num-seqs %d: the running requests' decode tokens would not fit one step", ErrInvalidConfig, c.MaxNumBatchedTokens, c.MaxNumSeqs)
+	case c.TensorParallel < 0 || c.TensorParallel > maxTensorParallel:
+		return fmt.Errorf("%w: tensor parallel size %d outside [0, %d]", ErrInvalidConfig, c.TensorParallel, maxTensorParallel)
 	case !(c.StepDuration > 0) || math.IsInf(c.StepDuration, 0):
 		return fmt.Errorf("%w: step duration %v must be a positive number of seconds", ErrInvalidConfig, c.StepDuration)
 	}

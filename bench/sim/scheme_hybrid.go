@@ -55,7 +55,7 @@ var HybridLayouts = []string{LayoutUniform, LayoutPerClass, LayoutCarved}
 
 func init() {
 	registerScheme(schemeDef{name: Hybrid, blocks: true, validate: validateHybrid,
-		build: func(c *Config, s *Scheme, seqs []seq) (allocator, error) { return newHybridAlloc(c, *s, seqs) }})
+		build: func(c *Config, s *Scheme, seqs []seq) (allocator, error) { return newHybridAlloc(c, *s, seqs, false) }})
 }
 
 // HybridModel returns the hybrid preset name as the layout comparison describes it (bf16
@@ -110,6 +110,9 @@ func validateHybrid(s *Scheme, c *Config) error {
 	}
 	if s.StateBlock < 0 || s.StateBlock > c.MaxModelLen {
 		return fmt.Errorf("%w: state block %d outside [0, max-model-len %d]", ErrInvalidConfig, s.StateBlock, c.MaxModelLen)
+	}
+	if _, err := newHybridAlloc(c, *s, nil, true); err != nil { // the pools' sizes, their tiers'
+		return err
 	}
 	return nil
 }
@@ -174,14 +177,27 @@ type hybridAlloc struct {
 }
 
 // HybridTokenBytes is the bytes a token takes in every attention layer of the hybrid
-// preset model (bf16, the whole model: no tensor-parallel shard): the hybrid scheme's
+// preset model on one GPU of tp (bf16; tp 1 or 0, the whole model): the hybrid scheme's
 // token-equivalent, in which it sizes its pools and their shares of the lower tiers.
-func HybridTokenBytes(model string) (int64, error) {
-	h, err := HybridModel(model)
+func HybridTokenBytes(model string, tp int) (int64, error) {
+	h, err := hybridModelOnGPU(model, tp)
 	if err != nil {
 		return 0, err
 	}
 	return attnTokenBytes(h), nil
+}
+
+// hybridModelOnGPU is HybridModel on one GPU of tp (sizing.ModelSpec.HybridOnGPU).
+func hybridModelOnGPU(name string, tp int) (sizing.HybridModel, error) {
+	if _, err := HybridModel(name); err != nil {
+		return sizing.HybridModel{}, err
+	}
+	m, _ := sizing.ModelPreset(name) // HybridModel found it
+	h, err := m.HybridOnGPU(sizing.BF16, max(tp, 1))
+	if err != nil {
+		return h, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return h, nil
 }
 
 func attnTokenBytes(h sizing.HybridModel) int64 {
@@ -192,8 +208,11 @@ func attnTokenBytes(h sizing.HybridModel) int64 {
 	return b
 }
 
-func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
-	h, err := HybridModel(s.Model)
+// newHybridAlloc builds the scheme's pools; with dry set it only sizes them, building no
+// Manager, so that Validate refuses what build would (the pools' tiers over MaxTierBlocks)
+// before any memory is taken.
+func newHybridAlloc(cfg *Config, s Scheme, seqs []seq, dry bool) (*hybridAlloc, error) {
+	h, err := hybridModelOnGPU(s.Model, cfg.gpus())
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +247,7 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		}
 		return hybrid.FullAttention{Block: block, Bytes: bytes}
 	}
+	var tierBlocks int64 // the pools' host and disk blocks so far
 	build := func(groups []hybrid.Spec, kinds []int, unitBytes, budget int64) error {
 		n := budget / unitBytes
 		if n < 2 || n > 1<<30 {
@@ -236,23 +256,40 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 		hc := hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt}
 		var host, disk int
 		if s.Tiers.enabled() {
-			// The pool's share of the host and the disk is its share of the device budget.
-			// Capped before the conversion: a share past int64 would convert to a negative size.
-			share := func(b int64) int {
+			// The pool's share of the host and the disk is its share of the device budget,
+			// in blocks of its pages' per-GPU bytes, each taking TensorParallel of them
+			// (TierBlocks, as the paged rows). Capped before the conversion: a share past
+			// int64 would convert to a negative size; 2^62 bytes is over the limit anyway.
+			share := func(b int64) int64 {
 				f := float64(b) * float64(budget) / float64(a.budget)
-				if f >= float64(prefix.MaxTierCapacity)*float64(unitBytes) {
-					return prefix.MaxTierCapacity
+				if f >= 1<<62 {
+					return 1 << 62
 				}
-				return int(min(int64(f)/unitBytes, prefix.MaxTierCapacity))
+				return int64(f)
 			}
-			host, disk = share(s.Tiers.HostBytes), share(s.Tiers.DiskBytes)
+			sizes := func() string {
+				return fmt.Sprintf("%s %s: a host of %d bytes and a disk of %d (HostBytes, DiskBytes; --host-ram, --disk)", s.Model, s.Layout, s.Tiers.HostBytes, s.Tiers.DiskBytes)
+			}
+			var err error
+			if host, err = TierBlocks(share(s.Tiers.HostBytes), unitBytes, cfg.gpus()); err != nil {
+				return fmt.Errorf("%s: the pool's share of the host: %w", sizes(), err)
+			}
+			if disk, err = TierBlocks(share(s.Tiers.DiskBytes), unitBytes, cfg.gpus()); err != nil {
+				return fmt.Errorf("%s: the pool's share of the disk: %w", sizes(), err)
+			}
 			if host == 0 || (s.Tiers.DiskBytes > 0 && disk == 0) {
-				return fmt.Errorf("%w: %s %s: a host of %d bytes and a disk of %d give a pool of %d-byte blocks, %.1f%% of the device budget, %d host and %d disk blocks; every pool needs one",
-					ErrInvalidConfig, s.Model, s.Layout, s.Tiers.HostBytes, s.Tiers.DiskBytes, unitBytes,
-					100*float64(budget)/float64(a.budget), host, disk)
+				return fmt.Errorf("%w: %s give a pool of %d-byte blocks on each of %d GPUs, %.1f%% of the device budget, %d host and %d disk blocks; every pool needs one",
+					ErrInvalidConfig, sizes(), unitBytes, cfg.gpus(), 100*float64(budget)/float64(a.budget), host, disk)
+			}
+			if tierBlocks += int64(host) + int64(disk); tierBlocks > MaxTierBlocks {
+				return tooManyTierBlocks(tierBlocks, sizes()+" over the pools")
 			}
 			tc := tierConfig(host, disk, unitBytes)
 			hc.Tiers = &tc
+		}
+		if dry {
+			a.pools = append(a.pools, hybridPool{unitBytes: unitBytes, kinds: kinds, hostBlocks: host, diskBlocks: disk})
+			return nil
 		}
 		m, err := hybrid.New(hc)
 		if err != nil {
@@ -348,6 +385,9 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq) (*hybridAlloc, error) {
 				return nil, err
 			}
 		}
+	}
+	if dry {
+		return a, nil
 	}
 	a.lcm = 1
 	for _, b := range a.kindBlock {

@@ -25,7 +25,7 @@ func TestHybridSchemeAlignSplitsPrefill(t *testing.T) {
 	cfg := DefaultConfig(16 << 10)
 	for _, s := range hybridSchemes("jamba-1.5-mini", 0) {
 		s.MambaMode = hybrid.MambaAlign
-		a, err := newHybridAlloc(&cfg, s, nil)
+		a, err := newHybridAlloc(&cfg, s, nil, false)
 		require.NoError(t, err)
 		want := (input - 1) / a.lcm * a.lcm
 		require.Positive(t, want)
@@ -58,7 +58,7 @@ func TestHybridPerClassRefusalChangesNothing(t *testing.T) {
 		reqs[i] = Request{ID: i, Input: in, Output: 8, Group: 0, Shared: in / 2}
 		seqs[i].req = &reqs[i]
 	}
-	a, err := newHybridAlloc(&cfg, s, seqs)
+	a, err := newHybridAlloc(&cfg, s, seqs, false)
 	require.NoError(t, err)
 	require.Len(t, a.pools, 2)
 	laterShort, admitted := 0, 0

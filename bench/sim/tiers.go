@@ -25,7 +25,43 @@ import (
 // uniform and carved layouts have one pool, which takes them whole), in blocks of its own
 // page bytes, which are its plans' block bytes.
 
-// Tiers configures a scheme's lower tiers.
+// MaxTierBlocks bounds the blocks of a scheme's lower tiers together (host and disk; for
+// the hybrid scheme, over all its pools): the simulator builds every tier's bookkeeping up
+// front, about 250 bytes a block in the paged scheme's index at 16-token blocks (1.2 KB at
+// 256) and 43 in the hybrid scheme's, so that 2^24 blocks take about 4 GB and 0.7 GB of
+// the machine running it (a host of 2^30 blocks was killed for memory). It holds 32 TiB of
+// Llama 3 8B's 16-token blocks. Larger tiers are refused with ErrInvalidConfig.
+const MaxTierBlocks = 1 << 24
+
+// TierBlocks returns the blocks bytes of host memory (or disk) holds when tp
+// tensor-parallel GPUs share it and one GPU's shard of a block takes blockBytes: each GPU
+// offloads its own shard of every block, so a block takes tp x blockBytes (as kvpage plan
+// counts the host tier). The paged rows' HostBlocks and DiskBlocks (the kvpage command)
+// and the hybrid scheme's pools' shares of HostBytes and DiskBytes are sized by it. It
+// refuses with ErrInvalidConfig more blocks than MaxTierBlocks, a negative size, a block
+// of no bytes and tp outside [1, 1024].
+func TierBlocks(bytes, blockBytes int64, tp int) (int, error) {
+	if bytes < 0 || blockBytes < 1 || tp < 1 || tp > maxTensorParallel {
+		return 0, fmt.Errorf("%w: %d bytes in blocks of %d bytes on each of %d GPUs", ErrInvalidConfig, bytes, blockBytes, tp)
+	}
+	n := bytes / blockBytes / int64(tp) // floor(bytes / (blockBytes x tp)), without the product's overflow
+	if n > MaxTierBlocks {
+		return 0, tooManyTierBlocks(n, fmt.Sprintf("%d bytes in blocks of %d bytes on each of %d GPUs", bytes, blockBytes, tp))
+	}
+	return int(n), nil
+}
+
+// tooManyTierBlocks is the refusal of lower tiers of n blocks, made from what sizes says.
+func tooManyTierBlocks(n int64, sizes string) error {
+	return fmt.Errorf("%w: %s make %d lower-tier blocks, above the simulator's limit of %d (sim.MaxTierBlocks), whose bookkeeping it builds up front",
+		ErrInvalidConfig, sizes, n, MaxTierBlocks)
+}
+
+// Tiers configures a scheme's lower tiers. A link (HostGBps, DiskGBps) or BlockBytes
+// given without its tier is harmless and ignored: it times and sizes nothing, and the row
+// is the row without that tier, label and figures alike. A sweep over tier sizes may keep
+// them in its row of size 0, the baseline. A disk without a host is refused: it would
+// hold blocks.
 type Tiers struct {
 	// HostBlocks and DiskBlocks are the paged scheme's tiers' capacities in blocks of its
 	// block size (0: no such tier; disk needs host).
@@ -63,9 +99,11 @@ func (t Tiers) label() string {
 }
 
 func (t Tiers) validate() error {
-	if t.HostBlocks < 0 || t.DiskBlocks < 0 || t.HostBlocks > prefix.MaxTierCapacity || t.DiskBlocks > prefix.MaxTierCapacity ||
-		t.HostBytes < 0 || t.DiskBytes < 0 || t.BlockBytes < 0 || !(t.HostGBps >= 0) || !(t.DiskGBps >= 0) {
+	if t.HostBlocks < 0 || t.DiskBlocks < 0 || t.HostBytes < 0 || t.DiskBytes < 0 || t.BlockBytes < 0 || !(t.HostGBps >= 0) || !(t.DiskGBps >= 0) {
 		return fmt.Errorf("%w: tiers %+v", ErrInvalidConfig, t)
+	}
+	if n := int64(t.HostBlocks) + int64(t.DiskBlocks); n > MaxTierBlocks {
+		return tooManyTierBlocks(n, fmt.Sprintf("tiers of %d host and %d disk blocks (HostBlocks, DiskBlocks; --host-ram, --disk)", t.HostBlocks, t.DiskBlocks))
 	}
 	if (t.DiskBlocks > 0 && t.HostBlocks == 0) || (t.DiskBytes > 0 && t.HostBytes == 0) {
 		return fmt.Errorf("%w: tiers %+v: the disk tier lies below the host's, and needs one", ErrInvalidConfig, t)

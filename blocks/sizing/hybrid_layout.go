@@ -82,13 +82,16 @@ func HybridPresets() []HybridModel {
 
 // Hybrid describes m for the layout comparison: one HybridLayers per layer group, its
 // attention in cache data type d, its state in the model's data type (d when the model
-// gives none), whole-model figures (no tensor-parallel split).
-func (m ModelSpec) Hybrid(d DType) (HybridModel, error) {
-	if err := m.Validate(); err != nil {
+// gives none), whole-model figures (no tensor-parallel split): HybridOnGPU(d, 1).
+func (m ModelSpec) Hybrid(d DType) (HybridModel, error) { return m.HybridOnGPU(d, 1) }
+
+// HybridOnGPU is Hybrid on one GPU of tp: each layer's KV heads divided across the GPUs,
+// or replicated when there are fewer heads than GPUs, an MLA latent replicated, a state
+// split tp ways (rounded up), as NewKVLayout lays them out; tp must divide the heads as
+// NewKVLayout requires.
+func (m ModelSpec) HybridOnGPU(d DType, tp int) (HybridModel, error) {
+	if _, err := NewKVLayout(m, d, tp, DefaultBlockSize); err != nil {
 		return HybridModel{}, err
-	}
-	if !d.Valid() {
-		return HybridModel{}, invalidf("invalid cache data type")
 	}
 	sd := m.DType
 	if sd == 0 {
@@ -99,7 +102,7 @@ func (m ModelSpec) Hybrid(d DType) (HybridModel, error) {
 		l := HybridLayers{Layers: g.Layers, Span: g.Window}
 		switch {
 		case g.State():
-			l.Kind, l.StateBytes = KindState, Bits(sd.VectorBits(g.StateValues)).CeilBytes()
+			l.Kind, l.StateBytes = KindState, Bits(g.stateBits(sd, tp)/int64(g.Layers)).CeilBytes()
 		case g.Chunked:
 			l.Kind = KindChunked
 		case g.Sliding():
@@ -108,7 +111,7 @@ func (m ModelSpec) Hybrid(d DType) (HybridModel, error) {
 			l.Kind = KindFull
 		}
 		if !g.State() {
-			l.TokenBytes = Bits(g.bitsPerToken(d, 1) / int64(g.Layers)).CeilBytes()
+			l.TokenBytes = Bits(g.bitsPerToken(d, tp) / int64(g.Layers)).CeilBytes()
 		}
 		h.Layers = append(h.Layers, l)
 	}

@@ -124,3 +124,42 @@ func TestHybridLayoutTable(t *testing.T) {
 	require.NoError(t, err)
 	t.Log("\n" + table)
 }
+
+// HybridOnGPU is one GPU's shard, as NewKVLayout lays the model out: Qwen3-Next's two KV
+// heads are divided at -tp 2 and replicated at -tp 4 and 8 (one head a GPU), its Gated
+// DeltaNet state split tp ways; tp 1 is Hybrid's whole model; a tp that does not divide
+// the 16 attention heads is refused.
+func TestHybridOnGPU(t *testing.T) {
+	m, err := ModelPreset("qwen3-next-80b-a3b")
+	require.NoError(t, err)
+	whole, err := m.Hybrid(BF16)
+	require.NoError(t, err)
+	one, err := m.HybridOnGPU(BF16, 1)
+	require.NoError(t, err)
+	require.Equal(t, whole, one)
+	kinds := func(h HybridModel) (attn, state int64) {
+		for _, l := range h.Layers {
+			attn += int64(l.Layers) * l.TokenBytes
+			state += int64(l.Layers) * l.StateBytes
+		}
+		return attn, state
+	}
+	attn, state := kinds(whole)
+	require.Equal(t, int64(12*2*2*256*2), attn, "12 layers, 2 KV heads, K and V of 256 bf16")
+	for _, tc := range []struct {
+		tp          int
+		attn, state int64
+	}{{2, attn / 2, state / 2}, {4, attn / 2, state / 4}, {8, attn / 2, state / 8}} {
+		h, err := m.HybridOnGPU(BF16, tc.tp)
+		require.NoError(t, err)
+		a, s := kinds(h)
+		require.Equal(t, tc.attn, a, "tp %d", tc.tp)
+		require.Equal(t, tc.state, s, "tp %d", tc.tp)
+		l, err := NewKVLayout(m, BF16, tc.tp, 16)
+		require.NoError(t, err)
+		require.Equal(t, l.BitsPerTokenPerGPU().CeilBytes(), a, "tp %d: the paged rows' bytes per token", tc.tp)
+		require.Equal(t, l.StateBytesPerRequest(), s, "tp %d", tc.tp)
+	}
+	_, err = m.HybridOnGPU(BF16, 3)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/kvpage/kvpage/blocks/sizing"
 	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/evict"
-	"github.com/kvpage/kvpage/prefix"
 )
 
 func init() {
@@ -173,7 +172,8 @@ func (f *simFlags) register(set *flagSet) {
 	fs.Float64Var(&f.watermark, "watermark", 0, "fraction of blocks paged admission keeps free (vLLM's watermark), in [0, 1)")
 	fs.Var(&f.hostRAM, "host-ram", "host memory for a KV tier below the GPU, such as 256GiB: prefix-sharing paged and hybrid runs demote evicted blocks to it and load hits back "+
 		"(0 or unset: none; with --tensor-parallel-size N the GPUs share it, a block taking every GPU's shard). A hybrid run splits it across its layout's pools in proportion to each pool's share of the device budget (per-class: one pool per page size, "+
-		"split for max-model-len; uniform and carved: one pool takes it all), in blocks of each pool's page bytes")
+		"split for max-model-len; uniform and carved: one pool takes it all), in blocks of each pool's page bytes (each GPU's shard, a block taking every GPU's). "+
+		"The tiers together hold at most 16,777,216 blocks (sim.MaxTierBlocks)")
 	fs.Var(&f.diskSize, "disk", "disk space for a KV tier below the host, such as 2TB (needs --host-ram; a hybrid run splits it as --host-ram)")
 	fs.Float64Var(&f.hostGBps, "host-gbps", 25, "host-to-GPU bandwidth in GB/s: the host link's copies run one after another on the step clock (--step-duration), and a request waits for its load before decoding; 0 is unlimited (PCIe 5 x16 is about 50, PCIe 4 about 25)")
 	fs.Float64Var(&f.diskGBps, "disk-gbps", 5, "disk bandwidth in GB/s, to the GPU and from the host, timed as --host-gbps; 0 is unlimited (an NVMe drive is 3-14)")
@@ -376,7 +376,7 @@ func (f *simFlags) resolve() (*simRun, error) {
 	}
 	r.cfg = sim.DefaultConfig(capacity)
 	r.cfg.MaxModelLen, r.cfg.MaxNumSeqs, r.cfg.StepDuration, r.cfg.Seed = maxLen, f.sizing.maxNumSeqs, f.stepDuration, f.seed
-	r.cfg.MaxNumBatchedTokens = f.maxNumBatchedTokens
+	r.cfg.MaxNumBatchedTokens, r.cfg.TensorParallel = f.maxNumBatchedTokens, f.sizing.tp
 	if r.cfg.MaxNumBatchedTokens == 0 {
 		r.cfg.MaxNumBatchedTokens = max(sim.DefaultMaxNumBatchedTokens, maxLen+f.sizing.maxNumSeqs)
 	}
@@ -442,13 +442,17 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 				s.Tiers.DiskBytes = f.diskSize.n
 			}
 			if err := s.Validate(&r.cfg); err != nil {
-				return badFlag("--host-ram: %v", err)
+				return fmt.Errorf("--host-ram: %w", err) // sim.ErrInvalidConfig: bad input
 			}
-			b, err := sim.HybridTokenBytes(s.Model)
+			b, err := sim.HybridTokenBytes(s.Model, int(tp))
 			if err != nil {
 				return badFlag("--host-ram: %v", err)
 			}
-			if h := fmt.Sprintf("%d bytes per token of %s's attention layers", b, s.Model); !slices.Contains(hybridBytes, h) {
+			h := fmt.Sprintf("%d bytes per token of %s's attention layers", b, s.Model)
+			if tp > 1 {
+				h = fmt.Sprintf("%d bytes per token per GPU of %s's attention layers", b, s.Model)
+			}
+			if !slices.Contains(hybridBytes, h) {
 				hybridBytes = append(hybridBytes, h)
 			}
 			any = true
@@ -460,12 +464,20 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		// The run is one GPU of tp; every GPU's pool offloads its own shard of each block,
 		// so a block takes tp x bb of the host (and disk), as kvpage plan counts it.
 		bb := int64(math.Ceil(bpt * float64(s.BlockSize)))
-		s.Tiers = sim.Tiers{HostBlocks: int(min(f.hostRAM.n/bb/tp, prefix.MaxTierCapacity)), HostGBps: f.hostGBps, DiskGBps: f.diskGBps, BlockBytes: bb}
+		s.Tiers = sim.Tiers{HostGBps: f.hostGBps, DiskGBps: f.diskGBps, BlockBytes: bb}
+		if s.Tiers.HostBlocks, err = sim.TierBlocks(f.hostRAM.n, bb, int(tp)); err != nil {
+			return fmt.Errorf("--host-ram: %w", err) // sim.ErrInvalidConfig: bad input
+		}
 		if f.diskSize.set {
-			s.Tiers.DiskBlocks = int(min(f.diskSize.n/bb/tp, prefix.MaxTierCapacity))
+			if s.Tiers.DiskBlocks, err = sim.TierBlocks(f.diskSize.n, bb, int(tp)); err != nil {
+				return fmt.Errorf("--disk: %w", err)
+			}
 		}
 		if s.Tiers.HostBlocks == 0 {
 			return badFlag("--host-ram %s holds no block of %s bytes", commas(f.hostRAM.n), commas(bb))
+		}
+		if err := s.Validate(&r.cfg); err != nil {
+			return fmt.Errorf("--host-ram, --disk: %w", err)
 		}
 		any, pagedTiers = true, true
 	}
@@ -483,8 +495,8 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		}
 	}
 	if len(hybridBytes) > 0 {
-		// The hybrid scheme sizes its pools and their tier shares in its own unit (bf16,
-		// the whole model), not the sizing plan's bytes per token (per GPU, --kv-cache-dtype).
+		// The hybrid scheme sizes its pools and their tier shares in its own unit (bf16, per
+		// GPU), not the sizing plan's bytes per token (per GPU, --kv-cache-dtype).
 		r.memory += "; hybrid runs split host and disk across their pools as the device budget, in blocks of " + strings.Join(hybridBytes, ", ")
 	}
 	return nil
