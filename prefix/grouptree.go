@@ -46,6 +46,7 @@ type GroupTree struct {
 	res [groupTiers]residency
 
 	duplicates uint64
+	stats      []int // Stats' copies of the per-group counters: Cached, then Prefixes
 
 	ev     *groupEvents // nil: no observer, and nothing computed for events
 	evPath []Node
@@ -121,7 +122,7 @@ func NewGroupTree(numBlocks, unit, groups int) (*GroupTree, error) {
 	if numBlocks < 2 || numBlocks > 1<<30 || unit <= 0 || unit > 1<<20 || groups <= 0 || groups > MaxGroups {
 		return nil, fmt.Errorf("%w: group tree of %d blocks, unit %d, %d groups", ErrInvalidArgument, numBlocks, unit, groups)
 	}
-	t := &GroupTree{unit: unit, ng: groups}
+	t := &GroupTree{unit: unit, ng: groups, stats: make([]int, 2*groups)}
 	// Node 0 is the root; room for about one node per two blocks before the first growth.
 	c := numBlocks/2 + 1
 	t.nodes = make([]gnode, 1, c)
@@ -142,14 +143,17 @@ func (t *GroupTree) Unit() int { return t.unit }
 // Groups is the number of KV-cache groups.
 func (t *GroupTree) Groups() int { return t.ng }
 
-// Stats returns the counters. Cached and Prefixes are fresh slices, so that a caller may
-// keep or change them without touching the tree; that costs two allocations a call, which
-// is why a reader on the hot path (once a step) uses CachedIn, PrefixesIn, LiveNodes and
-// DuplicateCount instead: they read the same counters and allocate nothing.
+// Stats returns the counters. It allocates nothing: Cached and Prefixes are the tree's
+// own copies of its per-group counters, made at this call and overwritten by the next
+// Stats call, so copy them to keep them past it (blocktable/hybrid's Manager.Stats
+// does). Changing them touches none of the tree's counters. CachedIn, PrefixesIn,
+// LiveNodes and DuplicateCount read the same counters one at a time.
 func (t *GroupTree) Stats() GroupTreeStats {
 	r := &t.res[Device]
-	return GroupTreeStats{Nodes: t.live, Cached: append([]int(nil), r.cached...),
-		Prefixes: append([]int(nil), r.prefixes...), Duplicates: t.duplicates}
+	c, p := t.stats[:t.ng:t.ng], t.stats[t.ng:]
+	copy(c, r.cached)
+	copy(p, r.prefixes)
+	return GroupTreeStats{Nodes: t.live, Cached: c, Prefixes: p, Duplicates: t.duplicates}
 }
 
 // Parent returns n's parent (RootNode for a namespace root and for the zero namespace's

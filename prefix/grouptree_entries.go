@@ -54,12 +54,19 @@ type GroupEntry struct {
 
 // First returns the first device block cached for group g at node n (the one a lookup
 // takes: vLLM keeps later blocks cached under a key that already has one, and reads the
-// first), or blocks.NullID when the group has none there. It is a lookup's inner step
-// (once per block and group of every match) and checks nothing: n must be a node of the
-// tree and g a group below Groups(), as the owner's walk guarantees; a node out of range
-// panics with an index error. Entry and Gone are the checked readers.
+// first), or blocks.NullID when the group has none there. A node or a group out of range
+// (negative, NoNode, a node slot the tree never made, g at or past Groups()) has none
+// either: First returns blocks.NullID, never reading another (node, group)'s list nor
+// panicking. It is a lookup's inner step (once per block and group of every match): the
+// check costs one unsigned compare for g, and for n the bounds check the read makes
+// anyway. Entry and Gone are the other checked readers.
 func (t *GroupTree) First(n Node, g int) blocks.ID {
-	return blocks.ID(t.res[Device].head[int(n)*t.ng+g])
+	head := t.res[Device].head
+	// With uint(g) < ng, i < len(head) keeps a negative n out too: int(n)*ng+g < 0 wraps.
+	if i := uint(int(n)*t.ng + g); uint(g) < uint(t.ng) && i < uint(len(head)) {
+		return blocks.ID(head[i])
+	}
+	return blocks.NullID
 }
 
 // NextCached returns the device block cached after b under b's (node, group), or

@@ -1043,12 +1043,14 @@ func (m *Manager) PackTables(dst []blocks.ID, seqs []blocktable.SeqID, g, width 
 	return nil
 }
 
-// Stats returns the counters.
+// Stats returns the counters. Cached and CachedPrefixes are fresh slices the caller may
+// keep (two allocations a call).
 func (m *Manager) Stats() Stats {
 	st := m.counters
 	ts := m.st.t.Stats()
 	st.Capacity, st.Free, st.Running = m.st.q.NumBlocks()-1, m.st.free(), len(m.seqs)
-	st.Cached, st.CachedPrefixes, st.Nodes = ts.Cached, ts.Prefixes, ts.Nodes
+	// The tree's Stats slices are its own, overwritten by its next call: Stats' are fresh.
+	st.Cached, st.CachedPrefixes, st.Nodes = slices.Clone(ts.Cached), slices.Clone(ts.Prefixes), ts.Nodes
 	st.Evictions, st.Duplicates, st.Dropped = m.st.evictions, ts.Duplicates, m.st.dropped
 	m.tierStats(&st)
 	return st
