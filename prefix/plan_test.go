@@ -37,3 +37,17 @@ func TestPlanRelease(t *testing.T) {
 	plan.Reset()
 	require.Equal(t, 0, x.PlanRelease(&plan, nil))
 }
+
+// A plan's generation wrapping clears its stamps: a block loaded at generation 1 before
+// the wrap is loaded again after it, not read as the earlier plan left it.
+func TestPlanReleaseGenerationWraps(t *testing.T) {
+	pool, x := newTestIndex(t, 16)
+	r := admit(t, x, pool, Prompt{Tokens: toks(1, 3*testBS+2)})
+	var plan ReleasePlan
+	require.Equal(t, 4, x.PlanRelease(&plan, r.ids))
+	require.Equal(t, uint32(1), plan.gen)
+	plan.gen = ^uint32(0) // as if 2^32-2 Resets had passed
+	plan.Reset()
+	require.Equal(t, uint32(1), plan.gen)
+	require.Equal(t, 4, x.PlanRelease(&plan, r.ids), "the same count as on a fresh plan")
+}
