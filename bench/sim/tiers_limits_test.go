@@ -2,11 +2,15 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable/hybrid"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -113,4 +117,51 @@ func TestTierLinksWithoutATierAreHarmless(t *testing.T) {
 		got.Scheme = want.Scheme
 		require.Equal(t, want, got, s.Label())
 	}
+}
+
+// BenchmarkTierBookkeeping measures what MaxTierBlocks bounds: the heap a lower tier of
+// 2^20 blocks takes once built, before anything is stored, per block, in the paged
+// scheme's index (16- and 256-token blocks) and in a hybrid Manager (one full-attention
+// group).
+//
+//	go test -run '^$' -bench TierBookkeeping -benchtime 1x ./bench/sim/
+func BenchmarkTierBookkeeping(b *testing.B) {
+	const n = 1 << 20
+	heap := func(build func() any) float64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		x := build()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(x)
+		return float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	for _, bs := range []int{16, 256} {
+		b.Run(fmt.Sprintf("paged/%d", bs), func(b *testing.B) {
+			var per float64
+			for range b.N {
+				per = heap(func() any {
+					pool, err := blocks.New(1024)
+					require.NoError(b, err)
+					x, err := prefix.New(pool, bs, prefix.WithTiers(tierConfig(n, 0, 1<<20)))
+					require.NoError(b, err)
+					return x
+				})
+			}
+			b.ReportMetric(per, "bytes/block")
+		})
+	}
+	b.Run("hybrid", func(b *testing.B) {
+		var per float64
+		for range b.N {
+			per = heap(func() any {
+				tc := tierConfig(n, 0, 1<<20)
+				m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{hybrid.FullAttention{Block: 16, Bytes: 1 << 20}}, NumBlocks: 1024, Tiers: &tc})
+				require.NoError(b, err)
+				return m
+			})
+		}
+		b.ReportMetric(per, "bytes/block")
+	})
 }
