@@ -176,12 +176,15 @@ func BenchmarkMatchScaling(b *testing.B) {
 	}
 }
 
-// TestMatchScalingMemory holds the index to 140 bytes per cached block with the default
+// TestMatchScalingMemory holds the index to 160 bytes per cached block with the default
 // hasher, 64 of them tokens, at the largest size of BenchmarkMatchScaling. (It was 128 while
 // the default LRU was built into the index and read each candidate's time from its node;
 // evict.NewLRU keeps the time in its own heap element, 4 bytes more a block. 132 until the
 // child table went from two slots a block to four, 8 bytes more, which halved the cost of
-// each eviction's deletion from it: 3.4% of W3's instructions, see bench/README.md.)
+// each eviction's deletion from it: 3.4% of W3's instructions, see bench/README.md. 136
+// until a node became one 64-byte cache line holding its generation, hits and hint child,
+// 20 bytes more a block, for two to three fewer lines a commit touches: 13% fewer
+// last-level misses in the simulator's sharing run, see bench/README.md's seventh session.)
 func TestMatchScalingMemory(t *testing.T) {
 	if testing.Short() || invariant.Enabled {
 		t.Skip("builds an index of 400,000 blocks (too slow with invariant checks)")
@@ -189,8 +192,8 @@ func TestMatchScalingMemory(t *testing.T) {
 	_, cached, heap, _ := scalingIndex(t, 100000)
 	perBlock := float64(heap) / float64(cached)
 	t.Logf("%d cached blocks, %.1f bytes each", cached, perBlock)
-	if perBlock > 140 {
-		t.Fatalf("index memory %.1f bytes per cached block, want at most 140", perBlock)
+	if perBlock > 160 {
+		t.Fatalf("index memory %.1f bytes per cached block, want at most 160", perBlock)
 	}
 }
 

@@ -63,8 +63,6 @@ func requireSameIndex(t *testing.T, a, b *Index, step int) {
 	require.Equal(t, sa.String(), sb.String(), "step %d", step)
 	require.Equal(t, keyless(a.nodes), keyless(b.nodes), "step %d", step)
 	require.Equal(t, a.refs, b.refs, "step %d", step)
-	require.Equal(t, a.cold, b.cold, "step %d", step)
-	require.Equal(t, a.hint, b.hint, "step %d", step)
 	require.Equal(t, a.pinned, b.pinned, "step %d", step)
 	require.NoError(t, a.CheckInvariants(), "step %d", step) // the eviction set is the evictable leaves
 }

@@ -69,7 +69,7 @@ func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
 		(x.cfg.requireNS && p.Namespace == (Namespace{})) || (int(cur.blocks)+1)*16 > len(p.Tokens) {
 		return 0
 	}
-	if nd := &x.nodes[n]; x.cold[n].gen != cur.gen || nd.flags&flagCached == 0 || nd.children != 0 ||
+	if nd := &x.nodes[n]; x.nodes[n].gen != cur.gen || nd.flags&flagCached == 0 || nd.children != 0 ||
 		cur.root != x.rootOf(p.Namespace) || x.nodes[nodeOf(id)].flags&(flagCached|flagMark) != 0 {
 		return 0
 	}
@@ -88,7 +88,7 @@ func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int3
 	t := x.tick()
 	at = x.insertChain(at, start, p, ids, 0, t, true)
 	x.stats.inserts++
-	*cur = Cursor{node: at, blocks: int32(start + 1), gen: x.cold[at].gen, root: cur.root}
+	*cur = Cursor{node: at, blocks: int32(start + 1), gen: x.nodes[at].gen, root: cur.root}
 	x.mutated()
 	return CommitResult{Stored: 1}
 }
@@ -149,7 +149,7 @@ func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (Comm
 			res.Present++
 		} else {
 			res.Duplicates++
-			x.cold[c].hits++
+			x.nodes[c].hits++
 		}
 		if r := p.retentionAt(start+i, x.bs, t); r.Priority != 0 {
 			x.retain(c, r)
@@ -166,7 +166,7 @@ func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (Comm
 	if x.ctl.quota != nil && res.Stored > 0 {
 		x.enforceQuota(at)
 	}
-	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.cold[at].gen, root: root}
+	*cur = Cursor{node: at, blocks: int32(start + len(ids)), gen: x.nodes[at].gen, root: root}
 	x.mutated()
 	return res, nil
 }
@@ -202,7 +202,7 @@ func (x *Index) resolve(cur *Cursor, p *Prompt) (int32, error) {
 		return detached, nil
 	case n < 0 || int(n) >= len(x.nodes):
 		return 0, ErrInvalidCursor
-	case x.cold[n].gen == cur.gen && x.nodes[n].flags&(flagCached|flagRoot) != 0:
+	case x.nodes[n].gen == cur.gen && x.nodes[n].flags&(flagCached|flagRoot) != 0:
 		// A live node of the generation the cursor saw lies under the very root the cursor
 		// was placed under (a root is freed only when childless, and freeing bumps its
 		// generation), so cur.root names the cursor's namespace.
@@ -336,10 +336,13 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		}
 		n := nodeOf(id)
 		nd := &x.nodes[n]
-		*nd = node{key: x.keyBuf[i], lastAccess: t, parent: at, flags: flagCached}
-		cd := &x.cold[n]
-		cd.gen++ // a new incarnation: cursors at the evicted one stay stale
-		cd.hits = 1
+		// Field by field, not a composite literal, which builds the 64-byte node aside and
+		// copies it: gen++ makes a new incarnation (cursors at the evicted one stay stale).
+		nd.key, nd.lastAccess, nd.parent = x.keyBuf[i], t, at
+		nd.children, nd.pinnedKids, nd.hint = 0, 0, 0
+		nd.gen++
+		nd.hits = 1
+		nd.flags, nd.prio = flagCached, 0
 		b := start + i
 		if len(p.RetentionRanges) == 0 { // the common case, without a call per block
 			x.retain(n, p.Retention)
@@ -369,11 +372,11 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 			x.evRemoveSlow(at) // an unpinned leaf until now: in the eviction set
 		}
 		pn.children++
-		if nd.flags&flagMM == 0 && x.hint[at] == 0 {
+		if nd.flags&flagMM == 0 && x.nodes[at].hint == 0 {
 			// A new child takes the hint only from nobody, and the hint child is the one
-			// child the table does not hold (see Index.hint): a chain of new blocks, each
+			// child the table does not hold (see Index.nodes): a chain of new blocks, each
 			// the first child of the last, costs no table line at all.
-			x.hint[at] = n
+			x.nodes[at].hint = n
 		} else {
 			x.table.insert(n, nd.key)
 		}

@@ -107,7 +107,7 @@ func (x *Index) dumpTree(b *bytes.Buffer, children map[int32][]int32, n int32, d
 		b.WriteString(" " + state + " last=")
 		b.Write(strconv.AppendUint(b.AvailableBuffer(), nd.lastAccess, 10))
 		b.WriteString(" hits=")
-		b.Write(strconv.AppendUint(b.AvailableBuffer(), uint64(x.cold[c].hits), 10))
+		b.Write(strconv.AppendUint(b.AvailableBuffer(), uint64(x.nodes[c].hits), 10))
 		if mm := x.mm[c]; len(mm) > 0 {
 			e := x.extraOf(Namespace{}, false, mm)
 			fmt.Fprintf(b, " mm=%q", e.MM)

@@ -62,8 +62,7 @@ func (x *Index) Epoch(ns Namespace) uint32 {
 
 // tombstone retires slot r for good: its retired root lost its last block.
 func (x *Index) tombstone(r int32, gen uint32) {
-	x.nodes[r], x.cold[r] = node{}, nodeCold{gen: gen}
-	x.hint[r] = 0
+	x.nodes[r] = node{gen: gen}
 	x.ctl.retiredLive--
 	x.ctl.tombs++
 }

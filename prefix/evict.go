@@ -35,7 +35,7 @@ func evictable(nd *node) bool {
 // evictEntry describes block node n as an eviction candidate.
 func (x *Index) evictEntry(n int32) evict.Entry {
 	nd := &x.nodes[n]
-	e := evict.Entry{Key: int32(blockOf(n)), LastAccess: nd.lastAccess, Hits: x.cold[n].hits, Priority: nd.prio}
+	e := evict.Entry{Key: int32(blockOf(n)), LastAccess: nd.lastAccess, Hits: x.nodes[n].hits, Priority: nd.prio}
 	if x.until != nil {
 		e.PriorityUntil = x.until[n]
 	}
@@ -44,7 +44,7 @@ func (x *Index) evictEntry(n int32) evict.Entry {
 
 // evAdd puts node n (which just became an unreferenced leaf, or was touched as one) into
 // the eviction set, or re-ranks it there. The default LRU is told the key and last access
-// alone: building its Entry would read the node's hits on their cold line (Index.cold).
+// alone: the key and the time on the node's line.
 func (x *Index) evAdd(n int32) {
 	if x.chain != nil {
 		x.chain.AddAt(int32(blockOf(n)), x.nodes[n].lastAccess)
@@ -207,8 +207,8 @@ func (x *Index) nodeOfVictim(id blocks.ID) *node {
 // takes n out of the eviction set and adds the parent.
 func (x *Index) unlink(n int32, nd *node) int32 {
 	p := nd.parent
-	if x.hint[p] == n {
-		x.hint[p] = 0 // not in the table (see Index.hint); the next commit or acquire under p sets it again
+	if x.nodes[p].hint == n {
+		x.nodes[p].hint = 0 // not in the table (see Index.nodes); the next commit or acquire under p sets it again
 	} else {
 		x.table.remove(n, nd.key)
 	}
@@ -255,7 +255,7 @@ func (x *Index) Reset() error {
 		if x.ctl.ghost.on() {
 			x.ctl.ghost.record(x.eventKey(n), x.clock.Now(), EvictReset)
 		}
-		*nd = node{} // stale for cursors: see nodeCold
+		*nd = node{gen: nd.gen, hits: nd.hits} // no flagCached: stale for cursors (see node)
 		x.poisonFreed(n)
 	}
 	for r := int32(len(x.nodes) - 1); int(r) > x.nb; r-- { // downwards: the lowest slot is reused first
@@ -265,7 +265,9 @@ func (x *Index) Reset() error {
 		}
 	}
 	x.table.clear()
-	clear(x.hint)
+	for n := range x.nodes {
+		x.nodes[n].hint = 0
+	}
 	clear(x.mm)
 	x.policy.Reset()
 	if x.ctl.quota != nil {

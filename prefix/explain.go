@@ -146,7 +146,7 @@ func (x *Index) Explain(dst []blocks.ID, p *Prompt, o LookupOptions, e *Explanat
 		last := nodeOf(dst[len(dst)-1])
 		dst = dst[:len(dst)-1]
 		par := x.nodes[last].parent
-		c = Cursor{node: par, blocks: c.blocks - 1, gen: x.cold[par].gen, root: c.root}
+		c = Cursor{node: par, blocks: c.blocks - 1, gen: x.nodes[par].gen, root: c.root}
 		e.MatchedBlocks--
 		e.Reason = MissEAGLE
 		return dst, c
@@ -271,10 +271,10 @@ func (x *Index) cachedNext(r int32, c Cursor, p *Prompt, m int) bool {
 
 // sharedWithHint returns how many leading tokens of toks agree with node n's hint child.
 func (x *Index) sharedWithHint(n int32, toks []int32) int {
-	if n <= 0 || int(n) >= len(x.hint) {
+	if n <= 0 || int(n) >= len(x.nodes) {
 		return 0
 	}
-	h := x.hint[n]
+	h := x.nodes[n].hint
 	if h == 0 {
 		return 0
 	}

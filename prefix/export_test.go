@@ -12,7 +12,7 @@ func withUnseededKeys() Option { return func(c *config) { c.unseeded = true } }
 
 // hintOf is the block Match tries first after block id, or -1 for none.
 func (x *Index) hintOf(id blocks.ID) blocks.ID {
-	if c := x.hint[nodeOf(id)]; c != 0 {
+	if c := x.nodes[nodeOf(id)].hint; c != 0 {
 		return blockOf(c)
 	}
 	return -1

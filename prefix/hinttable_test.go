@@ -29,13 +29,13 @@ func TestHintChildIsNotInTheTable(t *testing.T) {
 	require.Zero(t, tableLen(x), "a chain of first children went into the table")
 	idsB := cacheFull(t, x, pool, Prompt{Tokens: b})
 	require.Equal(t, 1, tableLen(x), "the second child of the system prompt's tail")
-	require.Equal(t, nodeOf(idsA[2]), x.hint[nodeOf(idsA[1])])
+	require.Equal(t, nodeOf(idsA[2]), x.nodes[nodeOf(idsA[1])].hint)
 
 	// Reusing b's tail moves the hint to it: a's tail goes into the table instead.
 	got, _ := x.Peek(nil, &Prompt{Tokens: b}, WholePrompt)
 	require.Equal(t, idsB, got)
 	require.NoError(t, x.Acquire(got))
-	require.Equal(t, nodeOf(idsB[2]), x.hint[nodeOf(idsB[1])])
+	require.Equal(t, nodeOf(idsB[2]), x.nodes[nodeOf(idsB[1])].hint)
 	require.Equal(t, 1, tableLen(x))
 	require.NoError(t, x.CheckInvariants())
 	require.NoError(t, x.Release(got))

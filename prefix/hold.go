@@ -51,9 +51,8 @@ func (x *Index) acquireMatched(ids []blocks.ID) {
 	if len(ids) == 0 {
 		return
 	}
-	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs and bc are cut to match
-	refs, hint := x.refs[:len(bn)], x.hint
-	bc := x.cold[1 : len(bn)+1]
+	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs is cut to match
+	refs, nodes := x.refs[:len(bn)], x.nodes
 	t := x.tick()
 	if tail := int(ids[len(ids)-1]); bn[tail].flags&flagPinned == 0 && bn[tail].children == 0 {
 		x.evRemoveSlow(int32(tail) + 1) // an unpinned leaf: in the eviction set
@@ -71,8 +70,8 @@ func (x *Index) acquireMatched(ids []blocks.ID) {
 			}
 		}
 		nd.lastAccess = t
-		bc[b].hits++
-		if f&flagMM == 0 && hint[nd.parent] != int32(b)+1 {
+		nd.hits++
+		if f&flagMM == 0 && nodes[nd.parent].hint != int32(b)+1 {
 			x.rehint(nd.parent, int32(b)+1) // reused now: the child the next request likely wants
 		}
 	}
@@ -107,9 +106,8 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 	if len(ids) == 0 {
 		return
 	}
-	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs and bc are cut to match
-	refs, hint := x.refs[:len(bn)], x.hint
-	bc := x.cold[1 : len(bn)+1]
+	bn := x.nodes[1 : x.nb+1] // bn[id] is block id's node; refs is cut to match
+	refs, nodes := x.refs[:len(bn)], x.nodes
 	t := x.tick()
 	// Last to first: along a path, pinning the tail pins every block above it in one walk,
 	// and the blocks above then find themselves pinned already. The outcome (which blocks
@@ -129,8 +127,8 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 			x.pin(int32(b) + 1)
 		}
 		nd.lastAccess = t
-		bc[b].hits++
-		if nd.flags&flagMM == 0 && hint[nd.parent] != int32(b)+1 {
+		nd.hits++
+		if nd.flags&flagMM == 0 && nodes[nd.parent].hint != int32(b)+1 {
 			x.rehint(nd.parent, int32(b)+1) // reused now: the child the next request likely wants
 		}
 	}
@@ -141,17 +139,17 @@ func (x *Index) acquire(ids []blocks.ID, retain bool) {
 }
 
 // rehint makes c, a text-only child of p, p's hint. The hint child is the one child of p
-// the child table does not hold (see Index.hint), so the old hint goes into the table and
+// the child table does not hold (see Index.nodes), so the old hint goes into the table and
 // c leaves it. Along a path that requests share the hint is already the acquired child;
 // this is the rarer move, out of line.
 //
 //go:noinline
 func (x *Index) rehint(p, c int32) {
-	if old := x.hint[p]; old != 0 {
+	if old := x.nodes[p].hint; old != 0 {
 		x.table.insert(old, x.nodes[old].key)
 	}
 	x.table.remove(c, x.nodes[c].key)
-	x.hint[p] = c
+	x.nodes[p].hint = c
 }
 
 // Release drops the caller's reference on each of ids. Cached blocks left with only the

@@ -15,8 +15,9 @@ import (
 // How the index is laid out (for maintainers; users read the package doc).
 //
 // Every cached block is one node, and the node of block b is simply slot b+1 of flat
-// arrays: 40 bytes of metadata (chained key, last access, parent, child and pinned-child
-// counts, generation, hits, flags) and the block's tokens in one token arena, indexed by
+// arrays: one 64-byte cache line of metadata (chained key, last access, parent, child and
+// pinned-child counts, generation, hits, hint child, flags) and the block's tokens in one
+// token arena, indexed by
 // block ID, with no pointer anywhere for the garbage collector to scan. Parent-to-child
 // links live in one open-addressing table for the whole tree, keyed by each child's chained
 // 64-bit hash and sized once for the pool's capacity, so it never grows or rehashes.
@@ -78,22 +79,21 @@ type Index struct {
 	ctr   *evict.Counter // clock when it is the default Counter: ticks without an interface call
 	obs   Observer
 
-	nodes  []node     // node 0 unused; 1..nb blocks; nb+1.. namespace roots
-	cold   []nodeCold // beside nodes, index for index
-	tokens []int32    // bs tokens per block, indexed by block ID
+	// nodes: node 0 unused; 1..nb blocks; nb+1.. namespace roots. A node's hint is the
+	// child Peek tries first (0 = none): a text-only child, the last one a request
+	// acquired, else the first one committed while the node had no hint (none yet, or the
+	// hint was evicted). Along a path that requests share, the next block is almost
+	// always this child, so Peek confirms it by comparing tokens and skips the hash and
+	// the table probe. See match.go. The table holds every cached block but the hints
+	// (findChild tries the hint first).
+	nodes  []node
+	tokens []int32 // bs tokens per block, indexed by block ID
 	// tok16 is the same arena as tokens, seen as one array per block, when blocks hold 16
 	// tokens (nil otherwise): &tok16[b] is block b's tokens with one bounds check, which
 	// the hot loops of 16-token blocks (matchText16, insertChain) index without slicing.
 	tok16 [][16]int32
 	table childTable
 	mm    map[int32][]mmKey // multimodal extra keys of the blocks that have any
-	// hint is, per node, the child Peek tries first (0 = none): a text-only child, the
-	// last one a request acquired, else the first one committed while the node had no
-	// hint (none yet, or the hint was evicted). Along a path that
-	// requests share, the next block is almost always this child, so Peek confirms it
-	// by comparing tokens and skips the hash and the table probe. See match.go. The
-	// table holds every cached block but the hints (findChild tries the hint first).
-	hint []int32
 
 	// Namespaces. A root lives while its namespace has cached blocks (see freeRoot), so
 	// root slots nb+1.. are reused: freeRoots lists the free ones, and there are never
@@ -153,30 +153,32 @@ type Index struct {
 	evRemoved BlockRemoved
 }
 
-// node is one cached block (or a namespace root). 40 bytes.
+// node is one cached block (or a namespace root): 64 bytes, one cache line (Index.nodes
+// is a large allocation, page-aligned), with everything the index keeps of a block but
+// its tokens, its child-table slot and the rarely set time limit (Index.until). A commit
+// then touches two lines of the index's own (the cursor's node, the new block's) besides
+// the tokens, where 32-byte nodes with the generation, the hits and the hint in arrays
+// beside them made it five, and an eviction reads its parent's hint on the parent's line.
+// The sixth session's 32-byte node took two to a line, which the per-block passes never
+// used: a path's blocks have unrelated IDs, so each of them is a line of its own anyway.
+//
+// gen is a block node's incarnation, for cursors: Commit bumps it when it caches a block
+// there (an evicted node has no flagCached, which already makes a cursor at it stale; the
+// next incarnation's gen makes it stale for good). A root slot's gen is bumped when it is
+// freed (freeRoot). hits counts a block's uses: 1 at commit, one per acquire and per
+// duplicate commit. hint is the child Peek tries first (see Index.nodes).
 type node struct {
 	key        uint64 // chained fast64 hash: table key and, by default, the event hash
 	lastAccess uint64 // logical time of the last acquire, commit or release
 	parent     int32
 	children   int32
 	pinnedKids int32 // children that are pinned
+	gen        uint32
+	hits       uint32
+	hint       int32
 	flags      uint8
 	prio       uint8 // retention priority (Prompt.Retention); 0 = evict.DefaultPriority
-}
-
-// nodeCold holds the two fields of a node that the hot paths' per-block passes (release,
-// match, the child table, pinning) never read, in Index.cold beside Index.nodes: without
-// them a node is 32 bytes, two to a cache line and none straddling two, where the 40-byte
-// node straddled two lines every other time.
-//
-// gen is a block node's incarnation, for cursors: Commit bumps it when it caches a block
-// there (an evicted node has no flagCached, which already makes a cursor at it stale; the
-// next incarnation's gen makes it stale for good). A root slot's gen is bumped when it is
-// freed (freeRoot). hits counts a block's uses: 1 at commit, one per acquire and per
-// duplicate commit.
-type nodeCold struct {
-	gen  uint32
-	hits uint32
+	_          [22]byte
 }
 
 const (
@@ -240,8 +242,6 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		clock:  cfg.clock,
 		obs:    cfg.observer,
 		nodes:  make([]node, nb+1, nb+2),
-		cold:   make([]nodeCold, nb+1, nb+2),
-		hint:   make([]int32, nb+1, nb+2),
 		mm:     make(map[int32][]mmKey),
 		roots:  make(map[Namespace]int32),
 		hasher: cfg.hasher,
@@ -452,12 +452,11 @@ func (x *Index) ensureRoot(ns Namespace) int32 {
 	if k := len(x.freeRoots); k > 0 {
 		r = x.freeRoots[k-1]
 		x.freeRoots = x.freeRoots[:k-1]
-		x.nodes[r] = nd // x.cold[r].gen was bumped when freed: cursors of the last tenant are stale
+		nd.gen = x.nodes[r].gen // bumped when freed: cursors of the last tenant are stale
+		x.nodes[r] = nd
 	} else {
 		r = int32(len(x.nodes))
 		x.nodes = append(x.nodes, nd)
-		x.cold = append(x.cold, nodeCold{})
-		x.hint = append(x.hint, 0)
 		x.rootInfo = append(x.rootInfo, rootInfo{})
 	}
 	ri := rootInfo{ns: ns, hasLo: ns.LoRA != "", hasSa: ns.Salt != ""}
@@ -484,7 +483,7 @@ func (x *Index) dropRoot(ns Namespace) {
 	if r == 0 || x.nodes[r].children != 0 {
 		panic("kvpage: broken invariant: dropping a namespace root that is in use")
 	}
-	x.releaseRoot(r, x.cold[r].gen)
+	x.releaseRoot(r, x.nodes[r].gen)
 }
 
 // freeRoot frees root r, which has no child: its namespace has nothing cached. The root's
@@ -495,7 +494,7 @@ func (x *Index) freeRoot(r int32) {
 	if x.nodes[r].flags&flagRoot == 0 || x.nodes[r].children != 0 {
 		panic("kvpage: broken invariant: freeing a namespace root that is in use")
 	}
-	x.releaseRoot(r, x.cold[r].gen+1)
+	x.releaseRoot(r, x.nodes[r].gen+1)
 }
 
 // releaseRoot puts root slot r on the free list with generation gen, dropping its map
@@ -511,8 +510,7 @@ func (x *Index) releaseRoot(r int32, gen uint32) {
 		x.defRoot = 0
 	}
 	*ri = rootInfo{}
-	x.nodes[r], x.cold[r] = node{}, nodeCold{gen: gen}
-	x.hint[r] = 0
+	x.nodes[r] = node{gen: gen}
 	x.freeRoots = append(x.freeRoots, r)
 }
 

@@ -97,14 +97,14 @@ func (x *Index) CheckInvariants() error {
 			if !x.isBlock(s.n) || s.tag != keyTag(x.nodes[s.n].key) {
 				return fmt.Errorf("child table slot holds node %d with tag %#x, not its key's", s.n, s.tag)
 			}
-			if x.hint[x.nodes[s.n].parent] == s.n {
+			if x.nodes[x.nodes[s.n].parent].hint == s.n {
 				return fmt.Errorf("child table holds block %d, its parent's hint", s.n-1)
 			}
 		}
 	}
 	hinted := 0
-	for _, c := range x.hint {
-		if c != 0 {
+	for n := range x.nodes {
+		if x.nodes[n].hint != 0 {
 			hinted++
 		}
 	}
@@ -155,7 +155,7 @@ func (x *Index) checkRoots(children []int32) error {
 			if !free[r] {
 				return fmt.Errorf("root slot %d is neither a root nor free", r)
 			}
-			if *nd != (node{}) || x.cold[r].hits != 0 || *ri != (rootInfo{}) || x.hint[r] != 0 || children[r] != 0 {
+			if blank := (node{gen: nd.gen}); *nd != blank || *ri != (rootInfo{}) || children[r] != 0 {
 				return fmt.Errorf("free root slot %d is not blank", r)
 			}
 			continue
@@ -199,10 +199,8 @@ func (x *Index) isRootSlot(n int32) bool { return int(n) > x.nb && int(n) < len(
 // checkHints verifies every node's hint: none for a node that is not in the tree or has no
 // text-only child, else one of its own cached children without multimodal keys.
 func (x *Index) checkHints() error {
-	if len(x.hint) != len(x.nodes) {
-		return fmt.Errorf("%d hints for %d nodes", len(x.hint), len(x.nodes))
-	}
-	for n, c := range x.hint {
+	for n := range x.nodes {
+		c := x.nodes[n].hint
 		if c == 0 {
 			continue
 		}

@@ -58,7 +58,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, C
 		} else {
 			dst, cur, matched = x.matchText(dst, p.Tokens, r, ri, full)
 		}
-		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.cold[cur].gen, root: r}
+		return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 	}
 	// With multimodal inputs: a block without any still tries the hint (hints are text-only
 	// children, so equal tokens under the same parent are the one right child); a block with
@@ -68,7 +68,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, C
 		toks := p.Tokens[b*x.bs : (b+1)*x.bs : (b+1)*x.bs]
 		mm := x.blockMM(p, b, &mmLo)
 		c := int32(0)
-		if h := x.hint[cur]; mm == nil && h != 0 && sameTokens(x.blockTokens(h), toks) {
+		if h := x.nodes[cur].hint; mm == nil && h != 0 && sameTokens(x.blockTokens(h), toks) {
 			c = h
 		} else {
 			c = x.findChild(cur, x.childKey(x.nodes[cur].key, toks, ri, b == 0, mm), toks, mm)
@@ -80,7 +80,7 @@ func (x *Index) Peek(dst []blocks.ID, p *Prompt, limit HitLimit) ([]blocks.ID, C
 		cur = c
 		matched++
 	}
-	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.cold[cur].gen, root: r}
+	return dst, Cursor{node: cur, blocks: int32(matched), gen: x.nodes[cur].gen, root: r}
 }
 
 // RecordLookup counts in Stats one lookup of p that matched up to c: one lookup,
@@ -96,15 +96,15 @@ func (x *Index) RecordLookup(p *Prompt, c Cursor) {
 }
 
 // matchText is Peek's loop for prompts without multimodal inputs: the common case. Each
-// block first tries the node's hint child (see Index.hint) with one token comparison and
+// block first tries the node's hint child (see Index.nodes) with one token comparison and
 // no hash; only where the hint is missing or wrong and the node has other children does it
 // hash the block and probe the child table (nextByKey).
 func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
-	bs, hint, arena := x.bs, x.hint, x.tokens
+	bs, nodes, arena := x.bs, x.nodes, x.tokens
 	cur := r
 	for b := 0; b < full; b++ {
 		toks := tokens[b*bs : (b+1)*bs : (b+1)*bs]
-		c := hint[cur]
+		c := nodes[cur].hint
 		if c != 0 {
 			off := int(c-1) * bs
 			if sameTokens(arena[off:off+bs:off+bs], toks) {
@@ -129,14 +129,14 @@ func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootIn
 	if full <= 0 {
 		return dst, r, 0
 	}
-	hint, arena := x.hint, x.tok16
+	nodes, arena := x.nodes, x.tok16
 	// The prompt's first full blocks, one array each (full*16 <= len(tokens), checked
 	// here): the loop indexes them with no bounds check and no slicing.
 	prompt := unsafe.Slice((*[16]int32)(tokens[:full*16]), full)
 	cur := r
 	for b := range prompt {
 		t := &prompt[b]
-		c := hint[cur]
+		c := nodes[cur].hint
 		if c != 0 {
 			o := &arena[int(c)-1]
 			if (pair(o[0], o[1])^pair(t[0], t[1]))|(pair(o[2], o[3])^pair(t[2], t[3]))|
@@ -231,9 +231,9 @@ func (x *Index) childKey(parent uint64, toks []int32, ri *rootInfo, first bool, 
 
 // findChild returns the child of parent whose key, tokens and extra keys are these, or 0:
 // the hint child if it holds toks (it is the one child the table does not hold: see
-// Index.hint), else whatever the table holds.
+// Index.nodes), else whatever the table holds.
 func (x *Index) findChild(parent int32, key uint64, toks []int32, mm []mmKey) int32 {
-	h := x.hint[parent]
+	h := x.nodes[parent].hint
 	if h != 0 && len(mm) == 0 && sameTokens(x.blockTokens(h), toks) {
 		return h // a text-only child of parent: equal tokens make equal keys
 	}

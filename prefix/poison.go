@@ -25,5 +25,5 @@ func (x *Index) poisonFreed(n int32) {
 	nd := &x.nodes[n]
 	nd.key = 0xdeadbeefdeadbeef
 	nd.lastAccess = math.MaxUint64
-	x.cold[n].hits = math.MaxUint32
+	x.nodes[n].hits = math.MaxUint32
 }

@@ -218,7 +218,7 @@ func (x *Index) HoldSession(id SessionID, ids []blocks.ID, r Retention) int {
 	for _, b := range ids {
 		if x.IsCached(b) {
 			s.ids = append(s.ids, b)
-			s.gens = append(s.gens, x.cold[nodeOf(b)].gen)
+			s.gens = append(s.gens, x.nodes[nodeOf(b)].gen)
 		}
 	}
 	x.SetRetention(s.ids, r)
@@ -249,7 +249,7 @@ func (x *Index) lapse(s *session) int {
 	n := 0
 	for i, b := range s.ids {
 		nd := nodeOf(b)
-		if x.cold[nd].gen != s.gens[i] || x.nodes[nd].flags&flagCached == 0 || x.nodes[nd].prio != s.prio {
+		if x.nodes[nd].gen != s.gens[i] || x.nodes[nd].flags&flagCached == 0 || x.nodes[nd].prio != s.prio {
 			continue
 		}
 		x.retain(nd, Retention{})

@@ -68,7 +68,6 @@ func TestNamespacesComeAndGo(t *testing.T) {
 			}
 			require.NoError(t, x.CheckInvariants())
 			assert.Len(t, x.rootInfo, rootSlots(x))
-			assert.Len(t, x.hint, len(x.nodes))
 			assert.Equal(t, len(window), x.Stats().Namespaces)
 			assert.Len(t, x.roots, x.Stats().Namespaces)
 			assert.Equal(t, pool.NumBlocks()+1+tc.maxSlots, len(x.nodes), "the slots that were needed, no more")
@@ -90,13 +89,13 @@ func TestRootFreedWithItsLastBlock(t *testing.T) {
 	admit(t, x, pool, Prompt{Namespace: ns, Tokens: cat(toks(1, testBS), toks(90, testBS))}).finish(t, x)
 	r := x.rootOf(ns)
 	require.NotZero(t, r)
-	gen := x.cold[r].gen
+	gen := x.nodes[r].gen
 	for left := 3; left > 0; left-- {
 		assert.Equal(t, r, x.rootOf(ns), "%d blocks left", left)
 		require.Equal(t, 1, x.Evict(1))
 	}
 	assert.Zero(t, x.rootOf(ns))
-	assert.Equal(t, gen+1, x.cold[r].gen, "freeing bumps the generation")
+	assert.Equal(t, gen+1, x.nodes[r].gen, "freeing bumps the generation")
 	assert.Equal(t, rootInfo{}, *x.root(r), "the namespace's strings are dropped")
 	assert.Equal(t, []int32{r}, x.freeRoots)
 	assert.Zero(t, x.Stats().Namespaces)
@@ -267,12 +266,12 @@ func TestFailedCommitDropsItsNewRoot(t *testing.T) {
 	require.NoError(t, err)
 	var c Cursor
 	nodes, free := len(x.nodes), append([]int32(nil), x.freeRoots...)
-	gen := x.cold[free[0]].gen
+	gen := x.nodes[free[0]].gen
 	_, err = x.Commit(&c, &Prompt{Namespace: Namespace{Salt: "new"}, Tokens: toks(1, 2*testBS)}, []blocks.ID{ids[0], ids[0]})
 	assert.ErrorIs(t, err, ErrAlreadyCached)
 	assert.Equal(t, nodes, len(x.nodes))
 	assert.Equal(t, free, x.freeRoots)
-	assert.Equal(t, gen, x.cold[free[0]].gen)
+	assert.Equal(t, gen, x.nodes[free[0]].gen)
 	assert.Zero(t, x.Stats().Namespaces)
 	require.NoError(t, x.CheckInvariants())
 	require.NoError(t, pool.Release(ids...))
@@ -297,7 +296,7 @@ func TestCheckInvariantsCatchesRootCorruption(t *testing.T) {
 		"free slot also live":       func(x *Index) { x.nodes[free(x)].flags = flagRoot },
 		"free slot in the map":      func(x *Index) { x.roots[Namespace{Salt: "ghost"}] = free(x) },
 		"free slot keeps strings":   func(x *Index) { x.root(free(x)).ns = Namespace{LoRA: "a"} },
-		"free slot has a hint":      func(x *Index) { x.hint[free(x)] = x.hint[x.defRoot] },
+		"free slot has a hint":      func(x *Index) { x.nodes[free(x)].hint = x.nodes[x.defRoot].hint },
 		"free slot listed twice":    func(x *Index) { x.freeRoots = append(x.freeRoots, free(x)) },
 		"free slot not listed":      func(x *Index) { x.freeRoots = x.freeRoots[:0] },
 		"live root listed as free":  func(x *Index) { x.freeRoots = append(x.freeRoots, x.defRoot) },

@@ -2,7 +2,7 @@ package prefix
 
 // childTable is the one table of parent-to-child links for the whole tree: an open-addressing
 // hash table of node indices, probed linearly from the child's chained key, that holds every
-// cached block but its parent's hint (see Index.hint). A child is found
+// cached block but its parent's hint (see Index.nodes). A child is found
 // by (parent, key) and then confirmed on its tokens and extra keys, so colliding keys only
 // cost probes, never a false hit.
 //

@@ -34,7 +34,7 @@ func (x *Index) tierCommitted(ids []blocks.ID) {
 			if en.dev == 0 { // a promotion: the device holds the block again
 				en.dev = n
 				ts.devEnt[n] = e + 1
-				x.cold[n].hits = max(x.cold[n].hits, en.hits)
+				x.nodes[n].hits = max(x.nodes[n].hits, en.hits)
 			}
 			continue
 		}
@@ -55,10 +55,10 @@ func (x *Index) tierAcquired(ids []blocks.ID) {
 			nd.flags &^= flagDemote // taken again before its child's demotion evicted it
 			ts.demoting--
 		}
-		if spec.Write == WriteAfterHits && x.cold[n].hits == spec.Hits && ts.devEnt[n] == 0 {
+		if spec.Write == WriteAfterHits && x.nodes[n].hits == spec.Hits && ts.devEnt[n] == 0 {
 			// Started by the next TakePlans: reserving a slot now could evict a block an
 			// admission found in the tier and is about to load.
-			ts.hitQueue = append(ts.hitQueue, hitMark{n: n, gen: x.cold[n].gen})
+			ts.hitQueue = append(ts.hitQueue, hitMark{n: n, gen: x.nodes[n].gen})
 		}
 	}
 }
@@ -75,7 +75,7 @@ func (x *Index) startHitStores() {
 	ts := x.tiers
 	for _, h := range ts.hitQueue {
 		nd := &x.nodes[h.n]
-		if x.cold[h.n].gen == h.gen && nd.flags&flagCached != 0 && ts.devEnt[h.n] == 0 && x.tierable(h.n) && x.pool.RefCount(blockOf(h.n)) > 1 {
+		if x.nodes[h.n].gen == h.gen && nd.flags&flagCached != 0 && ts.devEnt[h.n] == 0 && x.tierable(h.n) && x.pool.RefCount(blockOf(h.n)) > 1 {
 			x.startDeviceStore(h.n, false, false)
 		}
 	}

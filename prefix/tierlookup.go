@@ -98,7 +98,7 @@ func (x *Index) lowerStart(p *Prompt, c Cursor) (key uint64, ri rootInfo, ok boo
 
 // cursorOnDevice reports whether cursor c still stands on the node it was placed on.
 func (x *Index) cursorOnDevice(c Cursor) bool {
-	return c.node > 0 && int(c.node) < len(x.nodes) && x.cold[c.node].gen == c.gen && x.nodes[c.node].flags&(flagCached|flagRoot) != 0
+	return c.node > 0 && int(c.node) < len(x.nodes) && x.nodes[c.node].gen == c.gen && x.nodes[c.node].flags&(flagCached|flagRoot) != 0
 }
 
 // lowerPeek is the last PeekLower's walk, kept so that PrepareLoad, called with the same

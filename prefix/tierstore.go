@@ -255,7 +255,7 @@ func (x *Index) newEntryFromNode(n int32) int32 {
 	for x.isBlock(r) {
 		r = x.nodes[r].parent
 	}
-	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: x.cold[n].hits, first: !x.isBlock(p), live: true, gen: ts.ents[e].gen, mmh: x.nodeMMHash(n)}
+	ts.ents[e] = tierEntry{key: nd.key, parent: x.nodes[p].key, ns: x.root(r).ns, dev: n, hits: x.nodes[n].hits, first: !x.isBlock(p), live: true, gen: ts.ents[e].gen, mmh: x.nodeMMHash(n)}
 	copy(ts.entryTokens(e, x.bs), x.blockTokens(n))
 	if ts.hash != nil {
 		off := int(e) * 2 * ts.hs
