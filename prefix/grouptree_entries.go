@@ -1,6 +1,9 @@
 package prefix
 
-import "github.com/kvpage/kvpage/blocks"
+import (
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/trusted"
+)
 
 // A GroupTree entry's residency is a Tier (tier.go). The device's entries are lists per
 // (node, group) over device block IDs (res, here: several blocks may cache one prefix,
@@ -50,6 +53,10 @@ type GroupEntry struct {
 	Node  Node
 	Group int
 	Tier  Tier
+}
+
+func init() {
+	trusted.GroupHeads = func(t any) *[]int32 { return &t.(*GroupTree).res[Device].head }
 }
 
 // First returns the first device block cached for group g at node n (the one a lookup

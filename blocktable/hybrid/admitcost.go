@@ -1,6 +1,9 @@
 package hybrid
 
-import "github.com/kvpage/kvpage/blocktable"
+import (
+	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/blocktable"
+)
 
 // AdmitCost is what Admit would take for a request, found by Manager.AdmitCost without
 // changing anything.
@@ -79,9 +82,9 @@ func (m *Manager) admitCount(s *seq, req *Request, per []int) (hit, full, slots,
 			}
 			// blockAt and ref, spelled out with the loop's invariants hoisted: the hit's
 			// blocks are most of an admission's count.
-			q, t, path, kg := m.st.q, m.st.t, s.path, m.k[g]
+			q, heads, ng, path, kg := m.st.q, *m.st.heads, m.st.ng, s.path, m.k[g]
 			for u := (skip+1)*kg - 1; u < dev*kg; u += kg {
-				if q.RefCount(t.First(path[u], g)) == 0 {
+				if q.RefCount(blocks.ID(heads[int(path[u])*ng+g])) == 0 {
 					k++
 				}
 			}

@@ -33,7 +33,10 @@ func seqErr(op string, seq blocktable.SeqID, err error) error {
 // missing is op's refusal of id, which names no running sequence, as blocktable.Manager
 // refuses it: blocktable.ErrNotRunning for a sequence swapped out (only Resume and Finish
 // take one), blocktable.ErrUnknownSeq for an ID the Manager does not know (never admitted,
-// or finished). It is the refusal path only: a map look-up, no allocation but the error.
+// or finished). It is the refusal path only: a map look-up, no allocation but the error,
+// kept out of line so that it does not weigh on its callers' hot paths (Append's).
+//
+//go:noinline
 func (m *Manager) missing(op string, id blocktable.SeqID) error {
 	if _, out := m.swapped[id]; out {
 		return seqErr(op, id, blocktable.ErrNotRunning)

@@ -1,8 +1,11 @@
 package hybrid
 
 import (
+	"fmt"
+
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/trusted"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -22,6 +25,8 @@ import (
 type store struct {
 	q          *blocks.FreeQueue
 	t          *prefix.GroupTree
+	heads      *[]int32   // t's device list heads, for first (internal/trusted.GroupHeads)
+	ng         int        // t's groups
 	unhashedUp bool       // free uncached blocks to the front (vLLM's newer order)
 	tiers      *tierState // the device's side of the lower tiers (tiers.go), nil without
 
@@ -42,7 +47,7 @@ func newStore(numBlocks, unit, ng int, unhashedFirst bool) *store {
 	if err != nil {
 		panic(err)
 	}
-	return &store{q: q, t: t, unhashedUp: unhashedFirst, win: make([]bool, numBlocks)}
+	return &store{q: q, t: t, heads: trusted.GroupHeads(t), ng: ng, unhashedUp: unhashedFirst, win: make([]bool, numBlocks)}
 }
 
 // must panics on an error of the queue or the tree under the kvinvariants build tag: the
@@ -177,8 +182,17 @@ func (s *store) takeTable(ids []blocks.ID, early bool) {
 	}
 }
 
-// first returns the first block cached for group g at node n, or the null block.
-func (s *store) first(n prefix.Node, g int) blocks.ID { return s.t.First(n, g) }
+// first returns the first block cached for group g at node n, or the null block: the
+// tree's First without its range check (internal/trusted.GroupHeads), since every caller
+// passes a node of its walk and a group of the Manager; the lookups' inner step, once per
+// block and group. Under the kvinvariants build tag a group out of range panics (a node
+// out of range always does).
+func (s *store) first(n prefix.Node, g int) blocks.ID {
+	if invariant.Enabled && uint(g) >= uint(s.ng) {
+		broken(fmt.Errorf("group %d of %d at node %d", g, s.ng, n))
+	}
+	return blocks.ID((*s.heads)[int(n)*s.ng+g])
+}
 
 // root returns ns's root node, creating it if create is set (prefix.NoNode if absent).
 func (s *store) root(ns prefix.Namespace, create bool) prefix.Node { return s.t.Root(ns, create) }

@@ -18,3 +18,12 @@ var AcquireMatched func(index any, ids []blocks.ID)
 // checks that each block is held and listed once. It returns CommitResult's Stored,
 // Duplicates and Orphaned. Package prefix installs it.
 var CommitHeld func(index, cur, prompt any, ids []blocks.ID) (stored, duplicates, orphaned int, err error)
+
+// GroupHeads returns a pointer to a *prefix.GroupTree's device list heads, the block
+// prefix.GroupTree.First returns for (node n, group g) at index n*groups+g, 0 for none.
+// It is First without its range check, for blocktable/hybrid's lookups, whose walks
+// yield only nodes of the tree and groups below its count: one compare less per block
+// and group of every match, about 1% of W4's instructions. The pointer stays valid for
+// the tree's life (the slice it points to grows with the nodes: read it through the
+// pointer each time). Package prefix installs it.
+var GroupHeads func(tree any) *[]int32
