@@ -53,6 +53,8 @@ type tierMachine struct {
 	// keep; mayDrop is set while a step may drop held blocks (a failed transfer, a Reset).
 	holds   map[HoldID][]string
 	mayDrop bool
+	// failedLoads counts the failed loads from each tier.
+	failedLoads [MaxTiers]int
 }
 
 type tierReq struct {
@@ -343,6 +345,7 @@ func (mc *tierMachine) Complete(t *rapid.T) {
 	mc.plans = slices.Delete(mc.plans, i, i+1)
 	ok := rapid.IntRange(0, 3).Draw(t, "ok") > 0
 	mc.mayDrop = !ok
+	failedBefore := mc.x.TierStatsOf(p.To).StoreFailed
 	res, err := mc.x.CompleteTransfer(p.ID, ok)
 	mc.mayDrop = false
 	if !ok {
@@ -360,12 +363,25 @@ func (mc *tierMachine) Complete(t *rapid.T) {
 	if p.Kind == Store {
 		want := 0
 		if ok {
-			want = p.Blocks
+			// A copy between lower tiers whose source a failed load found bad since lands
+			// nowhere, counted as a failed store.
+			doomed := int(mc.x.TierStatsOf(p.To).StoreFailed - failedBefore)
+			if doomed > 0 && (p.From == Device || mc.failedLoads[p.From] == 0) {
+				t.Fatalf("store of %d blocks from %s completed ok failed %d with no failed load from its source", p.Blocks, mc.media[p.From], doomed)
+			}
+			want = p.Blocks - doomed
 		}
 		if got := mc.stored[mc.media[p.To]]; got != want {
 			t.Fatalf("store of %d blocks completed ok=%v reported %d stored into %s", p.Blocks, ok, got, mc.media[p.To])
 		}
 	} else {
+		if !ok {
+			for ti, n := range res.Sources {
+				if ti != int(Device) && n > 0 {
+					mc.failedLoads[ti]++
+				}
+			}
+		}
 		for _, r := range mc.reqs {
 			if r.load != p.ID {
 				continue
