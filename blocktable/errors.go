@@ -30,7 +30,8 @@ var (
 	ErrSwapNeedsTiers = errors.New("blocktable: swap needs an index with lower tiers (prefix.WithTiers)")
 	// ErrSwapInFlight: Resume of a sequence some of whose swapped-out blocks exist only
 	// in a copy in flight (under prefix.TierConfig.StreamOrdered, a copy TakePlans handed
-	// out, which released its device block, and CompleteTransfer has not confirmed). No
+	// out, which released its device block, whose block an allocation has taken since,
+	// and CompleteTransfer has not confirmed). No
 	// lookup finds such a block until then, so resuming now would compute it again: the
 	// sequence waits, its state unchanged, and Resume succeeds once the copies complete.
 	ErrSwapInFlight = errors.New("blocktable: the sequence's swap-out copies are in flight")

@@ -8,11 +8,12 @@ import (
 )
 
 // In stream mode a swap's copies release their device blocks when TakePlans hands them
-// out, and their tier slots are found only once CompleteTransfer confirms them. A Resume
-// in between computed the 4 blocks in flight again (LoadTokens 0, 5 new blocks); it now
-// waits (ErrSwapInFlight, nothing changed) and, once the copy is confirmed, loads them.
-// Before TakePlans, and in the default mode, the blocks are still on the device and
-// Resume hits them there.
+// out (they stay cached until an allocation takes them), and their tier slots are found
+// only once CompleteTransfer confirms them. A Resume once the blocks are evicted and
+// before the confirmation computed the 4 blocks in flight again (LoadTokens 0, 5 new
+// blocks); it now waits (ErrSwapInFlight, nothing changed) and, once the copy is
+// confirmed, loads them. Before the device evicts them, and in the default mode, the
+// blocks are still on the device and Resume hits them there.
 func TestResumeWaitsForStreamOrderedCopies(t *testing.T) {
 	s := newSwapStack(t, 12, 8, nil, true)
 	_, err := s.m.Admit(1, &Request{Prompt: prompt(10, 17)}) // 4 full blocks and a token
@@ -22,6 +23,8 @@ func TestResumeWaitsForStreamOrderedCopies(t *testing.T) {
 	plans := s.m.TakePlans(nil)
 	require.Len(t, plans, 1)
 	require.Equal(t, 4, plans[0].Blocks)
+	require.Zero(t, s.idx.HoldInFlight(s.m.seqs[1].hold), "still cached on the device")
+	require.Equal(t, 4, s.idx.Evict(4), "an allocation's reclaim takes them")
 	require.Equal(t, 4, s.idx.HoldInFlight(s.m.seqs[1].hold))
 
 	before := s.everything(t, 1)
@@ -43,14 +46,15 @@ func TestResumeWaitsForStreamOrderedCopies(t *testing.T) {
 	s.done(t)
 }
 
-// Without StreamOrdered, or before TakePlans hands the copies out, the blocks are still
-// on the device: Resume takes them as a device hit and does not wait.
+// Without StreamOrdered, or before the device evicts the blocks whose copies TakePlans
+// handed out, the blocks are still on the device: Resume takes them as a device hit and
+// does not wait.
 func TestResumeBeforeCopiesLeaveTheDevice(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		stream bool
 		take   bool
-	}{{"stream, before TakePlans", true, false}, {"default, copy handed out", false, true}} {
+	}{{"stream, before TakePlans", true, false}, {"stream, copy handed out", true, true}, {"default, copy handed out", false, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSwapStack(t, 12, 8, nil, c.stream)
 			_, err := s.m.Admit(1, &Request{Prompt: prompt(10, 17)})

@@ -122,7 +122,8 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 // (prefix.Index.Hold): the blocks a lower tier has already are held where they are, the
 // others are copied into tier 1 (TakePlans hands the copies out) and held there, and
 // those only the victim held leave the device once their copy is confirmed (under
-// prefix.TierConfig.StreamOrdered, once TakePlans hands it out). Its device blocks are
+// prefix.TierConfig.StreamOrdered they are reusable once TakePlans hands it out, and
+// leave when an allocation takes them or the copy is confirmed). Its device blocks are
 // released, and a load in flight into them is no longer its own; the sequence keeps its
 // tokens, swapped out. A held block is evicted from no tier until the sequence resumes,
 // finishes or is aborted: only a failed copy (the server's CompleteTransfer with ok
@@ -221,11 +222,12 @@ func (m *Manager) releaseHold(s *sequence) {
 // is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks, in a *SeqError
 // with Op "resume") it stays swapped out, its KV still held, and nothing else changed,
 // Stats included: a refused Resume is no refused admission. Under
-// prefix.TierConfig.StreamOrdered, between the TakePlans that hands its copies out and
-// their CompleteTransfer, it fails with ErrSwapInFlight, changing nothing: those blocks
-// are on no device and in no tier until confirmed, and the server resumes the sequence
-// once they are rather than compute them again. Without StreamOrdered a copy in flight
-// keeps its device block, which Resume takes as a device hit.
+// prefix.TierConfig.StreamOrdered, once an allocation has taken the device blocks of
+// copies TakePlans handed out and before their CompleteTransfer, it fails with
+// ErrSwapInFlight, changing nothing: those blocks are on no device and in no tier until
+// confirmed, and the server resumes the sequence once they are rather than compute them
+// again. A block whose copy is in flight and which the device still caches (always
+// without StreamOrdered) is taken as a device hit.
 func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	s, err := m.lookup("resume", seq)
 	if err != nil {

@@ -84,11 +84,15 @@ type TierConfig struct {
 	// StreamOrdered says the server issues every plan TakePlans returns on the device's
 	// copy stream before any later kernel or copy that writes device blocks, as vLLM's v0
 	// swap issued a step's swap-out copies before its forward pass. A store's device
-	// source is then reusable as soon as its plan is handed out: TakePlans releases it (a
-	// demoted block leaves the device there and then), not CompleteTransfer, so blocks
-	// being demoted are unavailable only between their preparation and the next
-	// TakePlans. Loads, and copies between lower tiers, are unchanged: their sources and
-	// destinations are released at completion.
+	// source is then reusable as soon as its plan is handed out: TakePlans releases it, not
+	// CompleteTransfer, so blocks being demoted are unavailable only between their
+	// preparation and the next TakePlans. An Index keeps a demoted block cached from then
+	// on, first in its eviction order, so that an allocation evicts it (its copy counted in
+	// flight, not lost) and a failed copy still finds it on the device (it stays cached,
+	// as without StreamOrdered); CompleteTransfer evicts it once the copy is confirmed. A
+	// GroupTree's device side is its owner's (blocktable/hybrid). Loads, and copies between
+	// lower tiers, are unchanged: their sources and destinations are released at
+	// completion.
 	StreamOrdered bool
 }
 
@@ -186,7 +190,8 @@ type TierStats struct {
 	Stored, Loaded, StoreFailed, LoadFailed uint64
 	// Evicted counts blocks the tier dropped; Lost the blocks it dropped with no copy
 	// below it (for the device: evicted with no copy in a lower tier nor on its way
-	// there, as a StreamOrdered demotion is when TakePlans evicts its block).
+	// there; a StreamOrdered demotion's block evicted while its copy is in flight is
+	// counted lost when that copy fails).
 	Evicted, Lost uint64
 	// HitBlocks counts blocks lookups found in the tier (Blocks of RecordTierLookup).
 	HitBlocks uint64

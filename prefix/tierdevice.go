@@ -154,8 +154,18 @@ func (x *Index) devUnpin(id blocks.ID, cached bool) {
 		return
 	}
 	n := nodeOf(id)
-	nd := &x.nodes[n]
 	x.unpinFrom(n)
+	x.settleDemotion(n)
+}
+
+// settleDemotion evicts device node n if it is demoted, no copy holds it any more and
+// nothing holds it nor lies under it (evictPopped then takes its demoted parents too); a
+// demoted block a request took meanwhile stays, no longer demoted. One with a demoted
+// child under it stays demoted: evicting that child evicts it.
+func (x *Index) settleDemotion(n int32) {
+	ts := x.tiers
+	nd := &x.nodes[n]
+	id := blockOf(n)
 	if nd.flags&flagDemote == 0 || ts.devRefs[id] != 0 {
 		return
 	}
@@ -167,7 +177,61 @@ func (x *Index) devUnpin(id blocks.ID, cached bool) {
 		nd.flags &^= flagDemote
 		ts.demoting--
 	}
-	// Otherwise a demoted child still lies under it, and evicting that child evicts it.
+}
+
+// releaseStreamSource drops the pool reference a StreamOrdered store held on its device
+// source id as TakePlans hands the store out (TierConfig.StreamOrdered). The block is
+// reusable from now on, but it keeps its KV until an allocation takes it: a demoted one
+// stays cached and demoted, an eviction candidate at its place in the eviction order
+// (its demotion popped it as the next victim, so it is first, or nearly so). The next
+// allocation that needs a block evicts it, its copy counted in flight, not lost; if none
+// does before the copy completes, CompleteTransfer evicts it once the copy is confirmed,
+// or keeps it cached, ranked as released now, if the copy failed (settleStreamSource).
+// A demoted block a request took meanwhile is no longer demoted.
+func (x *Index) releaseStreamSource(id blocks.ID) {
+	ts := x.tiers
+	ts.devRefs[id]--
+	if err := x.pool.Release(id); err != nil {
+		panic("kvpage: broken invariant: releasing a copy's block failed: " + err.Error())
+	}
+	n := nodeOf(id)
+	x.unpinFrom(n)
+	if nd := &x.nodes[n]; nd.flags&flagDemote != 0 && ts.devRefs[id] == 0 && x.pool.RefCount(id) > 1 {
+		nd.flags &^= flagDemote
+		ts.demoting--
+	}
+}
+
+// streamSourceKept reports whether device block src, the source of a StreamOrdered store
+// of entry e whose TakePlans released it, is still that block on the device and demoted
+// with no copy holding it: the KV the store read, kept since (releaseStreamSource).
+func (x *Index) streamSourceKept(src, e int32) bool {
+	ts := x.tiers
+	n := nodeOf(blocks.ID(src))
+	return ts.devEnt[n]-1 == e && x.nodes[n].flags&flagDemote != 0 && ts.devRefs[src] == 0
+}
+
+// keepStreamFailed is keepFailedDemotion for a StreamOrdered store of entry e from device
+// block src that failed (called before its destination slot is dropped, which may free
+// e): if the block is still on the device, it stays cached, no longer demoted, ranked as
+// released now; if the device evicted it meanwhile (counted then as in flight, not lost)
+// and no other lower tier holds it, its KV is lost now, and the device's Lost counts it.
+func (x *Index) keepStreamFailed(src, e int32) {
+	ts := x.tiers
+	if x.streamSourceKept(src, e) {
+		n := nodeOf(blocks.ID(src))
+		nd := &x.nodes[n]
+		nd.flags &^= flagDemote
+		ts.demoting--
+		nd.lastAccess = x.tick()
+		if evictable(nd) {
+			x.evAdd(n) // re-ranked as released now
+		}
+		return
+	}
+	if en := &ts.ents[e]; en.dev == 0 && en.bestTier() == 0 {
+		ts.stats[Device].Lost++
+	}
 }
 
 // keepFailedDemotion keeps device block id cached after its demotion's copy failed (its

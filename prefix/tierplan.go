@@ -175,11 +175,12 @@ func (x *Index) TakePlans(dst []Plan) []Plan {
 
 // releaseStoreSources releases, as the plans are handed out, the device blocks the
 // stores of plans read (TierConfig.StreamOrdered): the server issues the copies before
-// anything writes those blocks again, so they are reusable now, and a demoted one leaves
-// the device.
+// anything writes those blocks again, so they are reusable now. A demoted one stays
+// cached, first in the eviction order, until an allocation takes it or its copy completes
+// (releaseStreamSource).
 func (x *Index) releaseStoreSources(plans []Plan) {
 	for _, src := range x.tiers.takeStoreSources(plans) {
-		x.devUnpin(blocks.ID(src), true)
+		x.releaseStreamSource(blocks.ID(src))
 	}
 }
 
@@ -276,11 +277,14 @@ func appendPlans(dst []Plan, r *planRec, bb int64, stats *[MaxTiers]TierStats) [
 }
 
 // CompleteTransfer confirms transfer id with the server's outcome. ok: a store's
-// destination now holds the block (and a demoted device block is evicted, unless
-// TierConfig.StreamOrdered evicted it when TakePlans handed the plan out); a load's
-// device blocks hold the KV (the caller commits them). Failed: a store's destination is
-// dropped (a demoted device block keeps its KV and stays cached, ranked in the device's
-// eviction order as a block released now: evicted last, not next); a load's source keys are
+// destination now holds the block (and a demoted device block is evicted, unless an
+// allocation took it already: under TierConfig.StreamOrdered it is reusable from the
+// TakePlans that handed the plan out); a load's device blocks hold the KV (the caller
+// commits them). Failed: a store's destination is dropped (a demoted device block keeps
+// its KV and stays cached, ranked in the device's eviction order as a block released now:
+// evicted last, not next; StreamOrdered or not, as long as the device still has it, and a
+// StreamOrdered one an allocation took meanwhile is counted in the device's Lost now); a
+// load's source keys are
 // evicted from their tiers and the caller computes those blocks. A failed load also
 // means its sources' bytes are bad: a copy between lower tiers reading one of them that
 // is still in flight lands nowhere when it completes, ok or not (its destination is
@@ -314,6 +318,9 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 				ts.stats[op.to].BytesIn += bb
 				ts.stats[op.from].BytesOut += bb
 			} else {
+				if op.from == Device && r.srcFreed {
+					x.keepStreamFailed(op.src, op.e)
+				}
 				x.dropSlot(op.to, op.e)
 				ts.stats[op.to].StoreFailed++
 			}
@@ -338,13 +345,16 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 		// down a tier is never reported held by none.
 		x.flushTierStored()
 		for _, op := range r.ops {
-			if op.from != Device {
+			switch {
+			case op.from != Device:
 				x.unpinSlot(op.from, op.e)
-			} else if !r.srcFreed {
+			case !r.srcFreed:
 				if !ok {
 					x.keepFailedDemotion(blocks.ID(op.src))
 				}
 				x.devUnpin(blocks.ID(op.src), true)
+			case ok && x.streamSourceKept(op.src, op.e):
+				x.settleDemotion(nodeOf(blocks.ID(op.src))) // confirmed: it leaves the device now
 			}
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Under StreamOrdered a demoted block is reusable as soon as TakePlans hands its plan out;
-// without it, only once the copy is confirmed. The copy lands the same way in both.
+// Under StreamOrdered a demoted block is reusable as soon as TakePlans hands its plan out
+// (it stays cached, an eviction candidate, until an allocation takes it or its copy is
+// confirmed); without it, only once the copy is confirmed. The copy lands the same way in
+// both.
 func TestStreamOrderedReleasesDemotionsAtTake(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
@@ -22,9 +24,10 @@ func TestStreamOrderedReleasesDemotionsAtTake(t *testing.T) {
 		require.Equal(t, 3, plans[0].Blocks)
 		require.NoError(t, x.CheckInvariants())
 		if stream {
-			require.Equal(t, 8, pool.NumFree(), "stream-ordered: free once handed out")
-			require.Zero(t, x.Stats().Cached)
-			require.Zero(t, x.TierStatsOf(Device).Lost, "in flight to the host, not lost")
+			require.Equal(t, 8, pool.Available(), "stream-ordered: reusable once handed out")
+			require.Equal(t, 3, x.Reclaimable(), "still cached, evictable")
+			require.Equal(t, 3, x.TierStatsOf(Device).Pending, "still being demoted")
+			require.Zero(t, x.TierStatsOf(Device).Lost)
 		} else {
 			require.Equal(t, 5, pool.NumFree(), "unavailable until confirmed")
 			require.Equal(t, 0, x.Reclaimable())
@@ -38,19 +41,65 @@ func TestStreamOrderedReleasesDemotionsAtTake(t *testing.T) {
 	}
 }
 
-// A stream-ordered store that fails leaves nothing: the device block went at TakePlans,
-// the host slot at completion.
-func TestStreamOrderedFailedStore(t *testing.T) {
-	pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
-		Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 8}}, BlockBytes: 1, FreeTarget: 8, StreamOrdered: true,
-	}))
-	p := Prompt{Tokens: toks(100, 9)}
-	admit(t, x, pool, p).finish(t, x)
-	completeAll(t, x, x.TakePlans(nil), false)
-	require.Equal(t, 8, pool.NumFree())
-	require.Zero(t, x.TierStatsOf(1).Resident)
-	require.Zero(t, x.TierStatsOf(1).Pending)
-	require.Equal(t, uint64(2), x.TierStatsOf(1).StoreFailed)
+// A stream-ordered demotion whose copy fails leaves its blocks cached on the device, as
+// one without StreamOrdered does (TestFailedDemotionRanksAsReleasedNow): ranked as
+// released now, so that the next eviction takes an older block. Before, TakePlans had
+// evicted them, and the failure lost them with no copy anywhere, uncounted. If an
+// allocation took them before the copy failed, they are lost, and the device's Lost
+// says so at the failure. A confirmed copy evicts them.
+func TestStreamOrderedFailedDemotionStaysCached(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		evictFirst   bool // an eviction takes the demoted blocks before the copy completes
+		ok           bool
+		paCached     int // pa's blocks on the device at the end
+		pbCached     int
+		host         int
+		evicted      uint64 // device blocks evicted once the copy completed
+		lost         uint64 // and lost
+		availableEnd int
+	}{
+		{"copy failed", false, false, 2, 0, 0, 0, 0, 8},
+		{"copy failed after an eviction took them", true, false, 0, 0, 0, 2, 2, 8},
+		{"copy confirmed", false, true, 0, 0, 2, 2, 0, 8},
+		{"copy confirmed after an eviction took them", true, true, 0, 0, 2, 2, 0, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
+				Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 8}}, BlockBytes: 1, FreeTarget: 6, StreamOrdered: true,
+			}))
+			pa, pb := Prompt{Tokens: toks(7, 9)}, Prompt{Tokens: toks(70, 9)}
+			admit(t, x, pool, pa).finish(t, x)
+			admit(t, x, pool, pb).finish(t, x)
+			plans := x.TakePlans(nil)
+			require.Len(t, plans, 1)
+			require.Equal(t, 2, plans[0].Blocks, "pa's two blocks, the oldest, are demoted")
+			require.Equal(t, 4, x.Stats().Cached, "handed out, still cached")
+			require.Equal(t, 2, x.TierStatsOf(Device).Pending)
+			require.NoError(t, x.CheckInvariants())
+			if c.evictFirst {
+				require.Equal(t, 2, x.Evict(2))
+				ids, _ := x.Peek(nil, &pa, LeaveOne)
+				require.Empty(t, ids, "the demoted blocks are the next victims")
+				require.Zero(t, x.TierStatsOf(Device).Lost, "their copy is in flight")
+			}
+			completeAll(t, x, plans, c.ok)
+			st := x.TierStatsOf(Device)
+			require.Zero(t, st.Pending, "no longer being demoted")
+			require.Equal(t, c.evicted, st.Evicted)
+			require.Equal(t, c.lost, st.Lost)
+			require.Equal(t, 2, x.Evict(2), "the next eviction")
+			ids, _ := x.Peek(nil, &pa, LeaveOne)
+			require.Len(t, ids, c.paCached)
+			ids, _ = x.Peek(nil, &pb, LeaveOne)
+			require.Len(t, ids, c.pbCached, "pb's were the older once pa's copy failed")
+			require.Equal(t, c.host, x.TierStatsOf(1).Resident)
+			require.Equal(t, uint64(2-c.host), x.TierStatsOf(1).StoreFailed)
+			require.Zero(t, x.TierStatsOf(1).Pending)
+			require.Equal(t, c.availableEnd, pool.Available())
+			require.NoError(t, x.CheckInvariants())
+		})
+	}
 }
 
 // FreeTarget above the pool's capacity is refused: TakePlans would demote every cached
