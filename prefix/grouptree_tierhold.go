@@ -40,8 +40,8 @@ func (t *GroupTree) firstVisit(b blocks.ID) (GroupEntry, bool) {
 // nothing.
 //
 // The rule is an Index's (Index.HoldNeed): Hold succeeds exactly when need <= room, and
-// then prepares every copy it counted; to make room for a hold, tier 1 drops its victims
-// at once, also when the tier below is write-back.
+// then prepares every copy it counted; under a write-back tier 2, tier 1's candidates
+// have no copy below, none is dropped for a hold, and room is tier 1's free slots alone.
 func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := t.tiers
 	if ts == nil {
@@ -64,6 +64,9 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 		} else if s := l.at[int(e.Node)*t.ng+e.Group]; s != 0 && l.candidate(s-1) {
 			own++
 		}
+	}
+	if len(ts.lv) > 1 && ts.lv[1].spec.Write == WriteBack {
+		return need, len(l.free) // makeRoom's rule: no candidate is dropped for a hold
 	}
 	return need, len(l.free) + l.policy.Len() - own
 }
@@ -108,9 +111,9 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 		if t.HeldBelow(e.Node, e.Group) {
 			continue
 		}
-		if !t.prepareStore(b, true) {
+		if !t.PrepareStore(b) {
 			// Cannot happen: HoldNeed counted this copy within tier 1's room (free slots,
-			// and candidates, which makeRoom drops at once with must), and the holds above
+			// and candidates only when the tier below is not write-back, which makeRoom drops at once), and the holds above
 			// took no candidate it did not count (own). A failure here is a broken
 			// invariant, with the hold half placed.
 			panic(fmt.Sprintf("kvpage: broken invariant: Hold could not copy block %d that HoldNeed counted", b))

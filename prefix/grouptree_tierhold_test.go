@@ -76,32 +76,6 @@ func TestGroupTreeHoldNeedCountsDuplicateOnce(t *testing.T) {
 	require.NoError(t, g.CheckInvariants())
 }
 
-// A GroupTree's HoldNeed counts the host's candidates as room also when the disk below is
-// write-back, and a Hold within it prepares every copy it counted.
-func TestGroupTreeHoldNeedWithWriteBackBelow(t *testing.T) {
-	g := newTestTree(t, 10, 2, 2)
-	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 1},
-		{Medium: MediumDisk, Capacity: 4, Write: WriteBack}}, BlockBytes: 100}))
-	path := pathOf(g, RootNode, []int32{1, 2, 3, 4})
-	require.NoError(t, g.Cache(3, path[0], 0))
-	require.NoError(t, g.Cache(4, path[1], 0))
-	require.True(t, g.PrepareStore(3))
-	plans := g.TakePlans(nil)
-	_, _, err := g.CompleteTransfer(plans[0].ID, true, nil)
-	require.NoError(t, err)
-	require.Equal(t, 1, g.TierStatsOf(1).Resident, "the host is full, of a candidate")
-
-	need, room := g.HoldNeed([]blocks.ID{4})
-	require.Equal(t, [2]int{1, 1}, [2]int{need, room})
-	h, stored, err := g.Hold([]blocks.ID{4}, nil)
-	require.NoError(t, err)
-	require.Equal(t, []blocks.ID{4}, stored)
-	require.Equal(t, 1, g.HeldBlocks(h))
-	require.Equal(t, Device, g.LowerTier(path[0], 0), "the victim was dropped at once")
-	require.NoError(t, g.CheckInvariants())
-	require.NoError(t, g.ReleaseHold(h))
-}
-
 // As an Index's: a GroupTree's Hold panics on a copy HoldNeed counted that cannot be
 // prepared (a tier policy breaking its contract), rather than hold less than it was given.
 func TestGroupTreeHoldPanicsOnBrokenInvariant(t *testing.T) {
@@ -188,5 +162,32 @@ func TestGroupTreeHoldInFlightSkipsFailedLoad(t *testing.T) {
 	require.Zero(t, g.HoldInFlight(h), "a failed load's slot is leaving, not receiving a copy")
 	_, _, err = g.CompleteTransfer(b, true, nil)
 	require.NoError(t, err)
+	require.NoError(t, g.CheckInvariants())
+}
+
+// TakePlans matches a tier's pending slots to its stores' sorted sources so that runs
+// coalesce; a held slot keeps its (node, group), since the hold names the slot. Before,
+// a hold's copy and another store prepared in the same step could swap slots: the hold
+// then kept the other block, and its own was evicted to make room.
+func TestGroupTreeTakePlansKeepsHeldSlots(t *testing.T) {
+	g := newTestTree(t, 10, 2, 1)
+	require.NoError(t, g.SetTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 2}}, BlockBytes: 100}))
+	path := pathOf(g, RootNode, []int32{1, 2, 3, 4, 5, 6})
+	require.NoError(t, g.Cache(5, path[0], 0))
+	require.NoError(t, g.Cache(3, path[1], 0))
+	require.NoError(t, g.Cache(4, path[2], 0))
+	require.True(t, g.PrepareStore(5)) // slot 0, not held
+	h, stored, err := g.Hold([]blocks.ID{3}, nil)
+	require.NoError(t, err) // slot 1, held
+	require.Equal(t, []blocks.ID{3}, stored)
+	plans := g.TakePlans(nil)
+	require.Len(t, plans, 1)
+	_, _, err = g.CompleteTransfer(plans[0].ID, true, nil)
+	require.NoError(t, err)
+	require.NoError(t, g.CheckInvariants())
+	require.True(t, g.PrepareStore(4), "the host evicts its candidate")
+	require.Equal(t, Tier(1), g.LowerTier(path[1], 0), "the held block stays")
+	require.Equal(t, Device, g.LowerTier(path[0], 0), "the other was the candidate")
+	require.Equal(t, 1, g.HeldBlocks(h))
 	require.NoError(t, g.CheckInvariants())
 }

@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kvpage/kvpage/blocks"
 )
@@ -12,10 +13,7 @@ import (
 // copy; the owner then holds one more reference on b (TransferRefs) until
 // CompleteTransfer hands b back, so that b is neither evicted nor reused meanwhile.
 // TakePlans hands the copy out.
-func (t *GroupTree) PrepareStore(b blocks.ID) bool { return t.prepareStore(b, false) }
-
-// prepareStore is PrepareStore; must makes room in tier 1 now (a hold's copy, makeRoom).
-func (t *GroupTree) prepareStore(b blocks.ID, must bool) bool {
+func (t *GroupTree) PrepareStore(b blocks.ID) bool {
 	ts := t.tiers
 	if ts == nil {
 		return false
@@ -24,7 +22,7 @@ func (t *GroupTree) prepareStore(b blocks.ID, must bool) bool {
 	if !ok || t.HeldBelow(e.Node, e.Group) {
 		return false
 	}
-	s, ok := t.reserveSlot(1, e.Node, e.Group, must)
+	s, ok := t.reserveSlot(1, e.Node, e.Group)
 	if !ok {
 		return false
 	}
@@ -125,22 +123,34 @@ func (t *GroupTree) releaseStoreSources(plans []Plan) {
 
 // matchSlots gives ops (stores into one tier, sorted by source) their reserved slots in
 // ascending order, so that consecutive sources land in consecutive slots: the slots are
-// pending reservations alike, so which (node, group) takes which is free to choose.
+// pending reservations alike, so which (node, group) takes which is free to choose, its
+// state (pending, or doomed by a failed load: failSlot) moving with it. A held slot keeps
+// its (node, group): a hold names the slot itself (holdRef), so moving another (node,
+// group) into it would hold that one instead. (Before, it moved, and a hold's own copies
+// could end up holding each other's blocks.)
 func (t *GroupTree) matchSlots(ops []tierOp) {
 	ts := t.tiers
 	l := &ts.lv[ops[0].to-1]
-	slots := sortedDst(ts.slotBuf[:0], ops)
-	nodes, grps := ts.nodeBuf[:0], ts.grpBuf[:0]
+	slots, nodes, grps, sts := ts.slotBuf[:0], ts.nodeBuf[:0], ts.grpBuf[:0], ts.stBuf[:0]
 	for _, op := range ops {
-		nodes, grps = append(nodes, l.node[op.dst]), append(grps, l.group[op.dst])
+		if l.holds[op.dst] == 0 {
+			slots = append(slots, op.dst)
+			nodes, grps, sts = append(nodes, l.node[op.dst]), append(grps, l.group[op.dst]), append(sts, l.st[op.dst])
+		}
 	}
+	slices.Sort(slots)
+	j := 0
 	for i := range ops {
-		s := slots[i]
+		if l.holds[ops[i].dst] != 0 {
+			continue
+		}
+		s := slots[j]
 		ops[i].dst = s
-		l.node[s], l.group[s] = nodes[i], grps[i]
-		l.at[int(nodes[i])*t.ng+int(grps[i])] = s + 1
+		l.node[s], l.group[s], l.st[s] = nodes[j], grps[j], sts[j]
+		l.at[int(nodes[j])*t.ng+int(grps[j])] = s + 1
+		j++
 	}
-	ts.slotBuf, ts.nodeBuf, ts.grpBuf = slots, nodes, grps
+	ts.slotBuf, ts.nodeBuf, ts.grpBuf, ts.stBuf = slots, nodes, grps, sts
 }
 
 // CompleteTransfer confirms transfer id with the server's outcome, and appends to dev the

@@ -39,6 +39,7 @@ type gtierStore struct {
 	slotBuf  []int32
 	nodeBuf  []Node
 	grpBuf   []uint8
+	stBuf    []uint8
 	ev       gtierEvents // lower-tier events collected in a batch (grouptree_tierevents.go)
 	holdBook             // holds of swapped-out sequences (grouptree_tierhold.go)
 }
@@ -236,11 +237,11 @@ func (t *GroupTree) storeInFlight(n Node, g int) bool {
 }
 
 // reserveSlot takes a slot of lower tier tier for (n, g), pending, making room if it
-// has to (now, for must: a hold's copy, makeRoom); n is live and kept by an entry (the
-// copy's source), so making room cannot free it.
-func (t *GroupTree) reserveSlot(tier Tier, n Node, g int, must bool) (int32, bool) {
+// has to (makeRoom); n is live and kept by an entry (the copy's source), so making room
+// cannot free it.
+func (t *GroupTree) reserveSlot(tier Tier, n Node, g int) (int32, bool) {
 	l := &t.tiers.lv[tier-1]
-	if len(l.free) == 0 && !makeRoom(t, tier, must) {
+	if len(l.free) == 0 && !makeRoom(t, tier) {
 		return -1, false
 	}
 	s := l.take()
@@ -267,7 +268,7 @@ func (t *GroupTree) victimBelow(tier Tier, k int32) bool {
 func (t *GroupTree) writeDown(tier Tier, k int32) bool {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
-	d, ok := t.reserveSlot(tier+1, l.node[k], int(l.group[k]), false)
+	d, ok := t.reserveSlot(tier+1, l.node[k], int(l.group[k]))
 	if !ok {
 		return false
 	}
@@ -361,7 +362,7 @@ func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
 	}
 	below := tier + 1
 	if int(below) <= len(ts.lv) && ts.lv[below-1].spec.Write == WriteThrough && ts.lv[below-1].at[int(n)*t.ng+g] == 0 {
-		if d, ok := t.reserveSlot(below, n, g, false); ok {
+		if d, ok := t.reserveSlot(below, n, g); ok {
 			l.pins[s]++
 			ts.queue = append(ts.queue, tierOp{from: tier, to: below, src: s, dst: d})
 		}

@@ -39,7 +39,7 @@ func (x *Index) tierCommitted(ids []blocks.ID) {
 			continue
 		}
 		if through && x.tierable(n) {
-			x.startDeviceStore(n, false, false)
+			x.startDeviceStore(n, false)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func (x *Index) startHitStores() {
 	for _, h := range ts.hitQueue {
 		nd := &x.nodes[h.n]
 		if x.nodes[h.n].gen == h.gen && nd.flags&flagCached != 0 && ts.devEnt[h.n] == 0 && x.tierable(h.n) && x.pool.RefCount(blockOf(h.n)) > 1 {
-			x.startDeviceStore(h.n, false, false)
+			x.startDeviceStore(h.n, false)
 		}
 	}
 	ts.hitQueue = ts.hitQueue[:0]
@@ -107,9 +107,9 @@ func (x *Index) tierEvicted(n int32) {
 
 // startDeviceStore prepares the copy of device node n into tier 1: an entry (made if
 // need be), a reserved slot, a pin and a pool reference on the block. demote marks a
-// write-back demotion (n was just popped from the eviction set); must makes room in tier
-// 1 now (a hold's copy, makeRoom). It reports whether the copy was prepared.
-func (x *Index) startDeviceStore(n int32, demote, must bool) bool {
+// write-back demotion (n was just popped from the eviction set). It reports whether the
+// copy was prepared.
+func (x *Index) startDeviceStore(n int32, demote bool) bool {
 	ts := x.tiers
 	e := ts.devEnt[n] - 1
 	made := false
@@ -119,7 +119,7 @@ func (x *Index) startDeviceStore(n int32, demote, must bool) bool {
 		}
 		made = true
 	}
-	if ts.ents[e].slot[0] != 0 || !x.reserve(1, e, must) {
+	if ts.ents[e].slot[0] != 0 || !x.reserve(1, e) {
 		if made {
 			ts.freeEntryIfEmpty(e)
 		}
@@ -275,7 +275,7 @@ func (x *Index) demoteAhead() {
 		}
 		n := nodeOf(blocks.ID(k))
 		x.nodeOfVictim(blocks.ID(k))
-		if x.hasLowerCopy(n) || !x.tierable(n) || !x.startDeviceStore(n, true, false) {
+		if x.hasLowerCopy(n) || !x.tierable(n) || !x.startDeviceStore(n, true) {
 			x.evictPopped(n)
 			continue
 		}
@@ -290,7 +290,7 @@ func (x *Index) demoteAhead() {
 				ts.demoting++
 				continue
 			}
-			if !x.tierable(p) || !x.startDeviceStore(p, true, false) {
+			if !x.tierable(p) || !x.startDeviceStore(p, true) {
 				break
 			}
 		}
@@ -353,7 +353,7 @@ func (x *Index) Demote(ids []blocks.ID) int {
 		if x.nodes[n].flags&flagDemote != 0 || x.hasLowerCopy(n) || !x.tierable(n) {
 			continue
 		}
-		if x.startDeviceStore(n, true, false) {
+		if x.startDeviceStore(n, true) {
 			k++
 		}
 	}

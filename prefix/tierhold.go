@@ -62,12 +62,13 @@ func (en *tierEntry) anySlot() bool {
 // same rules.
 //
 // The rule: Hold succeeds exactly when need <= room, and then prepares every copy it
-// counted. To make room for a hold, tier 1 drops its victims at once, whatever the tier
-// below: a victim that tier 2 would take by write-back is not written down first (that
-// would free its slot only once the copy lands), and leaves the lower tiers unless a tier
-// below holds it already. A swapped-out sequence's KV outranks a cached block. A hold is
-// refused only when tier 1's free slots and candidates together are too few; a scheduler
-// then falls back to Recompute.
+// counted. A hold makes room in tier 1 only from victims whose loss loses no copy the
+// tiers' write policies promise: tier 1 drops its victims at once when the tier below is
+// not write-back (or there is none), so room is tier 1's free slots and candidates; under
+// a write-back tier 2 a victim would have to be written down first, its slot free only
+// once that copy lands, so room is tier 1's free slots alone, and a hold past them is
+// refused (a scheduler then falls back to Recompute, or retries once tier 1's own
+// write-backs have freed slots). No hold drops a cached block silently.
 func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := x.tiers
 	if ts == nil {
@@ -96,6 +97,9 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 		}
 	}
 	l := &ts.lv[0]
+	if len(ts.lv) > 1 && ts.lv[1].spec.Write == WriteBack {
+		return need, len(l.free) // makeRoom's rule: no candidate is dropped for a hold
+	}
 	return need, len(l.free) + l.policy.Len() - own
 }
 
@@ -161,9 +165,9 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 		if evictable(&x.nodes[n]) {
 			x.evRemoveSlow(n)
 		}
-		if !x.startDeviceStore(n, x.pool.RefCount(id) == 2, true) {
+		if !x.startDeviceStore(n, x.pool.RefCount(id) == 2) {
 			// Cannot happen: HoldNeed counted this copy within tier 1's room (free slots,
-			// and candidates, which makeRoom drops at once with must), the holds above
+			// and candidates only when the tier below is not write-back, which makeRoom drops at once), the holds above
 			// took no candidate it did not count (own), every live entry owns a slot so a
 			// free entry is left, and holdCopies ruled out a key collision. A failure
 			// here is a broken invariant, with the hold half placed.

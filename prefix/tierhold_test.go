@@ -79,39 +79,6 @@ func TestHoldKeepsLowerTierBlocks(t *testing.T) {
 	require.NoError(t, x.CheckInvariants())
 }
 
-// With a write-back disk below the host, HoldNeed's room is still the host's free slots
-// and candidates (before, only its free slots: a swap into a full host was refused though
-// the host had victims to drop): the hold takes the candidates' slots at once, and every
-// block it counted is held.
-func TestHoldNeedWithWriteBackBelow(t *testing.T) {
-	pool, x := newTestIndex(t, 9, WithTiers(TierConfig{
-		Tiers:      []TierSpec{{Medium: MediumCPU, Capacity: 2}, {Medium: MediumDisk, Capacity: 4, Write: WriteBack}},
-		BlockBytes: 1,
-	}))
-	p1 := Prompt{Tokens: toks(100, 9)}
-	r1 := admit(t, x, pool, p1)
-	h1, err := x.Hold(r1.ids[:2])
-	require.NoError(t, err)
-	r1.finish(t, x)
-	completeAll(t, x, x.TakePlans(nil), true)
-	require.NoError(t, x.ReleaseHold(h1))
-	require.Equal(t, 2, x.TierStatsOf(1).Resident, "the host is full of candidates")
-
-	r2 := admit(t, x, pool, Prompt{Tokens: toks(500, 9)})
-	need, room := x.HoldNeed(r2.ids[:2])
-	require.Equal(t, [2]int{2, 2}, [2]int{need, room})
-	h2, err := x.Hold(r2.ids[:2])
-	require.NoError(t, err)
-	require.Equal(t, 2, x.HeldBlocks(h2), "every block counted is held")
-	require.Zero(t, x.PeekLower(&p1, Cursor{}, LeaveOne, 0).Lower, "the host's victims were dropped, not written back")
-	require.NoError(t, x.CheckInvariants())
-	r2.finish(t, x)
-	completeAll(t, x, x.TakePlans(nil), true)
-	require.Equal(t, 2, x.HeldBlocks(h2))
-	require.NoError(t, x.ReleaseHold(h2))
-	require.NoError(t, x.CheckInvariants())
-}
-
 // A device block whose key another entry holds (a 64-bit collision: same chained key,
 // other tokens) cannot be tiered: HoldNeed does not count it and Hold leaves it, so that
 // every block HoldNeed counted is held (before, it was counted and its copy silently

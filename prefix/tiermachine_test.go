@@ -28,7 +28,8 @@ import (
 //     destination, a failed one none; a failed load removes its keys from their tiers; plans' runs and bytes add up; each tier's
 //     Resident count is the model's;
 //   - holds: Hold succeeds exactly when HoldNeed's need fits its room, then holds every
-//     block it was given, and a refused one changes nothing; a held block is never removed from the last lower tier holding it
+//     block it was given, and a refused one changes nothing; under a write-back disk, a
+//     Hold loses no host block the disk does not hold; a held block is never removed from the last lower tier holding it
 //     but by a failed transfer or a Reset, and HeldBlocks never exceeds what was held;
 //   - nothing leaked: once every transfer completes and every request has gone, every
 //     device block is free or evictable, no copy holds a reference, and nothing is pending.
@@ -463,7 +464,11 @@ func (mc *tierMachine) Hold(t *rapid.T) {
 	}
 	need, room := mc.x.HoldNeed(ids)
 	before := mc.digest(t)
+	lost := mc.x.TierStatsOf(1).Lost
 	h, err := mc.x.Hold(ids)
+	if len(mc.media) > 2 && mc.x.tiers.lv[1].spec.Write == WriteBack && mc.x.TierStatsOf(1).Lost != lost {
+		t.Fatalf("a Hold under a write-back disk lost %d host blocks", mc.x.TierStatsOf(1).Lost-lost)
+	}
 	if need > room {
 		var full *TierFullError
 		if !errors.As(err, &full) || full.Requested != need || full.Available != room {

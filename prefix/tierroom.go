@@ -26,12 +26,12 @@ type roomOwner interface {
 // then no slot is free now, and the write-backs started free some by the time their plan
 // completes. A victim the tier below has no room for is dropped.
 //
-// must makes room now, for a hold (Index.Hold, GroupTree.Hold): the first victim is
-// dropped whatever the tier below, so that one slot frees while the tier has an eviction
-// candidate and HoldNeed's room is exact. A swapped-out sequence's KV outranks a cached
-// block: a victim the tier below does not hold yet is not written back first, and leaves
-// the lower tiers.
-func makeRoom(o roomOwner, t Tier, must bool) bool {
+// A hold (Index.Hold, GroupTree.Hold) makes room by the same rule, never by dropping a
+// victim a write-back tier below would have taken: under a write-back tier 2, tier 1's
+// candidates have no copy below (write-back copies a block down only as tier 1 evicts
+// it), so HoldNeed counts tier 1's free slots alone as a hold's room, and a hold within it
+// makes no room at all. (Before, a hold dropped such victims at once, their KV lost.)
+func makeRoom(o roomOwner, t Tier) bool {
 	l := o.lowerLevel(t)
 	next := o.lowerLevel(t + 1)
 	batch := max(1, l.spec.Capacity/64)
@@ -40,7 +40,7 @@ func makeRoom(o roomOwner, t Tier, must bool) bool {
 		if !ok {
 			return false
 		}
-		if must || next == nil || next.spec.Write != WriteBack || o.victimBelow(t, k) || !o.writeDown(t, k) {
+		if next == nil || next.spec.Write != WriteBack || o.victimBelow(t, k) || !o.writeDown(t, k) {
 			o.dropVictim(t, k)
 			return true
 		}

@@ -302,12 +302,12 @@ func (x *Index) tierAdd(t Tier, e int32) {
 	ts.lv[t-1].policy.Add(evict.Entry{Key: en.slot[t-1] - 1, LastAccess: en.touched[t-1], Hits: en.hits})
 }
 
-// reserve takes a slot of lower tier t for entry e (pending), making room if it has to;
-// must makes room now (a hold's copy, makeRoom).
-func (x *Index) reserve(t Tier, e int32, must bool) bool {
+// reserve takes a slot of lower tier t for entry e (pending), making room if it has to
+// (makeRoom).
+func (x *Index) reserve(t Tier, e int32) bool {
 	ts := x.tiers
 	l := &ts.lv[t-1]
-	if len(l.free) == 0 && !makeRoom(x, t, must) {
+	if len(l.free) == 0 && !makeRoom(x, t) {
 		return false
 	}
 	s := l.take()
@@ -334,7 +334,7 @@ func (x *Index) victimBelow(t Tier, k int32) bool {
 func (x *Index) writeDown(t Tier, k int32) bool {
 	ts := x.tiers
 	e := ts.lv[t-1].owner[k] - 1
-	if !x.reserve(t+1, e, false) {
+	if !x.reserve(t+1, e) {
 		return false
 	}
 	en := &ts.ents[e]
@@ -415,7 +415,7 @@ func (x *Index) slotResidentNow(t Tier, e int32) {
 		x.emitTierStored(t, e, en.slot[t-1]-1)
 	}
 	below := t + 1
-	if int(below) <= len(ts.lv) && ts.lv[below-1].spec.Write == WriteThrough && en.slot[below-1] == 0 && x.reserve(below, e, false) {
+	if int(below) <= len(ts.lv) && ts.lv[below-1].spec.Write == WriteThrough && en.slot[below-1] == 0 && x.reserve(below, e) {
 		en = &ts.ents[e]
 		en.pins[t-1]++
 		ts.queue = append(ts.queue, tierOp{from: t, to: below, e: e, src: en.slot[t-1] - 1, dst: en.slot[below-1] - 1})
