@@ -168,16 +168,18 @@ func (p *Pool) allocateHandoff(dst []ID, n int) ([]ID, error) {
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
 	out := dst[start:]
-	first := copy(out[:before], p.ring[p.head:min(p.head+before, len(p.ring))])
-	copy(out[first:before], p.ring)
-	p.head += before
-	if p.head >= len(p.ring) {
-		p.head -= len(p.ring)
-	}
-	p.nfree = 0
-	refs := p.refs
-	for _, id := range out[:before] {
-		refs[id] = 1
+	if before > 0 { // else (a full pool's every allocation) there is nothing to take: no copy calls
+		first := copy(out[:before], p.ring[p.head:min(p.head+before, len(p.ring))])
+		copy(out[first:before], p.ring)
+		p.head += before
+		if p.head >= len(p.ring) {
+			p.head -= len(p.ring)
+		}
+		p.nfree = 0
+		refs := p.refs
+		for _, id := range out[:before] {
+			refs[id] = 1
+		}
 	}
 	if got := p.handoff.ReclaimInto(out[before:]); got != n-before {
 		panic(fmt.Sprintf("kvpage: broken invariant: reclaimer reported %d reclaimable blocks but evicted %d for an allocation of %d", avail-before, got, n))

@@ -77,18 +77,23 @@ func (p *lru) fit(t uint64) uint64 {
 func (p *lru) key(it uint64) int32 { return int32(it & p.mask) }
 
 // Add makes e.Key a candidate ordered by e.LastAccess.
-func (p *lru) Add(e Entry) {
-	t := e.LastAccess
+func (p *lru) Add(e Entry) { p.AddAt(e.Key, e.LastAccess) }
+
+// AddAt is Add(Entry{Key: key, LastAccess: lastAccess}) (internal/evictfast): the prefix
+// index adds a candidate without building the Entry, whose Hits and Priority the LRU never
+// reads, and Add is this with the two fields, so that neither call copies an Entry.
+func (p *lru) AddAt(key int32, lastAccess uint64) {
+	t := lastAccess
 	if t < p.base || t-p.base > p.maxRel {
 		t = p.fit(t)
 	}
-	it := (t-p.base)<<p.kb | uint64(e.Key)
+	it := (t-p.base)<<p.kb | uint64(key)
 	switch {
-	case p.pos[e.Key] != 0: // a candidate already: re-rank it
+	case p.pos[key] != 0: // a candidate already: re-rank it
 		p.settle()
-		i := int(p.pos[e.Key]) - 1
+		i := int(p.pos[key]) - 1
 		p.up(i, it)
-		p.down(int(p.pos[e.Key])-1, it)
+		p.down(int(p.pos[key])-1, it)
 	case p.popped: // take the last victim's place at the root
 		p.popped = false
 		p.down(0, it)
@@ -113,11 +118,6 @@ func (p *lru) Remove(key int32) bool {
 	}
 	return true
 }
-
-// AddAt is Add(Entry{Key: key, LastAccess: lastAccess}) (internal/evictfast): the prefix
-// index adds a candidate without building the Entry, whose Hits and Priority the LRU never
-// reads.
-func (p *lru) AddAt(key int32, lastAccess uint64) { p.Add(Entry{Key: key, LastAccess: lastAccess}) }
 
 // AddVictim is Add(Entry{Key: key, LastAccess: lastAccess}) then Victim, in one call: the
 // prefix index evicting a chain, whose victim's parent becomes a candidate right after
