@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvpage/kvpage/blocks/sizing"
 	"github.com/kvpage/kvpage/evict"
 )
 
@@ -102,6 +103,12 @@ type Scheme struct {
 	// MambaMode is the hybrid scheme's Mamba cache mode (hybrid.MambaAll, the default
 	// when "", or hybrid.MambaAlign).
 	MambaMode string
+	// KVCacheDType is the hybrid scheme's KV cache data type (vLLM's --kv-cache-dtype; 0
+	// means bf16): its attention pages and its token-equivalent (HybridTokenBytes) are
+	// sized in it, as a sizing plan in that data type sizes the paged rows' tokens.
+	// Mamba / linear-attention state keeps the model's own data type, as vLLM's
+	// mamba_cache_dtype auto does whatever the KV cache's.
+	KVCacheDType sizing.DType
 	// Tiers gives the paged or hybrid scheme with prefix sharing lower tiers (tiers.go):
 	// host memory and disk below the device's KV budget, in blocks for paged and in bytes
 	// for hybrid (split across its pools); the zero value has none.
@@ -125,6 +132,9 @@ func (s Scheme) Label() string {
 		}
 		if s.MambaMode != "" && s.MambaMode != "all" {
 			l += " " + s.MambaMode
+		}
+		if s.KVCacheDType != 0 && s.KVCacheDType != sizing.BF16 {
+			l += " kv=" + s.KVCacheDType.String()
 		}
 	}
 	if s.PrefixSharing {
@@ -170,8 +180,8 @@ func (s Scheme) validate(c *Config) error {
 	if !ok {
 		return fmt.Errorf("%w: unknown scheme %q (%s)", ErrInvalidConfig, s.Name, strings.Join(SchemeNames(), ", "))
 	}
-	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0 || s.MambaMode != "") {
-		return fmt.Errorf("%w: %s takes no model, layout or state block (the hybrid scheme does)", ErrInvalidConfig, s.Name)
+	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0 || s.MambaMode != "" || s.KVCacheDType != 0) {
+		return fmt.Errorf("%w: %s takes no model, layout, state block or KV cache data type (the hybrid scheme does)", ErrInvalidConfig, s.Name)
 	}
 	if !d.blocks {
 		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 || s.Preemption != "" {

@@ -29,8 +29,9 @@ import (
 //     (equal specs are looked up together), so its page takes k blocks.
 //
 // The byte budget is Capacity tokens of the model's attention layers (Capacity x the
-// bytes a token takes in every attention layer): the budget the sizing flags give a dense
-// model of the same attention. Usage is in those token-equivalents. State layers cache
+// bytes a token takes in every attention layer, its KV in Scheme.KVCacheDType): the
+// budget the sizing flags give a dense model of the same attention. State layers keep
+// the model's data type. Usage is in those token-equivalents. State layers cache
 // their state every StateBlock tokens under the per-class and carved layouts (0: the
 // uniform layout's block, so that every layout has the same hit unit); the Manager
 // allocates a state block per StateBlock tokens of a prompt at admission and releases all
@@ -177,23 +178,32 @@ type hybridAlloc struct {
 }
 
 // HybridTokenBytes is the bytes a token takes in every attention layer of the hybrid
-// preset model on one GPU of tp (bf16; tp 1 or 0, the whole model): the hybrid scheme's
-// token-equivalent, in which it sizes its pools and their shares of the lower tiers.
-func HybridTokenBytes(model string, tp int) (int64, error) {
-	h, err := hybridModelOnGPU(model, tp)
+// preset model on one GPU of tp (tp 1 or 0, the whole model), its KV cache in data type d
+// (Scheme.KVCacheDType; 0 means bf16): the hybrid scheme's token-equivalent, in which it
+// sizes its pools and their shares of the lower tiers.
+func HybridTokenBytes(model string, d sizing.DType, tp int) (int64, error) {
+	h, err := hybridModelOnGPU(model, d, tp)
 	if err != nil {
 		return 0, err
 	}
 	return attnTokenBytes(h), nil
 }
 
-// hybridModelOnGPU is HybridModel on one GPU of tp (sizing.ModelSpec.HybridOnGPU).
-func hybridModelOnGPU(name string, tp int) (sizing.HybridModel, error) {
+// hybridModelOnGPU is HybridModel on one GPU of tp with its attention's KV cache in d (0:
+// bf16) and its state in the model's data type (sizing.ModelSpec.HybridOnGPU): the
+// layers both the scheme and HybridTokenBytes size.
+func hybridModelOnGPU(name string, d sizing.DType, tp int) (sizing.HybridModel, error) {
 	if _, err := HybridModel(name); err != nil {
 		return sizing.HybridModel{}, err
 	}
+	if d == 0 {
+		d = sizing.BF16
+	}
+	if !d.Valid() {
+		return sizing.HybridModel{}, fmt.Errorf("%w: KV cache data type %d", ErrInvalidConfig, d)
+	}
 	m, _ := sizing.ModelPreset(name) // HybridModel found it
-	h, err := m.HybridOnGPU(sizing.BF16, max(tp, 1))
+	h, err := m.HybridOnGPU(d, max(tp, 1))
 	if err != nil {
 		return h, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -212,7 +222,7 @@ func attnTokenBytes(h sizing.HybridModel) int64 {
 // Manager, so that Validate refuses what build would (the pools' tiers over MaxTierBlocks)
 // before any memory is taken.
 func newHybridAlloc(cfg *Config, s Scheme, seqs []seq, dry bool) (*hybridAlloc, error) {
-	h, err := hybridModelOnGPU(s.Model, cfg.gpus())
+	h, err := hybridModelOnGPU(s.Model, s.KVCacheDType, cfg.gpus())
 	if err != nil {
 		return nil, err
 	}

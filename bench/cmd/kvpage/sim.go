@@ -51,8 +51,10 @@ two of its true length (its final number of token states: prompt + output - 1), 
 fit. paged is this library's blocktable.Manager (blocks on demand, prefix index, preemption).
 hybrid (not in the default comparison) runs a hybrid --model preset (gpt-oss, Gemma 3, Llama
 4 Scout, Qwen3-Next, Jamba) through blocktable/hybrid's Manager once per --hybrid-layouts
-layout, its budget --kv-budget-tokens tokens of the model's attention layers, and adds each
-KV-cache group's share of the budget below the table.
+layout, its budget --kv-budget-tokens tokens of the model's attention layers (their KV in
+--kv-cache-dtype, as the paged rows'; Mamba / linear-attention state in the model's data type,
+as vLLM's mamba_cache_dtype auto), and adds each KV-cache group's share of the budget below
+the table.
 
 Columns (shares of the KV budget, time-averaged over the saturated phase: from step 0 until
 the waiting queue first empties after the last arrival):
@@ -420,11 +422,10 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		}
 		return nil
 	}
-	in, err := f.sizing.resolve()
+	in, err := f.kvSizing(maxLen)
 	if err != nil {
 		return err
 	}
-	in.cfg.MaxModelLen = maxLen
 	p, err := sizing.NewPlan(in.cfg)
 	if err != nil {
 		return err
@@ -444,7 +445,7 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 			if err := s.Validate(&r.cfg); err != nil {
 				return fmt.Errorf("--host-ram: %w", err) // sim.ErrInvalidConfig: bad input
 			}
-			b, err := sim.HybridTokenBytes(s.Model, int(tp))
+			b, err := sim.HybridTokenBytes(s.Model, s.KVCacheDType, int(tp))
 			if err != nil {
 				return badFlag("--host-ram: %v", err)
 			}
@@ -495,8 +496,9 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 		}
 	}
 	if len(hybridBytes) > 0 {
-		// The hybrid scheme sizes its pools and their tier shares in its own unit (bf16, per
-		// GPU), not the sizing plan's bytes per token (per GPU, --kv-cache-dtype).
+		// The hybrid scheme sizes its pools and their tier shares in its own unit: its
+		// attention layers' bytes per token (per GPU, --kv-cache-dtype as the paged rows),
+		// not the sizing plan's bytes per token, which counts every layer.
 		r.memory += "; hybrid runs split host and disk across their pools as the device budget, in blocks of " + strings.Join(hybridBytes, ", ")
 	}
 	return nil
@@ -537,11 +539,10 @@ func (f *simFlags) budget(r *simRun, maxLen int) (int, error) {
 		r.memoryShort = fmt.Sprintf("KV budget %s tokens", commas(f.kvBudget.n))
 		return int(f.kvBudget.n), nil
 	}
-	in, err := f.sizing.resolve()
+	in, err := f.kvSizing(maxLen)
 	if err != nil {
 		return 0, err
 	}
-	in.cfg.MaxModelLen = maxLen
 	p, err := sizing.NewPlan(in.cfg)
 	if err != nil {
 		return 0, err
@@ -560,6 +561,19 @@ func (f *simFlags) budget(r *simRun, maxLen int) (int, error) {
 	}
 	r.memoryShort = fmt.Sprintf("%s on %s (%s), KV budget %s tokens", c.Model.Name, c.GPU.Name, cacheLabel(c), commas(int64(tokens)))
 	return tokens, nil
+}
+
+// kvSizing is what the sizing flags resolve to for a run of at most maxLen tokens: the
+// plan the paged rows' tokens are sized by (budget, applyTiers), and the KV cache data
+// type the hybrid rows' attention pages are sized in (schemeList), so that both kinds of
+// row hold KV in the same --kv-cache-dtype.
+func (f *simFlags) kvSizing(maxLen int) (sizingInput, error) {
+	in, err := f.sizing.resolve()
+	if err != nil {
+		return in, err
+	}
+	in.cfg.MaxModelLen = maxLen
+	return in, nil
 }
 
 // defaultSchemes are the schemes of the default comparison: every registered one but
@@ -653,10 +667,17 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 			if _, err := sim.HybridModel(m.Name); err != nil {
 				return nil, badFlag("--schemes hybrid: --model %s: %v", f.sizing.model, err)
 			}
+			in, err := f.kvSizing(0)
+			if err != nil {
+				return nil, err
+			}
+			if in.bytesOnly {
+				return nil, badFlag("--schemes hybrid sizes --model's layers in --kv-cache-dtype; --kv-bytes-per-token gives neither")
+			}
 			for _, share := range sharing {
 				for _, l := range layouts {
 					s := sim.Scheme{Name: sim.Hybrid, Model: m.Name, Layout: l, BlockSize: blockSize,
-						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock}
+						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock, KVCacheDType: in.cfg.CacheDType}
 					if f.mambaMode != "all" {
 						s.MambaMode = f.mambaMode
 					}

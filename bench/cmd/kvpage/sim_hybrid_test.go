@@ -111,14 +111,15 @@ func TestSimHybridHostRAM(t *testing.T) {
 
 // The --host-ram line of the KV budget gives each scheme's own bytes per token: the
 // paged rows the sizing plan's (per GPU, --kv-cache-dtype; a block takes every GPU's
-// shard), the hybrid rows the scheme's (bf16 attention layers, per GPU too), which is how
-// it sizes its pools' shares of the host. Under fp8 they differ two-fold. Mamba align
-// mode takes the tier too.
+// shard), the hybrid rows the scheme's (attention layers in --kv-cache-dtype, per GPU
+// too), which is how it sizes its pools' shares of the host. Under fp8 both are fp8's
+// (the hybrid rows' were bf16's, twice the paged rows', before the scheme took the data
+// type). Mamba align mode takes the tier too.
 func TestSimHybridHostRAMBytesPerToken(t *testing.T) {
 	args := []string{"sim", "--model", "qwen3-next-80b-a3b", "--hybrid-layouts", "uniform", "--workload", "conversation", "--prefix-sharing", "on",
 		"--num-prompts", "10", "--kv-budget-tokens", "24000", "--host-ram", "8GiB", "-tp", "2", "--kv-cache-dtype", "fp8",
 		"--mamba-cache-mode", "align", "--block-size-sweep", "", "--no-charts", "--no-progress", "--json"}
-	const hy = "; hybrid runs split host and disk across their pools as the device budget, in blocks of 12288 bytes per token per GPU of qwen3-next-80b-a3b's attention layers"
+	const hy = "; hybrid runs split host and disk across their pools as the device budget, in blocks of 6144 bytes per token per GPU of qwen3-next-80b-a3b's attention layers"
 	for schemes, want := range map[string]string{
 		"hybrid":       "24,000 tokens (--kv-budget-tokens); lower tiers: host 8.00 GiB (25 GB/s)" + hy,
 		"hybrid,paged": "24,000 tokens (--kv-budget-tokens); lower tiers: host 8.00 GiB (25 GB/s), 6144 bytes per token of qwen3-next-80b-a3b per GPU, the tiers shared by the 2 GPUs' shards" + hy,

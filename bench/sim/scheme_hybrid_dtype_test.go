@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvpage/kvpage/blocks/sizing"
+)
+
+// The hybrid scheme sizes its attention pages in Scheme.KVCacheDType and its Mamba /
+// linear-attention state in the model's data type (vLLM: the attention specs take
+// --kv-cache-dtype, MambaSpec mamba_cache_dtype, auto the model's). Under the per-class
+// layout a kind's page is its layers' bytes of BlockSize tokens, or of one state: in an
+// 8-bit cache every attention kind's page, and the token-equivalent (HybridTokenBytes),
+// is half its bf16 size, and every state page the same.
+func TestHybridSchemeSizesKVInItsDType(t *testing.T) {
+	cfg := DefaultConfig(100000)
+	for _, tc := range []struct {
+		dtype sizing.DType
+		num   int64 // attention bytes against bf16's: num/2
+	}{
+		{0, 2}, // bf16
+		{sizing.BF16, 2},
+		{sizing.FP16, 2},
+		{sizing.FP32, 4},
+		{sizing.FP8E4M3, 1},
+		{sizing.FP8E5M2, 1},
+		{sizing.INT8, 1},
+	} {
+		for _, h := range sizing.HybridPresets() {
+			s := Scheme{Name: Hybrid, Model: h.Name, Layout: LayoutPerClass, BlockSize: 16, PrefixSharing: true}
+			base, err := newHybridAlloc(&cfg, s, nil, true)
+			require.NoError(t, err, h.Name)
+			s.KVCacheDType = tc.dtype
+			require.NoError(t, s.Validate(&cfg), "%s %v", h.Name, tc.dtype)
+			a, err := newHybridAlloc(&cfg, s, nil, true)
+			require.NoError(t, err, "%s %v", h.Name, tc.dtype)
+			name := h.Name + " " + s.Label()
+
+			b16, err := HybridTokenBytes(h.Name, sizing.BF16, 1)
+			require.NoError(t, err)
+			got, err := HybridTokenBytes(h.Name, tc.dtype, 1)
+			require.NoError(t, err)
+			assert.Equal(t, b16*tc.num/2, got, "%s: bytes per token of the attention layers", name)
+			assert.Equal(t, got, a.unit, "%s: the scheme's token-equivalent", name)
+
+			require.Len(t, a.kindBytes, len(h.Layers))
+			for i, l := range h.Layers {
+				if l.Kind == sizing.KindState {
+					assert.Equal(t, base.kindBytes[i], a.kindBytes[i], "%s: a state page keeps the model's data type", name)
+					continue
+				}
+				assert.Equal(t, base.kindBytes[i]*tc.num/2, a.kindBytes[i], "%s: a %s page", name, l.Kind)
+			}
+		}
+	}
+}
+
+// A KV cache data type is the hybrid scheme's option, and a valid one.
+func TestHybridSchemeRefusesBadKVDType(t *testing.T) {
+	cfg := DefaultConfig(100000)
+	paged := Scheme{Name: Paged, BlockSize: 16, KVCacheDType: sizing.FP8E4M3}
+	require.ErrorIs(t, paged.Validate(&cfg), ErrInvalidConfig)
+	hyb := Scheme{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutUniform, BlockSize: 16, KVCacheDType: sizing.MXFP4 + 1}
+	require.ErrorIs(t, hyb.Validate(&cfg), ErrInvalidConfig)
+	_, err := HybridTokenBytes("jamba-1.5-mini", sizing.MXFP4+1, 1)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
