@@ -188,6 +188,9 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 		case r.kind == Store && opOK:
 			t.slotResidentNow(op.to, op.dst)
 		case r.kind == Store:
+			if op.from == Device && r.srcFreed {
+				t.countStreamLost(op.dst)
+			}
 			t.dropSlot(op.to, op.dst)
 		case ok:
 			ts.lv[op.from-1].touched[op.src] = ts.clock.Tick()
@@ -211,6 +214,18 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 	ts.recycle(r)
 	t.FlushTierEvents()
 	return res, dev, nil
+}
+
+// countStreamLost counts in the device's Lost the block of a failed stream-ordered store
+// into tier 1's slot s whose device copy is gone: the owner evicted it after TakePlans
+// handed the store out (CountDeviceEviction counted it in flight, not lost), and no lower
+// tier holds it. As an Index's tiers count it (Index.keepStreamFailed).
+func (t *GroupTree) countStreamLost(s int32) {
+	l := &t.tiers.lv[0]
+	n, g := l.node[s], int(l.group[s])
+	if t.First(n, g) == blocks.NullID && !t.residentBelow(1, n, g) {
+		t.tiers.stats[Device].Lost++
+	}
 }
 
 // countDone counts one block of a completed transfer in stats: a store into its

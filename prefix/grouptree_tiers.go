@@ -170,8 +170,9 @@ func (t *GroupTree) PendingTransfers() int {
 
 // TierStatsOf returns tier tier's counters (the zero value for a tier the tree lacks).
 // The device's Resident is its entries over all groups, its Evicted and Lost what the
-// owner counted (CountDeviceEviction); its Pending is the owner's to count (blocks being
-// demoted), and is 0 here.
+// owner counted (CountDeviceEviction), Lost also the blocks of failed stream-ordered
+// stores the owner evicted while their copy was in flight (CompleteTransfer); its Pending
+// is the owner's to count (blocks being demoted), and is 0 here.
 func (t *GroupTree) TierStatsOf(tier Tier) TierStats {
 	if t.tiers == nil || int(tier) >= t.NumTiers() {
 		return TierStats{}

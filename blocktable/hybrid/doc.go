@@ -89,8 +89,9 @@
 // the blocks that return to the free queue once their copies are handed out (TakePlans,
 // under TierConfig.StreamOrdered) or confirmed (CompleteTransfer, otherwise); Freed +
 // Awaiting is what Preempt counts against Need. Resume of a sequence whose copies are
-// handed out and not yet confirmed (StreamOrdered) waits, as blocktable.Manager's does:
-// blocktable.ErrSwapInFlight, nothing changed.
+// handed out and not yet confirmed (StreamOrdered), and whose device blocks an allocation
+// took meanwhile, waits, as blocktable.Manager's does: blocktable.ErrSwapInFlight,
+// nothing changed; while the device still caches them it hits them there.
 //
 // # Errors, concurrency
 //

@@ -26,8 +26,9 @@ func resumeStateOf(m *hybrid.Manager) resumeState {
 }
 
 // Under StreamOrdered a swap's copies release their device blocks when TakePlans hands
-// them out, and their tier slots are found only once CompleteTransfer confirms them. A
-// Resume in between found neither and computed the 8 blocks in flight again; it now
+// them out (cached until an allocation takes them), and their tier slots are found only
+// once CompleteTransfer confirms them. A Resume once an allocation took the blocks and
+// before the confirmation found neither and computed the 8 blocks in flight again; it now
 // waits, as blocktable.Manager's does (ErrSwapInFlight in a SeqError, nothing changed),
 // and loads them once the copies are confirmed.
 func TestHybridResumeWaitsForStreamOrderedCopies(t *testing.T) {
@@ -43,7 +44,12 @@ func TestHybridResumeWaitsForStreamOrderedCopies(t *testing.T) {
 	require.NoError(t, err)
 	plans := m.TakePlans(nil)
 	require.NotEmpty(t, plans)
-	require.Zero(t, m.Match(p1), "off the device")
+	require.Equal(t, 16, m.Match(p1), "still cached")
+	_, err = m.Admit(2, &hybrid.Request{Prompt: seqTokens(17, 100), MaxTokens: 20})
+	require.NoError(t, err)
+	require.Zero(t, m.Match(p1), "seq 2's allocation took the kept blocks")
+	require.Zero(t, m.TierStats(prefix.Device).Lost, "their copies are in flight")
+	require.NoError(t, m.Finish(2))
 
 	before := resumeStateOf(m)
 	_, err = m.Resume(1)

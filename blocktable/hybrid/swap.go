@@ -187,11 +187,12 @@ func (m *Manager) Swapped(id blocktable.SeqID) bool {
 // blocktable.ErrUnknownSeq for an ID the Manager does not know (never admitted, or
 // finished: Finish of a swapped-out sequence forgets it), as blocktable.Manager's Resume
 // does. Under
-// prefix.TierConfig.StreamOrdered, between the TakePlans that hands its copies out and
-// their CompleteTransfer, it fails with blocktable.ErrSwapInFlight (in a
-// *blocktable.SeqError), changing nothing, as blocktable.Manager's Resume does: those
-// blocks are on no device and in no tier until confirmed, and the server resumes the
-// sequence once they are rather than compute them again.
+// prefix.TierConfig.StreamOrdered, once an allocation has taken the device blocks of
+// copies TakePlans handed out and before their CompleteTransfer, it fails with
+// blocktable.ErrSwapInFlight (in a *blocktable.SeqError), changing nothing, as
+// blocktable.Manager's Resume does: those blocks are on no device and in no tier until
+// confirmed, and the server resumes the sequence once they are rather than compute them
+// again. Until an allocation takes them they are still cached, a device hit.
 func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 	rec, ok := m.swapped[id]
 	if !ok {

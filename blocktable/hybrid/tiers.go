@@ -16,7 +16,8 @@ import (
 // device's copies into tier 1 by tier 1's write policy (write-through when a block is
 // cached, after N hits, write-back ahead of need: the first FreeTarget blocks of the free
 // queue, its next victims, are demoted before an allocation reaches them), and evicts a
-// demoted block once its copy is confirmed, to the queue's front.
+// demoted block once its copy is confirmed, to the queue's front (under StreamOrdered it
+// goes there cached when TakePlans hands its copy out: releaseHandedOut).
 //
 // A lookup finds the device hit first (the fixed point over the device's lists), then the
 // longest hit every group can serve with the blocks past the device hit read from the
@@ -44,6 +45,19 @@ type tierState struct {
 	loads      []prefix.GroupLoad
 	before     []int // commitTiered's scratch: blocks cached per group before
 	committing bool  // commitTiered is running commit's device pass
+	// kept are the demoted blocks a StreamOrdered store released as TakePlans handed it
+	// out and left cached at the free queue's front (releaseHandedOut), until the store
+	// completes.
+	kept []keptSource
+}
+
+// keptSource is a demoted block kept cached after its stream-ordered store was handed out:
+// the store, the block, and the entry it was cached for then (an allocation since may have
+// evicted it and cached another).
+type keptSource struct {
+	id prefix.TransferID
+	b  blocks.ID
+	e  prefix.GroupEntry
 }
 
 func newTierState(c *prefix.TierConfig, numBlocks int) *tierState {
@@ -323,8 +337,10 @@ func (m *Manager) prepareLoad(s *seq, hit, full int, r *AdmitResult) {
 // demotions below Config.Tiers.FreeTarget, write-through and hit-threshold copies, and the
 // loads of admitted sequences), and returns dst. The server executes them and confirms
 // each with CompleteTransfer, as blocktable.Manager's. Under TierConfig.StreamOrdered a
-// store's device blocks are released as its plan is handed out (a demoted block leaves
-// the device here), not when it completes. Without tiers it returns dst.
+// store's device blocks are released as its plan is handed out, not when it completes: a
+// demoted block goes to the free queue's front still cached, so that the next allocation
+// takes it (its copy counted in flight, not lost), and until then a lookup still hits it.
+// Without tiers it returns dst.
 func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
 	if m.st.tiers == nil {
 		return dst
@@ -340,20 +356,58 @@ func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
 
 // releaseHandedOut releases the device sources of the stores plans hand out under
 // TierConfig.StreamOrdered, as blocktable.Manager's do: the server issues the copies
-// before anything writes those blocks again, so they are reusable now, and a demoted one
-// leaves the device now, not once its copy is confirmed (the tree dropped their transfer
-// references as it handed the plans out).
+// before anything writes those blocks again, so they are reusable now (the tree dropped
+// their transfer references as it handed the plans out). A demoted one only the copy held
+// goes to the free queue's front but stays cached until an allocation takes it: if its
+// copy then fails while the device still has it, it keeps its KV, as a failed demotion
+// without StreamOrdered does (settleKept). Before, it was evicted here, and a failed copy
+// lost it with no copy anywhere.
 func (s *store) releaseHandedOut(plans []prefix.Plan) {
+	ts := s.tiers
 	for _, p := range plans {
 		if p.Kind != prefix.Store || p.From != prefix.Device {
 			continue
 		}
 		for _, r := range p.Runs {
-			for b := r.Src; b < r.Src+r.Blocks; b++ {
-				s.transferDone(blocks.ID(b), true, true)
+			for b := blocks.ID(r.Src); b < blocks.ID(r.Src+r.Blocks); b++ {
+				if e, cached := s.t.Entry(b); ts.demote[b] && s.ref(b) == 1 && cached {
+					ts.demote[b] = false
+					ts.demoting--
+					ts.kept = append(ts.kept, keptSource{id: p.ID, b: b, e: e})
+					must(s.q.ReleaseToFront(b))
+					continue
+				}
+				s.transferDone(b, true, true)
 			}
 		}
 	}
+}
+
+// settleKept ends the kept sources of stream-ordered store id (releaseHandedOut) that the
+// device still caches for the same entry and no sequence took since: confirmed (ok), the
+// block is evicted, as a confirmed demotion's is, keeping its place at the queue's front;
+// failed, it keeps its KV and goes to the queue's tail, released now, as transferDone
+// does with a failed demotion's block.
+func (s *store) settleKept(id prefix.TransferID, ok bool) {
+	ts := s.tiers
+	k := 0
+	for _, r := range ts.kept {
+		if r.id != id {
+			ts.kept[k] = r
+			k++
+			continue
+		}
+		if e, cached := s.t.Entry(r.b); !cached || e != r.e || s.ref(r.b) != 0 {
+			continue // allocated since, or taken by a sequence's hit
+		}
+		if ok {
+			s.evict(r.b)
+		} else {
+			must(s.q.Retain(r.b))
+			s.release(r.b)
+		}
+	}
+	ts.kept = ts.kept[:k]
 }
 
 // CompleteTransfer confirms transfer id with the server's outcome: the copy's device
@@ -376,6 +430,9 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 	ts.done = dev
 	for _, b := range dev {
 		m.st.transferDone(b, r.Kind == prefix.Store, ok)
+	}
+	if len(ts.kept) > 0 && r.Kind == prefix.Store {
+		m.st.settleKept(id, ok)
 	}
 	done := LoadDone{Result: r}
 	if seqID, found := m.loads[id]; found {

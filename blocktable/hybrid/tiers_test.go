@@ -343,8 +343,9 @@ func TestHybridEvictBlocksKeepsLowerTiers(t *testing.T) {
 
 // Under TierConfig.StreamOrdered a store's device blocks come back when TakePlans hands
 // its plan out, as blocktable.Manager's do (they came back only at completion): a swap's
-// demoted blocks are free and off the device once the plans are taken, not lost (their
-// copies are in flight), and completing the copies hands back nothing more.
+// demoted blocks are free once the plans are taken, still cached at the free queue's
+// front until an allocation takes them or the copies are confirmed, not lost (their
+// copies are in flight), and completing the copies evicts them.
 func TestHybridTierStreamOrdered(t *testing.T) {
 	for _, streamed := range []bool{false, true} {
 		m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
@@ -364,7 +365,7 @@ func TestHybridTierStreamOrdered(t *testing.T) {
 		require.NotEmpty(t, plans)
 		if streamed {
 			require.Equal(t, 12, m.Stats().Free, "handed out: the demoted blocks are free")
-			require.Zero(t, m.Match(p1), "and off the device")
+			require.Equal(t, 16, m.Match(p1), "and still cached until an allocation takes them")
 			require.Zero(t, m.TierStats(prefix.Device).Lost, "their copies are in flight")
 		} else {
 			require.Equal(t, 4, m.Stats().Free, "free once the copies are confirmed")
@@ -375,6 +376,7 @@ func TestHybridTierStreamOrdered(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.Equal(t, 12, m.Stats().Free)
+		require.Zero(t, m.Match(p1), "confirmed: off the device")
 		require.Zero(t, m.TierStats(prefix.Device).Lost)
 		require.NoError(t, m.CheckInvariants())
 		r, err := m.Resume(1)
@@ -385,5 +387,55 @@ func TestHybridTierStreamOrdered(t *testing.T) {
 		completeAll(t, m, true)
 		require.Equal(t, 12, m.Stats().Free, "nothing leaked")
 		require.NoError(t, m.CheckInvariants())
+	}
+}
+
+// A stream-ordered demotion whose copy fails keeps its blocks cached, as one without
+// StreamOrdered does: handed out, they wait at the free queue's front, still cached; the
+// failure moves them to its tail, released now, so that the next allocation takes other
+// blocks. Before, TakePlans evicted them and the failure lost them, uncounted. If an
+// allocation took them first, the device's Lost counts them at the failure.
+func TestHybridStreamOrderedFailedDemotionStaysCached(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		evictFirst bool
+		hit        int // p1's device hit after the failure and one more admission
+		lost       uint64
+	}{
+		{"copies failed", false, 16, 0},
+		{"copies failed after an allocation took the blocks", true, 0, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := hybrid.New(hybrid.Config{Groups: []hybrid.Spec{
+				hybrid.FullAttention{Block: 4}, hybrid.SlidingWindow{Block: 4, Window: 4},
+			}, NumBlocks: 13, Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 32, Write: prefix.WriteBack}},
+				BlockBytes: 64, StreamOrdered: true}})
+			require.NoError(t, err)
+			p1 := seqTokens(17, 0)
+			_, err = m.Admit(1, &hybrid.Request{Prompt: p1, MaxTokens: 20})
+			require.NoError(t, err)
+			_, err = m.PreemptSeq(1, blocktable.Swap)
+			require.NoError(t, err)
+			plans := m.TakePlans(nil)
+			require.NotEmpty(t, plans)
+			require.Equal(t, 16, m.Match(p1))
+			if c.evictFirst {
+				_, err = m.Admit(2, &hybrid.Request{Prompt: seqTokens(17, 100), MaxTokens: 20})
+				require.NoError(t, err)
+				require.Zero(t, m.Match(p1))
+				require.NoError(t, m.Finish(2))
+			}
+			for _, p := range plans {
+				_, err := m.CompleteTransfer(p.ID, false)
+				require.NoError(t, err)
+			}
+			require.Equal(t, c.lost, m.TierStats(prefix.Device).Lost)
+			require.NoError(t, m.CheckInvariants())
+			// Two blocks, the queue's front: other blocks than the failed copies' (at the tail).
+			_, err = m.Admit(3, &hybrid.Request{Prompt: seqTokens(3, 500), MaxTokens: 4})
+			require.NoError(t, err)
+			require.Equal(t, c.hit, m.Match(p1))
+			require.NoError(t, m.CheckInvariants())
+		})
 	}
 }
