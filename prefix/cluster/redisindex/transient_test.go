@@ -65,8 +65,14 @@ func TestLoadingRedisIsUnavailable(t *testing.T) {
 
 // A Redis running a script past busy-reply-threshold answers BUSY to everything but
 // SCRIPT KILL and SHUTDOWN: ErrUnavailable too, CheckRestart's INFO included. The script
-// is an endless loop on a connection of its own, killed at the end; the test waits for
-// the server's BUSY (its deadline only bounds a failure).
+// is an endless loop on a connection of its own, killed at the end.
+//
+// The test waits for events, not for time: the script first publishes on a channel the
+// test subscribed to, and Redis writes that message from its event loop, which a running
+// script lets run only once it is past busy-reply-threshold, to answer BUSY. So the
+// message says the server answers BUSY (a PING then confirms it, polled should the
+// server flush the message sooner). The one bound, a minute, only bounds a failure: a
+// script that never starts, or a server that never says BUSY.
 func TestBusyRedisIsUnavailable(t *testing.T) {
 	srv := startOwnRedis(t)
 	ctx := context.Background()
@@ -75,13 +81,29 @@ func TestBusyRedisIsUnavailable(t *testing.T) {
 	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: 16, Seed: fixtureSeed, Model: fixtureModel, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, rdb.ConfigSet(ctx, "busy-reply-threshold", "1").Err())
+	const ready = "kvpage-test:looping"
+	sub := rdb.Subscribe(ctx, ready)
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err = sub.Receive(ctx) // the subscription is confirmed before the script runs
+	require.NoError(t, err)
 	blocker := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: -1})
 	t.Cleanup(func() { _ = blocker.Close() })
 	looped := make(chan error, 1)
-	go func() { looped <- blocker.Eval(ctx, "while true do end", nil).Err() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !redis.HasErrorPrefix(rdb.Ping(ctx).Err(), "BUSY ") {
-		require.True(t, time.Now().Before(deadline), "Redis never became BUSY")
+	go func() {
+		looped <- blocker.Eval(ctx, "redis.call('PUBLISH', KEYS[1], 'looping') while true do end", []string{ready}).Err()
+	}()
+	bound, cancel := context.WithTimeout(ctx, time.Minute) // a failure's bound only
+	defer cancel()
+	select {
+	case <-sub.Channel():
+	case err := <-looped:
+		t.Fatalf("the script ended: %v", err)
+	case <-bound.Done():
+		t.Fatal("the script never published: Redis never ran it")
+	}
+	for !redis.HasErrorPrefix(rdb.Ping(bound).Err(), "BUSY ") {
+		require.NoError(t, bound.Err(), "Redis never became BUSY")
+		time.Sleep(time.Millisecond)
 	}
 	calls := transientCalls(t, x)
 	calls["CheckRestart"] = func(ctx context.Context) error { _, err := x.CheckRestart(ctx); return err }
