@@ -78,17 +78,60 @@ func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
 
 // commitUnderLeaf is commit(cur, p, ids, true) for the case leafToExtend found: one new
 // block under the cursor's leaf at, the sequence's next block under its last one, which a
-// decode step commits every 16 tokens. It makes the same tick, writes and call to
-// insertChain as commit, without resolve's, planCommit's and commit's general passes
-// (TestCommitUnderLeafMatchesCommit runs the two in lockstep).
+// decode step commits every 16 tokens. It makes the same tick and the same writes as
+// commit, without resolve's, planCommit's and commit's general passes, and is
+// insertChain's loop for that one block written out: no multimodal keys, retention
+// ranges or quota, and a parent with no child, so none of their branches and no loop
+// (TestCommitUnderLeafMatchesCommit runs it and commit in lockstep; a change to
+// insertChain's per-block steps belongs in both).
 func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int32) CommitResult {
 	start := int(cur.blocks)
-	toks := (*[16]int32)(p.Tokens[start*16 : (start+1)*16]) // leafToExtend checked the length
-	x.keyBuf = append(x.keyBuf[:0], x.key16(x.nodes[at].key, toks, x.root(cur.root), start == 0))
+	src := (*[16]int32)(p.Tokens[start*16 : (start+1)*16]) // leafToExtend checked the length
+	pn := &x.nodes[at]
+	key := x.key16(pn.key, src, x.root(cur.root), start == 0)
 	t := x.tick()
-	at = x.insertChain(at, start, p, ids, 0, t, true)
+	id := ids[0]
+	if x.refs[id] >= blocks.MaxRefCount { // held by the caller, so not free
+		panic("kvpage: broken invariant: a trusted commit of a block with MaxRefCount holders")
+	}
+	x.refs[id]++
+	n := nodeOf(id)
+	nd := &x.nodes[n]
+	nd.key, nd.lastAccess, nd.parent = key, t, at
+	nd.children, nd.pinnedKids, nd.hint = 0, 0, 0
+	nd.gen++ // a new incarnation: cursors at the evicted one stay stale
+	nd.hits = 1
+	nd.flags = flagCached
+	x.retain(n, p.Retention)
+	x.tok16[id] = *src
+	x.cached++
+	if pn.flags&flagPinned == 0 {
+		x.evRemoveSlow(at) // an unpinned leaf until now (leafToExtend: no children)
+	}
+	pn.children++
+	if pn.hint == 0 {
+		pn.hint = n // the hint child is not in the table (see Index.nodes)
+	} else {
+		x.table.insert(n, key)
+	}
+	if pn.flags&flagPinned != 0 {
+		nd.flags |= flagPinned
+		x.pinned++
+		pn.pinnedKids++
+	} else {
+		x.pin(n)
+	}
+	if x.hashes != nil {
+		x.hashChain(at, start, p, ids)
+	}
+	if x.obs != nil {
+		x.emitStored(at, start, p, ids)
+	}
+	if x.tiers != nil {
+		x.tierCommitted(ids)
+	}
 	x.stats.inserts++
-	*cur = Cursor{node: at, blocks: int32(start + 1), gen: x.nodes[at].gen, root: cur.root}
+	*cur = Cursor{node: n, blocks: int32(start + 1), gen: nd.gen, root: cur.root}
 	x.mutated()
 	return CommitResult{Stored: 1}
 }

@@ -14,13 +14,14 @@ import (
 // general one, in lockstep over two indexes: sequences admitted over shared prefixes,
 // decoding a token at a time under memory pressure (allocations evict), some decoding the
 // same tokens (so their blocks are duplicates, and a cursor's node has children), some
-// with a retention priority or a time limit, finishing or dropped when the pool runs out.
+// with a retention priority or a time limit, finishing or dropped when the pool runs out;
+// with an observer, another hasher's stored hashes, an eviction history, a host tier.
 // Every commit returns the same result and cursor, and both indexes end every step in the
 // same state (nodes, holders, hints, hits, eviction set, events).
 func TestCommitUnderLeafMatchesCommit(t *testing.T) {
 	const bs = 16
 	short := 0
-	for variant := range 3 {
+	for variant := range 5 {
 		for seed := range uint64(6) {
 			rng := rand.New(rand.NewPCG(seed, uint64(variant)))
 			var logA, logB eventLog
@@ -30,6 +31,14 @@ func TestCommitUnderLeafMatchesCommit(t *testing.T) {
 				optsA, optsB = append(optsA, WithObserver(&logA)), append(optsB, WithObserver(&logB))
 			case 2:
 				optsA, optsB = append(optsA, WithEvictionHistory(32)), append(optsB, WithEvictionHistory(32))
+			case 3: // stored event hashes of another hasher
+				optsA = append(optsA, WithHasher(NewSHA256()), WithObserver(&logA))
+				optsB = append(optsB, WithHasher(NewSHA256()), WithObserver(&logB))
+			case 4: // lower tiers: every commit is written through to the host
+				tiers := func() Option {
+					return WithTiers(TierConfig{Tiers: []TierSpec{{Medium: MediumCPU, Capacity: 16, Write: WriteThrough}}, BlockBytes: 1000})
+				}
+				optsA, optsB = append(optsA, tiers()), append(optsB, tiers())
 			}
 			poolA, err := blocks.New(40, blocks.WithNullBlock())
 			require.NoError(t, err)
