@@ -190,6 +190,8 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 		case r.kind == Store:
 			if op.from == Device && r.srcFreed {
 				t.countStreamLost(op.dst)
+			} else if op.from != Device {
+				t.keepFailedWriteBack(op.from, op.src)
 			}
 			t.dropSlot(op.to, op.dst)
 		case ok:

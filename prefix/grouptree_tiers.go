@@ -373,6 +373,16 @@ func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
 	}
 }
 
+// keepFailedWriteBack keeps slot s of lower tier tier, the source of a copy into the tier
+// below that failed, as an Index's tiers do (tierEntry.keepFailedWriteBack): a write-back
+// marked it leaving, but it still holds the block, so it stays, ranked as used now.
+func (t *GroupTree) keepFailedWriteBack(tier Tier, s int32) {
+	if l := &t.tiers.lv[tier-1]; l.st[s] == slotResident && l.leaving[s] {
+		l.leaving[s] = false
+		l.touched[s] = t.tiers.clock.Tick()
+	}
+}
+
 // failSlot evicts slot s's key from lower tier tier after a failed load from it: at once
 // for lookups and events, and the slot itself when the last copy reading it ends. Its
 // bytes are no longer trusted, as an Index's (Index.failSlot): a copy of it into the tier

@@ -320,6 +320,8 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 			} else {
 				if op.from == Device && r.srcFreed {
 					x.keepStreamFailed(op.src, op.e)
+				} else if op.from != Device {
+					ts.ents[op.e].keepFailedWriteBack(op.from, x.clock.Now())
 				}
 				x.dropSlot(op.to, op.e)
 				ts.stats[op.to].StoreFailed++

@@ -24,7 +24,8 @@ type roomOwner interface {
 // is dropped; any other victim is written back to the tier below (its slot frees when the
 // copy completes) and the next victim is tried, up to a batch of a 64th of the tier:
 // then no slot is free now, and the write-backs started free some by the time their plan
-// completes. A victim the tier below has no room for is dropped.
+// completes; if that copy fails, the victim stays (keepFailedWriteBack). A victim the
+// tier below has no room for is dropped.
 //
 // A hold (Index.Hold, GroupTree.Hold) makes room by the same rule, never by dropping a
 // victim a write-back tier below would have taken: under a write-back tier 2, tier 1's

@@ -425,6 +425,17 @@ func (x *Index) slotResidentNow(t Tier, e int32) {
 	}
 }
 
+// keepFailedWriteBack keeps the source slot in lower tier t of a copy into the tier below
+// that failed: a write-back (makeRoom) marked it leaving, to be dropped once copied, but
+// it still holds the block, so it stays, ranked as used at now (the failed demotion's rule
+// on the device, keepFailedDemotion). A source a failed load hid (pending) still goes.
+func (en *tierEntry) keepFailedWriteBack(t Tier, now uint64) {
+	if i := t - 1; en.st[i] == slotResident && en.leaving[i] {
+		en.leaving[i] = false
+		en.touched[i] = now
+	}
+}
+
 // failSlot evicts entry e's key from lower tier t after a failed load from it: at once
 // for lookups and events, and the slot itself when the last copy reading it ends (until
 // then it counts as pending, busy with copies in flight). The slot's bytes are no longer
