@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kvpage/kvpage/internal/argerr"
 )
 
 // Sentinel errors. Every error the pool returns for bad input wraps one of these, so callers
@@ -19,8 +21,11 @@ var (
 	ErrUnknownBlock = errors.New("blocks: unknown block")
 	// ErrNullBlock: the reserved null block was retained or released.
 	ErrNullBlock = errors.New("blocks: the null block is reserved")
-	// ErrInvalidArgument: a negative count, a non-positive capacity or a bad size.
-	ErrInvalidArgument = errors.New("blocks: invalid argument")
+	// ErrInvalidArgument: a negative count, a non-positive capacity or a bad size. It
+	// matches (errors.Is) the invalid-argument sentinel of every other package of the
+	// module (prefix, blocktable, evict, sizing, ...), and they match it: one test covers
+	// them all, and the message still says which package refused.
+	ErrInvalidArgument = argerr.New("blocks: invalid argument")
 	// ErrRefCountOverflow: a block already has MaxRefCount holders; one more would wrap
 	// its count.
 	ErrRefCountOverflow = errors.New("blocks: reference count overflow")

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/argerr"
 )
 
 // Sentinel errors. Every error the package returns for bad input wraps one of these, so
@@ -39,10 +39,10 @@ var (
 	// tests written for it still match.
 	ErrNoHostPool = ErrSwapNeedsTiers
 	// ErrInvalidArgument: an empty prompt, a negative count, a position or length out of
-	// range, a bad configuration. It matches blocks.ErrInvalidArgument, as the
-	// invalid-argument errors of every package a server embeds do: one errors.Is test
-	// covers them all.
-	ErrInvalidArgument error = argError{}
+	// range, a bad configuration. It matches (errors.Is) blocks.ErrInvalidArgument,
+	// prefix.ErrInvalidArgument and every other package's invalid-argument sentinel, and
+	// they match it: one errors.Is test covers them all, whichever package refused.
+	ErrInvalidArgument = argerr.New("blocktable: invalid argument")
 	// ErrTooLarge: a size or count that no amount of preemption could ever satisfy (more
 	// slots than the whole pool holds) or that would overflow. Unlike blocks.ErrOutOfBlocks,
 	// retrying after a Preempt cannot help: reject the request. Also matches
@@ -91,9 +91,3 @@ func (e *SeqError) Error() string {
 
 // Unwrap returns the sentinel error.
 func (e *SeqError) Unwrap() error { return e.Err }
-
-// argError is ErrInvalidArgument: its own message, and it matches blocks.ErrInvalidArgument.
-type argError struct{}
-
-func (argError) Error() string { return "blocktable: invalid argument" }
-func (argError) Unwrap() error { return blocks.ErrInvalidArgument }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kvpage/kvpage/internal/argerr"
 )
 
 // ErrUnknownPolicy is matched (errors.Is) by every error for a policy name that ByName or
@@ -31,8 +33,9 @@ func (e *UnknownPolicyError) Unwrap() error { return ErrUnknownPolicy }
 
 // ErrInvalidArgument is matched (errors.Is) by every error a policy constructor returns
 // for an argument out of range; the error itself is an *ArgumentError. A constructor that
-// fails builds nothing.
-var ErrInvalidArgument = errors.New("evict: invalid argument")
+// fails builds nothing. It matches (errors.Is) blocks.ErrInvalidArgument and every other
+// package's invalid-argument sentinel, and they match it.
+var ErrInvalidArgument = argerr.New("evict: invalid argument")
 
 // MaxCapacity is the largest capacity a policy accepts: keys are int32.
 const MaxCapacity = math.MaxInt32

@@ -6,15 +6,17 @@ import (
 	"strings"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/internal/argerr"
 )
 
 // Sentinel errors. Every error the index returns for bad input wraps one of these (test with
 // errors.Is), and a call that fails leaves the index and the pool exactly as they were.
 var (
 	// ErrInvalidArgument: a bad block size, a nil pool, a pool already serving another index.
-	// It matches blocks.ErrInvalidArgument, as the invalid-argument errors of every
-	// package a server embeds do: one errors.Is test covers them all.
-	ErrInvalidArgument error = argError{}
+	// It matches (errors.Is) blocks.ErrInvalidArgument, blocktable.ErrInvalidArgument
+	// and every other package's invalid-argument sentinel, and they match it: one
+	// errors.Is test covers them all, whichever package refused.
+	ErrInvalidArgument = argerr.New("prefix: invalid argument")
 	// ErrLengthMismatch: the prompt holds fewer tokens than the blocks given to Commit cover.
 	ErrLengthMismatch = errors.New("prefix: tokens and blocks disagree in length")
 	// ErrNotHeld: Commit was given a block the caller does not hold (free, null, unknown,
@@ -95,9 +97,3 @@ func (e *HeldError) Error() string {
 
 // Unwrap returns ErrBlocksHeld.
 func (e *HeldError) Unwrap() error { return ErrBlocksHeld }
-
-// argError is ErrInvalidArgument: its own message, and it matches blocks.ErrInvalidArgument.
-type argError struct{}
-
-func (argError) Error() string { return "prefix: invalid argument" }
-func (argError) Unwrap() error { return blocks.ErrInvalidArgument }

@@ -11,15 +11,16 @@ import (
 	"github.com/kvpage/kvpage/evict"
 )
 
-// A policy factory that fails (or returns nil) fails New, and the error says both
-// packages' invalid argument.
+// A policy factory that fails (or returns nil) fails New with an invalid argument (which
+// every package's sentinel matches, evict's included: internal/argerr), and the error
+// keeps evict's own *ArgumentError when the factory's constructor refused.
 func TestNewReportsPolicyErrors(t *testing.T) {
 	slru := func(n int, _ evict.Clock) (evict.Policy, error) { return evict.NewSLRU(n, 101) }
 	none := func(int, evict.Clock) (evict.Policy, error) { return nil, nil }
 	for _, tc := range []struct {
 		name  string
 		f     evict.Factory
-		evict bool // the error is evict's own too
+		evict bool // the error holds evict's own *ArgumentError
 	}{
 		{"slru with 101 percent", slru, true},
 		{"priority without a clock", func(n int, _ evict.Clock) (evict.Policy, error) { return evict.NewPriority(n, nil) }, true},
@@ -30,7 +31,9 @@ func TestNewReportsPolicyErrors(t *testing.T) {
 			require.NoError(t, err)
 			_, err = New(pool, testBS, WithPolicy(tc.f))
 			require.ErrorIs(t, err, ErrInvalidArgument)
-			assert.Equal(t, tc.evict, errors.Is(err, evict.ErrInvalidArgument), "%v", err)
+			require.ErrorIs(t, err, evict.ErrInvalidArgument)
+			var ae *evict.ArgumentError
+			assert.Equal(t, tc.evict, errors.As(err, &ae), "%v", err)
 		})
 	}
 }

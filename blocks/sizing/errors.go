@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kvpage/kvpage/internal/argerr"
 )
 
 // Sentinel errors of the sizing arithmetic. Every error the sizing functions return for bad
@@ -26,8 +28,9 @@ var (
 	// request at its maximum model length.
 	ErrDoesNotFit = errors.New("sizing: does not fit")
 	// ErrInvalidArgument: a negative count, a fraction out of range or a size that
-	// overflows.
-	ErrInvalidArgument = errors.New("sizing: invalid argument")
+	// overflows. It matches (errors.Is) blocks.ErrInvalidArgument and every other
+	// package's invalid-argument sentinel, and they match it.
+	ErrInvalidArgument = argerr.New("sizing: invalid argument")
 )
 
 // ErrConfigTooDeep: a model config whose objects and arrays nest more than MaxConfigDepth

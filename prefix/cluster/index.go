@@ -1,8 +1,7 @@
 package cluster
 
 import (
-	"errors"
-
+	"github.com/kvpage/kvpage/internal/argerr"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/kvpage/kvpage/prefix/kvevents"
 )
@@ -38,5 +37,7 @@ type ServerHit struct {
 }
 
 // ErrInvalidArgument is wrapped by the errors returned for bad arguments: a nil hasher,
-// a block size or a cap out of range, a nil batch.
-var ErrInvalidArgument = errors.New("cluster: invalid argument")
+// a block size or a cap out of range, a nil batch. It matches (errors.Is)
+// blocks.ErrInvalidArgument and every other package's invalid-argument sentinel, and they
+// match it.
+var ErrInvalidArgument = argerr.New("cluster: invalid argument")

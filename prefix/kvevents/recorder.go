@@ -1,12 +1,12 @@
 package kvevents
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kvpage/kvpage/internal/argerr"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -75,8 +75,9 @@ type RecorderStats struct {
 }
 
 // ErrInvalidArgument is wrapped by the errors returned for bad arguments: a nil Sink, a
-// queue or a batch size over its limit.
-var ErrInvalidArgument = errors.New("kvevents: invalid argument")
+// queue or a batch size over its limit. It matches (errors.Is) blocks.ErrInvalidArgument
+// and every other package's invalid-argument sentinel, and they match it.
+var ErrInvalidArgument = argerr.New("kvevents: invalid argument")
 
 // ErrNilSink is returned by NewRecorder without a Sink; it wraps ErrInvalidArgument.
 var ErrNilSink = fmt.Errorf("%w: nil sink", ErrInvalidArgument)

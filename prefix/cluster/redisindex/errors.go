@@ -1,14 +1,20 @@
 package redisindex
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/kvpage/kvpage/internal/argerr"
+)
 
 // The errors the index returns; each is recognised by errors.Is.
 var (
 	// ErrBlockSize: a block size outside [1, MaxBlockSize].
 	ErrBlockSize = errors.New("redisindex: block size out of range")
 	// ErrInvalid: an argument that cannot be stored (no keys, no entries, an empty or
-	// oversized server name, a negative group).
-	ErrInvalid = errors.New("redisindex: invalid argument")
+	// oversized server name, a negative group). It matches (errors.Is)
+	// blocks.ErrInvalidArgument and every other package's invalid-argument sentinel, and
+	// they match it.
+	ErrInvalid = argerr.New("redisindex: invalid argument")
 	// ErrTooLarge: a batch or a prompt over the configured bounds; nothing was written.
 	ErrTooLarge = errors.New("redisindex: over the configured bound")
 	// ErrUnavailable wraps every failure to talk to Redis (connection refused, reset,

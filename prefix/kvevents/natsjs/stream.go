@@ -7,14 +7,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvpage/kvpage/internal/argerr"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The errors of this package; each is recognised by errors.Is.
 var (
 	// ErrInvalid: a name that cannot be a NATS subject token or consumer name, a bound
-	// out of range.
-	ErrInvalid = errors.New("natsjs: invalid argument")
+	// out of range. It matches (errors.Is) blocks.ErrInvalidArgument and every other
+	// package's invalid-argument sentinel, and they match it.
+	ErrInvalid = argerr.New("natsjs: invalid argument")
 	// ErrUnavailable wraps a failure to reach NATS or JetStream.
 	ErrUnavailable = errors.New("natsjs: nats unavailable")
 )
