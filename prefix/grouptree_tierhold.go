@@ -42,13 +42,16 @@ func (t *GroupTree) firstVisit(b blocks.ID) (GroupEntry, bool) {
 // The rule is an Index's (Index.HoldNeed): Hold succeeds exactly when need <= room, and
 // then prepares every copy it counted; under a write-back tier 2, tier 1's candidates
 // have no copy below, none is dropped for a hold, and room is tier 1's free slots alone.
+// A slot a failed load hid or doomed is no copy (HeldBelow): its block counts in need, and
+// when that slot is tier 1's, room is at most need less such blocks (their copies have
+// no slot until the failed load's copies end), so Hold refuses until then.
 func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := t.tiers
 	if ts == nil {
 		return 0, 0
 	}
 	ts.nextMark(len(ts.devRefs))
-	own := 0
+	own, busy := 0, 0
 	l := &ts.lv[0]
 	for _, b := range ids {
 		e, ok := t.firstVisit(b)
@@ -61,14 +64,22 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 		}
 		if !t.HeldBelow(e.Node, e.Group) {
 			need++
+			if t.tier1Busy(e.Node, e.Group) {
+				busy++ // its copy has no tier-1 slot until the failed load's copies end
+			}
 		} else if s := l.at[int(e.Node)*t.ng+e.Group]; s != 0 && l.candidate(s-1) {
 			own++
 		}
 	}
 	if len(ts.lv) > 1 && ts.lv[1].spec.Write == WriteBack {
-		return need, len(l.free) // makeRoom's rule: no candidate is dropped for a hold
+		room = len(l.free) // makeRoom's rule: no candidate is dropped for a hold
+	} else {
+		room = len(l.free) + l.policy.Len() - own
 	}
-	return need, len(l.free) + l.policy.Len() - own
+	if busy > 0 {
+		room = min(room, need-busy)
+	}
+	return need, room
 }
 
 // Hold keeps the lower-tier copies of the cached device blocks ids until ReleaseHold:
@@ -131,8 +142,8 @@ func (t *GroupTree) holdSlots(refs []holdRef, n Node, g int) []holdRef {
 	for i := range ts.lv {
 		l := &ts.lv[i]
 		s := l.at[int(n)*t.ng+g] - 1
-		if s < 0 {
-			continue
+		if s < 0 || !l.good(s) {
+			continue // a failed load's slot or its doomed copy: nothing to keep
 		}
 		if l.candidate(s) {
 			l.policy.Remove(s)

@@ -20,7 +20,8 @@ import (
 //   - CheckInvariants (each tier's slots, policy, pins and transfer references, the holds'
 //     counts, and the tree);
 //   - holds: Hold succeeds exactly when HoldNeed's need fits its room, then keeps every
-//     (node, group) it was given in some lower tier; a refused Hold, and every refused
+//     (node, group) it was given with a good copy in some lower tier or one in flight from a
+//     good source (never a slot a failed load hid or doomed); a refused Hold, and every refused
 //     call, changes nothing; a held (node, group) leaves the lower tiers only by a
 //     completion (a failed transfer, or a copy from a failed load's source) or Clear;
 //     under a write-back disk, a Hold loses no host block the disk does not hold;
@@ -300,8 +301,8 @@ func (mc *gtierMachine) Hold(t *rapid.T) {
 	var keys []gtierKey
 	for _, b := range ids {
 		e, _ := mc.g.Entry(b)
-		if !mc.g.HeldBelow(e.Node, e.Group) {
-			t.Fatalf("held block %d is in no lower tier", b)
+		if !mc.heldCopy(e.Node, e.Group) {
+			t.Fatalf("held block %d has no good copy in any lower tier and none in flight", b)
 		}
 		if k := mc.keyOf(t, e.Node, e.Group); !slices.Contains(keys, k) { // duplicates share one
 			keys = append(keys, k)
@@ -311,6 +312,28 @@ func (mc *gtierMachine) Hold(t *rapid.T) {
 		mc.holds[h] = keys
 	}
 	mc.check(t, false)
+}
+
+// heldCopy reports whether (n, g) has a copy a hold keeps: resident in a lower tier, or in
+// flight into one from a good source (the device into tier 1, or a resident slot of the
+// tier above); a slot a failed load hid (pending and leaving) or doomed is none. It reads
+// the slots' states itself rather than trust HeldBelow.
+func (mc *gtierMachine) heldCopy(n Node, g int) bool {
+	ts := mc.g.tiers
+	i := int(n)*mc.g.ng + g
+	st := func(k int) uint8 {
+		if s := ts.lv[k].at[i]; s != 0 {
+			return ts.lv[k].st[s-1]
+		}
+		return slotNone
+	}
+	for k := range ts.lv {
+		l := &ts.lv[k]
+		if st(k) == slotResident || st(k) == slotPending && !l.leaving[l.at[i]-1] && (k == 0 || st(k-1) == slotResident) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyOf finds the key naming (n, g) among the prompts' prefixes.

@@ -9,7 +9,8 @@ import (
 
 // PrepareStore prepares the copy of device block b into tier 1 (a write-through copy, a
 // demotion, a swap), for the (node, group) b is cached for, unless a lower tier already
-// holds or receives that entry or tier 1 has no room. It reports whether it prepared the
+// holds or receives that entry (HeldBelow), tier 1's slot of it is a failed load's still
+// read by other copies, or tier 1 has no room. It reports whether it prepared the
 // copy; the owner then holds one more reference on b (TransferRefs) until
 // CompleteTransfer hands b back, so that b is neither evicted nor reused meanwhile.
 // TakePlans hands the copy out.
@@ -19,7 +20,7 @@ func (t *GroupTree) PrepareStore(b blocks.ID) bool {
 		return false
 	}
 	e, ok := t.Entry(b)
-	if !ok || t.HeldBelow(e.Node, e.Group) {
+	if !ok || t.HeldBelow(e.Node, e.Group) || t.tier1Busy(e.Node, e.Group) {
 		return false
 	}
 	s, ok := t.reserveSlot(1, e.Node, e.Group)

@@ -135,7 +135,9 @@ func (t *GroupTree) LowerTier(n Node, g int) Tier {
 }
 
 // HeldBelow reports whether a lower tier holds group g's block at node n or is receiving
-// it (a store in flight).
+// it (a store in flight). A slot a failed load hid (its bytes bad, dropped once the
+// copies still reading it end) holds nothing, and a copy from such a slot (doomed: it
+// lands nowhere) receives nothing.
 func (t *GroupTree) HeldBelow(n Node, g int) bool {
 	ts := t.tiers
 	if ts == nil || uint(g) >= uint(t.ng) {
@@ -143,11 +145,28 @@ func (t *GroupTree) HeldBelow(n Node, g int) bool {
 	}
 	i := int(n)*t.ng + g
 	for k := range ts.lv {
-		if l := &ts.lv[k]; uint(i) < uint(len(l.at)) && l.at[i] != 0 {
+		if l := &ts.lv[k]; uint(i) < uint(len(l.at)) && l.at[i] != 0 && l.good(l.at[i]-1) {
 			return true
 		}
 	}
 	return false
+}
+
+// good reports whether slot s holds a copy whose bytes are trusted (resident: a
+// write-back's source stays resident until its copy lands) or is receiving one from a
+// trusted source (pending, neither hidden by a failed load nor doomed), as an Index's
+// tierEntry.goodSlot.
+func (l *gtierLevel) good(s int32) bool {
+	return l.st[s] == slotResident || l.st[s] == slotPending && !l.leaving[s]
+}
+
+// tier1Busy reports whether tier 1 has a slot of (n, g) that is no copy (HeldBelow): a
+// failed load's, busy until the copies reading it end. No copy of (n, g) can go into
+// tier 1 until then.
+func (t *GroupTree) tier1Busy(n Node, g int) bool {
+	l := &t.tiers.lv[0]
+	i := int(n)*t.ng + g
+	return uint(i) < uint(len(l.at)) && l.at[i] != 0 && !l.good(l.at[i]-1)
 }
 
 // TransferRefs is the number of in-flight copies holding device block b: the owner holds

@@ -42,10 +42,21 @@ func (e *TierFullError) Unwrap() error { return ErrTierFull }
 // nextMark starts a pass that counts each device block once.
 func (x *Index) nextMark() { x.tiers.nextMark(x.nb) }
 
-// anySlot reports whether some lower tier holds or is receiving the entry.
-func (en *tierEntry) anySlot() bool {
-	for _, s := range en.slot {
-		if s != 0 {
+// goodSlot reports whether the entry's slot in lower tier t holds a copy whose bytes are
+// trusted (resident: a write-back's source stays resident until its copy lands) or is
+// receiving one from a trusted source (pending). A slot a failed load hid (pending and
+// leaving, dropped once its last copy ends) or doomed (slotDoomed: its copy reads the bad
+// source) is no copy: a hold of it keeps nothing.
+func (en *tierEntry) goodSlot(t Tier) bool {
+	i := t - 1
+	return en.st[i] == slotResident || en.st[i] == slotPending && !en.leaving[i]
+}
+
+// anyCopy reports whether some lower tier holds or is receiving a good copy of the entry
+// (goodSlot).
+func (en *tierEntry) anyCopy() bool {
+	for i := range en.slot {
+		if en.goodSlot(Tier(i + 1)) {
 			return true
 		}
 	}
@@ -69,13 +80,19 @@ func (en *tierEntry) anySlot() bool {
 // once that copy lands, so room is tier 1's free slots alone, and a hold past them is
 // refused (a scheduler then falls back to Recompute, or retries once tier 1's own
 // write-backs have freed slots). No hold drops a cached block silently.
+//
+// A lower-tier slot a failed load hid (its bytes bad, dropped once the copies still
+// reading it end) or doomed (a copy from such a slot, which lands nowhere) holds no copy:
+// its block counts in need. When that slot is tier 1's, the copy has no slot until those
+// copies end (one slot per block and tier), so room is at most need less such blocks,
+// and Hold refuses until then rather than hold a copy that is not there.
 func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 	ts := x.tiers
 	if ts == nil {
 		return 0, 0
 	}
 	x.nextMark()
-	own := 0
+	own, busy := 0, 0
 	for _, id := range ids {
 		if uint(id) >= uint(x.nb) || ts.mark[id] == ts.markGen {
 			continue
@@ -86,10 +103,18 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 			continue
 		}
 		n := nodeOf(id)
-		if e := ts.devEnt[n] - 1; e >= 0 && ts.ents[e].anySlot() {
+		e := ts.devEnt[n] - 1
+		if e >= 0 && ts.ents[e].anyCopy() {
 			if ts.ents[e].candidate(1) {
 				own++
 			}
+			continue
+		}
+		if e >= 0 && ts.ents[e].slot[0] != 0 {
+			// Its tier-1 slot is a failed load's, busy until that load's other copies
+			// end: the copy it needs has no slot until then.
+			need++
+			busy++
 			continue
 		}
 		if x.holdCopies(n) {
@@ -98,9 +123,14 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 	}
 	l := &ts.lv[0]
 	if len(ts.lv) > 1 && ts.lv[1].spec.Write == WriteBack {
-		return need, len(l.free) // makeRoom's rule: no candidate is dropped for a hold
+		room = len(l.free) // makeRoom's rule: no candidate is dropped for a hold
+	} else {
+		room = len(l.free) + l.policy.Len() - own
 	}
-	return need, len(l.free) + l.policy.Len() - own
+	if busy > 0 {
+		room = min(room, need-busy)
+	}
+	return need, room
 }
 
 // holdCopies reports whether Hold copies cached device node n, which no lower tier holds
@@ -148,7 +178,7 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 	x.nextMark()
 	for _, id := range ids {
 		n := nodeOf(id)
-		if e := ts.devEnt[n] - 1; e >= 0 && ts.ents[e].anySlot() && ts.mark[id] != ts.markGen {
+		if e := ts.devEnt[n] - 1; e >= 0 && ts.ents[e].anyCopy() && ts.mark[id] != ts.markGen {
 			ts.mark[id] = ts.markGen
 			refs = x.holdEntry(refs, e)
 		}

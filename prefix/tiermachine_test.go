@@ -29,7 +29,9 @@ import (
 //     Resident count is the model's;
 //   - holds: Hold succeeds exactly when HoldNeed's need fits its room, then holds every
 //     block it was given, and a refused one changes nothing; under a write-back disk, a
-//     Hold loses no host block the disk does not hold; a held block is never removed from the last lower tier holding it
+//     Hold loses no host block the disk does not hold; after a Hold, every held block has a
+//     good copy below or one in flight from a good source (not a slot a failed load hid or
+//     doomed); a held block is never removed from the last lower tier holding it
 //     but by a failed transfer or a Reset, and HeldBlocks never exceeds what was held;
 //   - nothing leaked: once every transfer completes and every request has gone, every
 //     device block is free or evictable, no copy holds a reference, and nothing is pending.
@@ -486,10 +488,34 @@ func (mc *tierMachine) Hold(t *rapid.T) {
 	if got := mc.x.HeldBlocks(h); got != len(ids) {
 		t.Fatalf("hold of %d blocks keeps %d", len(ids), got)
 	}
+	for _, id := range ids {
+		if !mc.heldCopy(id) {
+			t.Fatalf("held block %d has no good copy in any lower tier and none in flight", id)
+		}
+	}
 	if h != 0 {
 		mc.holds[h] = mc.hashes(&r.p)[:len(ids)]
 	}
 	mc.check(t)
+}
+
+// heldCopy reports whether cached device block id has a copy a hold keeps: resident in a
+// lower tier, or in flight into one from a good source (the device into tier 1, or a
+// resident slot of the tier above); a slot a failed load hid (pending and leaving) or
+// doomed is none.
+func (mc *tierMachine) heldCopy(id blocks.ID) bool {
+	ts := mc.x.tiers
+	e := ts.devEnt[nodeOf(id)] - 1
+	if e < 0 {
+		return false
+	}
+	en := &ts.ents[e]
+	for i := range ts.lv {
+		if en.st[i] == slotResident || en.st[i] == slotPending && !en.leaving[i] && (i == 0 || en.st[i-1] == slotResident) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReleaseHold releases a hold.
