@@ -405,14 +405,15 @@ func (t *GroupTree) keepFailedWriteBack(tier Tier, s int32) {
 // failSlot evicts slot s's key from lower tier tier after a failed load from it: at once
 // for lookups and events, and the slot itself when the last copy reading it ends. Its
 // bytes are no longer trusted, as an Index's (Index.failSlot): a copy of it into the tier
-// below still in flight lands nowhere (slotDoomed); one confirmed before stands.
+// below still in flight lands nowhere (slotDoomed; a slot below a failed load of its own
+// hid receives nothing and stays as it is); one confirmed before stands.
 func (t *GroupTree) failSlot(tier Tier, s int32) {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
 	l.leaving[s] = true
 	if int(tier) < len(ts.lv) {
 		below := &ts.lv[tier]
-		if d := below.at[int(l.node[s])*t.ng+int(l.group[s])] - 1; d >= 0 && below.st[d] == slotPending {
+		if d := below.at[int(l.node[s])*t.ng+int(l.group[s])] - 1; d >= 0 && below.st[d] == slotPending && !below.leaving[d] {
 			below.st[d] = slotDoomed
 		}
 	}

@@ -447,7 +447,8 @@ func (x *Index) failSlot(t Tier, e int32) {
 	en.leaving[t-1] = true
 	// A pending slot below is the copy of this one: copies between lower tiers go one
 	// tier down, from the slot the entry has in the tier above (pinned until it ends).
-	if int(t) < len(ts.lv) && en.st[t] == slotPending {
+	// One a failed load of its own hid (leaving) receives nothing and stays as it is.
+	if int(t) < len(ts.lv) && en.st[t] == slotPending && !en.leaving[t] {
 		en.st[t] = slotDoomed
 	}
 	if en.pins[t-1] <= 1 || en.st[t-1] != slotResident {
