@@ -166,6 +166,10 @@ func (x *Index) evictInto(ids []blocks.ID, n int) []blocks.ID {
 		}
 		if tiers {
 			x.tierEvicted(nodeOf(id))
+			if pp := nd.parent; x.demotedLeftBy(pp) {
+				// Left a leaf, it goes with the victim as evictPopped takes it.
+				x.demotedLeft(pp, len(ids)+1 < n)
+			}
 		}
 		p := x.unlink(nodeOf(id), nd)
 		ids = append(ids, id)

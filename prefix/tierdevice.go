@@ -297,6 +297,33 @@ func (x *Index) demoteAhead() {
 	}
 }
 
+// demotedLeftBy reports whether device node p, the parent of an unreferenced leaf about
+// to be evicted, is a demoted block that this eviction leaves an unreferenced leaf with
+// no copy in flight, which evictPopped evicts along with its child (demotedLeft).
+func (x *Index) demotedLeftBy(p int32) bool {
+	pn := &x.nodes[p]
+	return pn.flags&(flagCached|flagPinned|flagDemote) == flagCached|flagDemote && pn.children == 1 &&
+		x.tiers.devRefs[blockOf(p)] == 0
+}
+
+// demotedLeft readies demotedLeftBy's p for evictInto, which is about to evict its last
+// child and put it into the eviction set. When the pass has room for it (more), it goes
+// with its child, as evictPopped takes it: ranked first (its last access 0), it is the
+// pass's next victim under the default LRU (and any policy that orders by last access
+// first). Otherwise it stays cached, a candidate at its own last access, no longer
+// demoted: its KV is in a lower tier or on its way there, and the device's Pending counts
+// no demotion that is not under way. Before, it went back into the set still demoted,
+// ranked at its own last access: the pass evicted other blocks before it, and Pending
+// counted it until some later eviction took it.
+func (x *Index) demotedLeft(p int32, more bool) {
+	if more {
+		x.nodes[p].lastAccess = 0
+		return
+	}
+	x.nodes[p].flags &^= flagDemote
+	x.tiers.demoting--
+}
+
 // evictPopped evicts device node n, an unreferenced leaf already taken off the eviction
 // set, as evictUpTo evicts each victim; a demoted parent left a leaf with no copy in
 // flight goes with it.
