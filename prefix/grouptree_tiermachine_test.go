@@ -522,7 +522,7 @@ func runGroupTreeTierMachine(t *rapid.T) {
 		steps[name] = func(t *rapid.T) { mc.step = name; f(t) }
 	}
 	steps[""] = func(t *rapid.T) { mc.check(t, false) }
-	t.Repeat(steps)
+	t.Repeat(neverStuck(steps))
 	mc.step = "drain"
 	mc.drain(t)
 }

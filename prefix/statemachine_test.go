@@ -296,11 +296,11 @@ func (mc *machine) leakCheck(t *rapid.T) {
 
 func runMachine(t *rapid.T) {
 	mc := newMachine(t)
-	t.Repeat(map[string]func(*rapid.T){
+	t.Repeat(neverStuck(map[string]func(*rapid.T){
 		"Admit": mc.Admit, "Grow": mc.Grow, "Finish": mc.Finish, "Lookup": mc.Lookup,
 		"Evict": mc.Evict, "Reset": mc.Reset, "BadRelease": mc.BadRelease,
 		"": mc.Check,
-	})
+	}))
 	mc.leakCheck(t)
 }
 

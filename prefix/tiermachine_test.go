@@ -700,7 +700,7 @@ func (mc *tierMachine) drain(t *rapid.T) {
 
 func runTierMachine(t *rapid.T) {
 	mc := newTierMachine(t)
-	t.Repeat(map[string]func(*rapid.T){
+	t.Repeat(neverStuck(map[string]func(*rapid.T){
 		"admit":    mc.Admit,
 		"finish":   mc.Finish,
 		"plans":    mc.TakePlans,
@@ -711,7 +711,7 @@ func runTierMachine(t *rapid.T) {
 		"release":  mc.ReleaseHold,
 		"refused":  mc.Refused,
 		"":         mc.check,
-	})
+	}))
 	mc.drain(t)
 }
 
