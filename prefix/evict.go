@@ -166,9 +166,8 @@ func (x *Index) evictInto(ids []blocks.ID, n int) []blocks.ID {
 		}
 		if tiers {
 			x.tierEvicted(nodeOf(id))
-			if pp := nd.parent; x.demotedLeftBy(pp) {
-				// Left a leaf, it goes with the victim as evictPopped takes it.
-				x.demotedLeft(pp, len(ids)+1 < n)
+			if x.tiers.demoting != 0 { // some block is demoted: is it the parent?
+				x.demotedLeft(nd.parent, len(ids)+1 < n)
 			}
 		}
 		p := x.unlink(nodeOf(id), nd)

@@ -306,16 +306,22 @@ func (x *Index) demotedLeftBy(p int32) bool {
 		x.tiers.devRefs[blockOf(p)] == 0
 }
 
-// demotedLeft readies demotedLeftBy's p for evictInto, which is about to evict its last
-// child and put it into the eviction set. When the pass has room for it (more), it goes
-// with its child, as evictPopped takes it: ranked first (its last access 0), it is the
-// pass's next victim under the default LRU (and any policy that orders by last access
-// first). Otherwise it stays cached, a candidate at its own last access, no longer
-// demoted: its KV is in a lower tier or on its way there, and the device's Pending counts
-// no demotion that is not under way. Before, it went back into the set still demoted,
-// ranked at its own last access: the pass evicted other blocks before it, and Pending
-// counted it until some later eviction took it.
+// demotedLeft readies demoted node p, whose child an eviction pass is about to evict, if
+// demotedLeftBy(p): that eviction leaves p a leaf and puts it into the eviction set. When
+// the pass has room for it (more), it goes with its child, as evictPopped takes it:
+// ranked first (its last access 0), it is the pass's next victim under the default LRU
+// (and any policy that orders by last access first). Otherwise it stays cached, a
+// candidate at its own last access, no longer demoted: its KV is in a lower tier or on
+// its way there, and the device's Pending counts no demotion that is not under way.
+// (Before, it went back into the set still demoted, at its own last access: Pending
+// counted it until some later eviction reached it.) Out of line: evictInto calls it only
+// while some block is demoted.
+//
+//go:noinline
 func (x *Index) demotedLeft(p int32, more bool) {
+	if !x.demotedLeftBy(p) {
+		return
+	}
 	if more {
 		x.nodes[p].lastAccess = 0
 		return
