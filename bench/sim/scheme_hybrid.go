@@ -263,6 +263,9 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq, dry bool) (*hybridAlloc, 
 		if n < 2 || n > 1<<30 {
 			return fmt.Errorf("%w: %s %s: a pool of %d blocks of %d bytes", ErrInvalidConfig, s.Model, s.Layout, n, unitBytes)
 		}
+		if len(groups) > 255 { // hybrid.New's limit, checked here so that Validate (dry) refuses it too
+			return fmt.Errorf("%w: %s %s: a pool of %d KV-cache groups, above the hybrid Manager's 255", ErrInvalidConfig, s.Model, s.Layout, len(groups))
+		}
 		hc := hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt}
 		var host, disk int
 		if s.Tiers.enabled() {
