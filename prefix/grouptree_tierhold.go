@@ -83,8 +83,8 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 }
 
 // Hold keeps the lower-tier copies of the cached device blocks ids until ReleaseHold:
-// each (node, group) a lower tier holds or receives already is held in every tier holding
-// it, and each other block is copied into tier 1 (PrepareStore) and held there. It appends
+// each (node, group) a lower tier holds or receives already (HeldBelow: a slot a failed
+// load hid, or the doomed copy from it, is none) is held in every tier holding it, and each other block is copied into tier 1 (PrepareStore) and held there. It appends
 // to stored the blocks whose copies it prepared: the owner holds one more reference on
 // each, as after PrepareStore. Room for the copies is made as HoldNeed says. A held slot
 // is evicted from no tier; only a failed transfer of it or Clear drops it. It takes
@@ -124,9 +124,10 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 		}
 		if !t.PrepareStore(b) {
 			// Cannot happen: HoldNeed counted this copy within tier 1's room (free slots,
-			// and candidates only when the tier below is not write-back, which makeRoom drops at once), and the holds above
-			// took no candidate it did not count (own). A failure here is a broken
-			// invariant, with the hold half placed.
+			// and candidates, which makeRoom drops at once, only when the tier below is
+			// not write-back; none while a failed load's slot is the block's: tier1Busy),
+			// and the holds above took no candidate it did not count (own). A failure
+			// here is a broken invariant, with the hold half placed.
 			panic(fmt.Sprintf("kvpage: broken invariant: Hold could not copy block %d that HoldNeed counted", b))
 		}
 		stored = append(stored, b)

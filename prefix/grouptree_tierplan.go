@@ -158,12 +158,14 @@ func (t *GroupTree) matchSlots(ops []tierOp) {
 // device blocks the transfer held (a store's sources, a load's destinations), whose
 // reference the owner now releases. ok: a store's destination holds the block; a load's
 // destinations hold the KV (the owner caches them). Failed: a store's destination is
-// dropped; a load's source keys are evicted from their tiers, and the owner computes those
-// blocks. A failed load also means its sources' bytes are bad, as in an Index
-// (Index.CompleteTransfer): a copy between lower tiers reading one of them still in
-// flight lands nowhere when it completes, ok or not (counted in StoreFailed), while one
-// confirmed before stands. A load completed before TakePlans handed it out is cancelled. An unknown id fails
-// with ErrUnknownTransfer and changes nothing. The result's Sources count the blocks read
+// dropped (the source of a write-back between lower tiers stays, ranked as used now; a
+// stream-ordered store's block the owner evicted meanwhile, with no copy below, is
+// counted in the device's Lost); a load's source keys are evicted from their tiers, and
+// the owner computes those blocks. A failed load also means its sources' bytes are bad,
+// as in an Index (Index.CompleteTransfer): a copy between lower tiers reading one of them
+// still in flight lands nowhere when it completes, ok or not (counted in StoreFailed),
+// while one confirmed before stands. A load completed before TakePlans handed it out is
+// cancelled. An unknown id fails with ErrUnknownTransfer and changes nothing. The result's Sources count the blocks read
 // from each tier; the lower-tier events are batched (FlushTierEvents).
 func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (TransferResult, []blocks.ID, error) {
 	ts := t.tiers

@@ -146,7 +146,8 @@ func (x *Index) holdCopies(n int32) bool {
 
 // Hold keeps the lower-tier copies of the cached device blocks ids (a swapped-out
 // sequence's prefix, which the caller still holds) until ReleaseHold: each block a lower
-// tier holds or receives already is held there, and each other one is copied into tier 1
+// tier holds or receives a good copy of already is held there (a slot a failed load hid,
+// or the doomed copy from it, is none: HoldNeed), and each other one is copied into tier 1
 // (TakePlans hands the copies out) and held once it lands; a block only the caller holds
 // besides the index (RefCount 2) is marked demoted, so that it leaves the device once its copy is
 // confirmed and the caller has released it. A held block is evicted from no tier; only a
@@ -197,10 +198,11 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 		}
 		if !x.startDeviceStore(n, x.pool.RefCount(id) == 2) {
 			// Cannot happen: HoldNeed counted this copy within tier 1's room (free slots,
-			// and candidates only when the tier below is not write-back, which makeRoom drops at once), the holds above
-			// took no candidate it did not count (own), every live entry owns a slot so a
-			// free entry is left, and holdCopies ruled out a key collision. A failure
-			// here is a broken invariant, with the hold half placed.
+			// and candidates, which makeRoom drops at once, only when the tier below is
+			// not write-back; none while a failed load's slot is the block's), the holds
+			// above took no candidate it did not count (own), every live entry owns a
+			// slot so a free entry is left, and holdCopies ruled out a key collision. A
+			// failure here is a broken invariant, with the hold half placed.
 			panic(fmt.Sprintf("kvpage: broken invariant: Hold could not copy block %d that HoldNeed counted", id))
 		}
 		refs = x.holdEntry(refs, ts.devEnt[n]-1)

@@ -136,8 +136,10 @@ func (ts *planBook) pending() int { return len(ts.plans) + len(ts.queue) }
 // appends to dst every transfer prepared since the last call (write-through and
 // write-back stores, loads of admitted requests) as plans, and returns dst. The server
 // executes them, in order, and confirms each with CompleteTransfer; until then their
-// sources stay pinned and their destinations reserved. Plans' Runs stay valid until
-// their transfer is completed.
+// sources stay pinned and their destinations reserved, except a store's device sources
+// under TierConfig.StreamOrdered, which are released here (a demoted one stays cached,
+// first in the eviction order, until an allocation takes it or CompleteTransfer evicts
+// it). Plans' Runs stay valid until their transfer is completed.
 func (x *Index) TakePlans(dst []Plan) []Plan {
 	ts := x.tiers
 	if ts == nil {
@@ -283,13 +285,13 @@ func appendPlans(dst []Plan, r *planRec, bb int64, stats *[MaxTiers]TierStats) [
 // commits them). Failed: a store's destination is dropped (a demoted device block keeps
 // its KV and stays cached, ranked in the device's eviction order as a block released now:
 // evicted last, not next; StreamOrdered or not, as long as the device still has it, and a
-// StreamOrdered one an allocation took meanwhile is counted in the device's Lost now); a
-// load's source keys are
-// evicted from their tiers and the caller computes those blocks. A failed load also
-// means its sources' bytes are bad: a copy between lower tiers reading one of them that
-// is still in flight lands nowhere when it completes, ok or not (its destination is
-// dropped and counted in StoreFailed; OK still says what the server reported), while one
-// confirmed before the failure stands. A load completed before
+// StreamOrdered one an allocation took meanwhile is counted in the device's Lost now; the
+// source of a write-back between lower tiers stays too, ranked as used now); a load's
+// source keys are evicted from their tiers and the caller computes those blocks. A failed
+// load also means its sources' bytes are bad: a copy between lower tiers reading one of
+// them that is still in flight lands nowhere when it completes, ok or not (its
+// destination is dropped and counted in StoreFailed; OK still says what the server
+// reported), while one confirmed before the failure stands. A load completed before
 // TakePlans handed it out is cancelled: it is never handed out. Either way the pins and
 // references of the transfer are released. An unknown id fails with ErrUnknownTransfer
 // and changes nothing.
