@@ -59,8 +59,8 @@ func init() {
 		build: func(c *Config, s *Scheme, seqs []seq) (allocator, error) { return newHybridAlloc(c, *s, seqs, false) }})
 }
 
-// HybridModel returns the hybrid preset name as the layout comparison describes it (bf16
-// KV and state).
+// HybridModel returns the hybrid preset name as the layout comparison describes it: bf16
+// KV, the state in the model's own data type. A Scheme's KVCacheDType resizes the KV.
 func HybridModel(name string) (sizing.HybridModel, error) {
 	m, err := sizing.ModelPreset(name)
 	if err != nil {

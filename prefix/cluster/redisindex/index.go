@@ -200,8 +200,9 @@ func cmdErr(c redis.Cmder) error {
 // LOADING (its dataset is loading, after a restart), BUSY (a script or function runs past
 // busy-reply-threshold), TRYAGAIN (a multi-key command during a slot migration),
 // CLUSTERDOWN (a cluster without its quorum or a slot's master) and MASTERDOWN (a replica
-// that lost its master, under replica-serve-stale-data no). go-redis retries these itself
-// (Options.MaxRetries); what is left after its retries is ErrUnavailable. READONLY stays a
+// that lost its master, under replica-serve-stale-data no). go-redis retries all of them
+// but BUSY itself (Options.MaxRetries; v9's shouldRetry); what is left after its retries,
+// and every BUSY, is ErrUnavailable. READONLY stays a
 // refusal: a replica's, where a router pointed at one would retry for ever.
 var transientStates = [...]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"}
 
