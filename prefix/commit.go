@@ -64,7 +64,7 @@ func (x *Index) commitHeld(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResul
 // Else it returns 0 and commit runs, which also returns every error.
 func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
 	n := cur.node
-	if x.tok16 == nil || len(p.MM) != 0 || len(p.RetentionRanges) != 0 || x.ctl.quota != nil ||
+	if x.bs != 16 || len(p.MM) != 0 || len(p.RetentionRanges) != 0 || x.ctl.quota != nil ||
 		uint(n-1) >= uint(x.nb) || uint(id) >= uint(x.nb) || (x.until == nil && p.Retention.Until != 0) ||
 		(x.cfg.requireNS && p.Namespace == (Namespace{})) || (int(cur.blocks)+1)*16 > len(p.Tokens) {
 		return 0
@@ -103,7 +103,7 @@ func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int3
 	nd.hits = 1
 	nd.flags = flagCached
 	x.retain(n, p.Retention)
-	x.tok16[id] = *src
+	nd.tok = *src
 	x.cached++
 	if pn.flags&flagPinned == 0 {
 		x.evRemoveSlow(at) // an unpinned leaf until now (leafToExtend: no children)
@@ -291,7 +291,7 @@ func (x *Index) planCommit(at, root int32, start int, p *Prompt, ids []blocks.ID
 	key, mmLo := x.nodes[at].key, 0
 	newFrom := len(ids)
 	var src [][16]int32 // 16-token text blocks: the prompt's blocks
-	if x.tok16 != nil && len(p.MM) == 0 {
+	if x.bs == 16 && len(p.MM) == 0 {
 		// Sound only because commit returned its LengthError for a prompt shorter than
 		// (start+len(ids)) x bs tokens before calling this: the slice expression below
 		// checks n*16 against the capacity of p.Tokens, not its length, and unsafe.Slice
@@ -361,7 +361,7 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 	parent := at
 	mmLo := 0
 	var src [][16]int32 // with 16-token blocks, the prompt's blocks
-	if x.tok16 != nil {
+	if x.bs == 16 {
 		// As in planCommit: sound only because of commit's LengthError check, which
 		// bounds (start+len(ids)) x bs by len(p.Tokens) (the slice expression bounds n*16
 		// by the capacity alone); n >= 1, since from < len(ids).
@@ -392,13 +392,13 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		} else {
 			x.retain(n, p.retentionAt(b, x.bs, t))
 		}
-		if x.tok16 != nil {
+		if x.bs == 16 {
 			// Through a local, so that the compiler knows source and destination do not
 			// overlap and writes the 64-byte move out in line: no memmove call per block.
 			blk := src[b]
-			x.tok16[id] = blk
+			nd.tok = blk
 		} else {
-			copy(x.tokens[int(id)*x.bs:], p.Tokens[b*x.bs:(b+1)*x.bs])
+			copy(x.blockTokens(n), p.Tokens[b*x.bs:(b+1)*x.bs])
 		}
 		if len(p.MM) > 0 {
 			if mm := x.blockMM(p, b, &mmLo); mm != nil {

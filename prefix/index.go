@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"unsafe"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
@@ -15,10 +14,10 @@ import (
 // How the index is laid out (for maintainers; users read the package doc).
 //
 // Every cached block is one node, and the node of block b is simply slot b+1 of flat
-// arrays: one 64-byte cache line of metadata (chained key, last access, parent, child and
-// pinned-child counts, generation, hits, hint child, flags) and the block's tokens in one
-// token arena, indexed by
-// block ID, with no pointer anywhere for the garbage collector to scan. Parent-to-child
+// array: one 64-byte cache line of metadata (chained key, last access, parent, child and
+// pinned-child counts, generation, hits, hint child, flags) followed by a line of the
+// block's tokens when they fit in it (16 or fewer; else they lie in one token arena,
+// indexed by block ID), with no pointer anywhere for the garbage collector to scan. Parent-to-child
 // links live in one open-addressing table for the whole tree, keyed by each child's chained
 // 64-bit hash and sized once for the pool's capacity, so it never grows or rehashes.
 //
@@ -86,14 +85,13 @@ type Index struct {
 	// always this child, so Peek confirms it by comparing tokens and skips the hash and
 	// the table probe. See match.go. The table holds every cached block but the hints
 	// (findChild tries the hint first).
-	nodes  []node
-	tokens []int32 // bs tokens per block, indexed by block ID
-	// tok16 is the same arena as tokens, seen as one array per block, when blocks hold 16
-	// tokens (nil otherwise): &tok16[b] is block b's tokens with one bounds check, which
-	// the hot loops of 16-token blocks (matchText16, insertChain) index without slicing.
-	tok16 [][16]int32
-	table childTable
-	mm    map[int32][]mmKey // multimodal extra keys of the blocks that have any
+	nodes []node
+	// tokens holds the tokens of blocks longer than a node's tok (bs > 16), bs per block,
+	// indexed by block ID; nil when they fit in the node (inline).
+	tokens []int32
+	inline bool // bs <= 16: block node n's tokens are nodes[n].tok[:bs]
+	table  childTable
+	mm     map[int32][]mmKey // multimodal extra keys of the blocks that have any
 
 	// Namespaces. A root lives while its namespace has cached blocks (see freeRoot), so
 	// root slots nb+1.. are reused: freeRoots lists the free ones, and there are never
@@ -153,14 +151,17 @@ type Index struct {
 	evRemoved BlockRemoved
 }
 
-// node is one cached block (or a namespace root): 64 bytes, one cache line (Index.nodes
-// is a large allocation, page-aligned), with everything the index keeps of a block but
-// its tokens, its child-table slot and the rarely set time limit (Index.until). A commit
-// then touches two lines of the index's own (the cursor's node, the new block's) besides
-// the tokens, where 32-byte nodes with the generation, the hits and the hint in arrays
-// beside them made it five, and an eviction reads its parent's hint on the parent's line.
-// The sixth session's 32-byte node took two to a line, which the per-block passes never
-// used: a path's blocks have unrelated IDs, so each of them is a line of its own anyway.
+// node is one cached block (or a namespace root): 128 bytes, two cache lines, the first
+// with everything the index keeps of a block but its tokens, its child-table slot and the
+// rarely set time limit (Index.until), the second with its tokens when a block holds at
+// most 16 (tok; Index.tokens otherwise). Index.nodes is 128-byte aligned (a size class of
+// Go's allocator, or a page-aligned large allocation), so each node is one aligned pair of
+// lines, which the L2's spatial prefetcher fetches together: a commit reads the new
+// block's first line (its generation) and writes its tokens on the second, and a hint
+// check compares a child's tokens and then reads its hint, each pair one miss where two
+// separate arrays made it two (BenchmarkNodeTokensPaired; the sharing simulator run is
+// the figure, see bench/README). A path's blocks have unrelated IDs, so no two of a
+// commit's or a match's blocks ever shared a line anyway; a node has 22 bytes to spare.
 //
 // gen is a block node's incarnation, for cursors: Commit bumps it when it caches a block
 // there (an evicted node has no flagCached, which already makes a cursor at it stale; the
@@ -179,6 +180,7 @@ type node struct {
 	flags      uint8
 	prio       uint8 // retention priority (Prompt.Retention); 0 = evict.DefaultPriority
 	_          [22]byte
+	tok        [16]int32 // the block's tokens when Index.inline
 }
 
 const (
@@ -246,9 +248,8 @@ func New(pool *blocks.Pool, blockSize int, opts ...Option) (*Index, error) {
 		roots:  make(map[Namespace]int32),
 		hasher: cfg.hasher,
 	}
-	if blockSize == 16 {
-		x.tok16 = make([][16]int32, nb)
-		x.tokens = unsafe.Slice(&x.tok16[0][0], nb*16) // nb >= 1: a pool has a block
+	if blockSize <= len(node{}.tok) {
+		x.inline = true
 	} else {
 		x.tokens = make([]int32, nb*blockSize)
 	}
@@ -428,6 +429,9 @@ func WithSeed(seed uint64) Option { return func(c *config) { c.seed, c.seeded = 
 
 // blockTokens is the token slice of block node n.
 func (x *Index) blockTokens(n int32) []int32 {
+	if x.inline {
+		return x.nodes[n].tok[:x.bs:x.bs]
+	}
 	off := int(n-1) * x.bs
 	return x.tokens[off : off+x.bs : off+x.bs]
 }

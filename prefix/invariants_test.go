@@ -21,7 +21,7 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		"pinned flag":             func(x *Index, r *request) { x.nodes[nodeOf(r.ids[3])].flags &^= flagPinned },
 		"parent link":             func(x *Index, r *request) { x.nodes[nodeOf(r.ids[3])].parent = nodeOf(r.ids[0]) },
 		"key":                     func(x *Index, r *request) { x.nodes[nodeOf(r.ids[1])].key ^= 1 },
-		"tokens":                  func(x *Index, r *request) { x.tokens[int(r.ids[1])*testBS]++ },
+		"tokens":                  func(x *Index, r *request) { x.blockTokens(nodeOf(r.ids[1]))[0]++ },
 		"cached count":            func(x *Index, r *request) { x.cached++ },
 		"refcount vs pinned":      func(x *Index, r *request) { require.NoError(t, x.pool.Release(r.ids[3])) },
 		"evictable set":           func(x *Index, r *request) { x.policy.Add(x.evictEntry(nodeOf(r.ids[3]))) },

@@ -100,14 +100,13 @@ func (x *Index) RecordLookup(p *Prompt, c Cursor) {
 // no hash; only where the hint is missing or wrong and the node has other children does it
 // hash the block and probe the child table (nextByKey).
 func (x *Index) matchText(dst []blocks.ID, tokens []int32, r int32, ri *rootInfo, full int) ([]blocks.ID, int32, int) {
-	bs, nodes, arena := x.bs, x.nodes, x.tokens
+	bs, nodes := x.bs, x.nodes
 	cur := r
 	for b := 0; b < full; b++ {
 		toks := tokens[b*bs : (b+1)*bs : (b+1)*bs]
 		c := nodes[cur].hint
 		if c != 0 {
-			off := int(c-1) * bs
-			if sameTokens(arena[off:off+bs:off+bs], toks) {
+			if sameTokens(x.blockTokens(c), toks) {
 				dst = append(dst, blockOf(c))
 				cur = c
 				continue
@@ -129,7 +128,7 @@ func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootIn
 	if full <= 0 {
 		return dst, r, 0
 	}
-	nodes, arena := x.nodes, x.tok16
+	nodes := x.nodes
 	// The prompt's first full blocks, one array each (full*16 <= len(tokens), checked
 	// here): the loop indexes them with no bounds check and no slicing.
 	prompt := unsafe.Slice((*[16]int32)(tokens[:full*16]), full)
@@ -138,7 +137,7 @@ func (x *Index) matchText16(dst []blocks.ID, tokens []int32, r int32, ri *rootIn
 		t := &prompt[b]
 		c := nodes[cur].hint
 		if c != 0 {
-			o := &arena[int(c)-1]
+			o := &nodes[c].tok
 			if (pair(o[0], o[1])^pair(t[0], t[1]))|(pair(o[2], o[3])^pair(t[2], t[3]))|
 				(pair(o[4], o[5])^pair(t[4], t[5]))|(pair(o[6], o[7])^pair(t[6], t[7]))|
 				(pair(o[8], o[9])^pair(t[8], t[9]))|(pair(o[10], o[11])^pair(t[10], t[11]))|
@@ -172,7 +171,7 @@ func (x *Index) nextByKey(cur, tried int32, toks []int32, ri *rootInfo, first bo
 // written out so that a prompt whose hints are wrong (it leaves, at every node, the child
 // requests last reused) costs about what a lookup cost before hints existed.
 func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, first bool) int32 {
-	nodes, arena, tab := x.nodes, x.tok16, &x.table
+	nodes, tab := x.nodes, &x.table
 	pn := &nodes[cur]
 	if pn.children == 0 || (pn.children == 1 && tried != 0) {
 		return 0
@@ -189,7 +188,7 @@ func (x *Index) nextByKey16(cur, tried int32, toks *[16]int32, ri *rootInfo, fir
 		}
 		nd := &nodes[s.n]
 		if nd.key == k && nd.parent == cur && nd.flags&flagMM == 0 &&
-			same16(&arena[int(s.n)-1], toks) {
+			same16(&nd.tok, toks) {
 			return s.n
 		}
 	}
