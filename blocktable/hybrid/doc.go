@@ -101,7 +101,9 @@
 // blocktable.Manager's; a failed call changes nothing. As there, a call that needs a
 // running sequence fails with ErrNotRunning for one swapped out, and every call with
 // ErrUnknownSeq for an ID never admitted or already finished (Finish of a swapped-out
-// sequence included: it releases its lower-tier hold and forgets it). A Manager is not safe
+// sequence included: it releases its lower-tier hold and forgets it). The queries Seq,
+// Tokens, Contains and Seqs answer for a swapped-out sequence too (SeqInfo.State says
+// which), as there. A Manager is not safe
 // for concurrent use: one scheduler goroutine owns it. CheckInvariants verifies every
 // group's accounting; under the kvinvariants build tag mutations re-check it, sampled.
 //

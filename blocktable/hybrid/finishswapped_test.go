@@ -1,6 +1,7 @@
 package hybrid_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kvpage/kvpage/blocks"
@@ -24,6 +25,8 @@ type swapManager struct {
 	swapped  func(id blocktable.SeqID) bool
 	holds    func() int // holds the lower tiers keep
 	check    func() error
+	query    func(id blocktable.SeqID) seqQuery // what Seq, Tokens and Contains say of id
+	seqs     func() []blocktable.SeqID
 }
 
 func plainSwapManager(t *testing.T) swapManager {
@@ -52,6 +55,13 @@ func plainSwapManager(t *testing.T) swapManager {
 		},
 		holds: func() int { return m.Stats().HostInUse },
 		check: m.CheckInvariants,
+		query: func(id blocktable.SeqID) seqQuery {
+			info, err := m.Seq(id)
+			toks, terr := m.Tokens(id)
+			return seqQuery{err: err, state: info.State, tokens: info.Tokens, hit: info.HitTokens, priority: info.Priority,
+				tokensErr: terr, toks: slices.Clone(toks), contains: m.Contains(id)}
+		},
+		seqs: func() []blocktable.SeqID { return m.Seqs(nil) },
 	}
 }
 
@@ -75,6 +85,13 @@ func hybridSwapManager(t *testing.T) swapManager {
 		swapped:  m.Swapped,
 		holds:    m.Holds,
 		check:    m.CheckInvariants,
+		query: func(id blocktable.SeqID) seqQuery {
+			info, err := m.Seq(id)
+			toks, terr := m.Tokens(id)
+			return seqQuery{err: err, state: info.State, tokens: info.Tokens, hit: info.HitTokens, priority: info.Priority,
+				tokensErr: terr, toks: slices.Clone(toks), contains: m.Contains(id)}
+		},
+		seqs: func() []blocktable.SeqID { return m.Seqs(nil) },
 	}
 }
 

@@ -7,28 +7,42 @@ import (
 	"github.com/kvpage/kvpage/blocktable"
 )
 
-// SeqInfo describes one running sequence, from Manager.Seq.
+// SeqInfo describes one sequence, running or swapped out, from Manager.Seq. A swapped-out
+// sequence holds no device block: its Computed, Reserved and Held are 0, and its Tokens,
+// HitTokens, Priority and Arrival are what they were when it was swapped out, as
+// blocktable.Manager's SeqInfo has them.
 type SeqInfo struct {
-	Tokens    int // its length, prompt tokens of a pending chunked prefill included
-	Computed  int // tokens with slots
-	Reserved  int // private lookahead slots past Computed (Reserve)
-	Held      int // blocks its tables hold over every group (null entries excluded)
-	HitTokens int // the prefix hit at admission
+	State     blocktable.SeqState // blocktable.Running or blocktable.Swapped
+	Tokens    int                 // its length, prompt tokens of a pending chunked prefill included
+	Computed  int                 // tokens with slots
+	Reserved  int                 // private lookahead slots past Computed (Reserve)
+	Held      int                 // blocks its tables hold over every group (null entries excluded)
+	HitTokens int                 // the prefix hit at admission
 	Priority  int
 	Arrival   uint64 // logical arrival: one tick per Admit and Fork
 }
 
-// Contains reports whether sequence id is running.
+// Contains reports whether sequence id is known: running or swapped out (Swapped tells
+// which), as blocktable.Manager's Contains.
 func (m *Manager) Contains(id blocktable.SeqID) bool {
-	_, ok := m.seqs[id]
+	if _, ok := m.seqs[id]; ok {
+		return true
+	}
+	_, ok := m.swapped[id]
 	return ok
 }
 
-// Seq describes sequence id.
+// Seq describes sequence id, running or swapped out, as blocktable.Manager's Seq does. It
+// fails with blocktable.ErrUnknownSeq (in a *blocktable.SeqError) for an ID the Manager
+// does not know: never admitted, finished, or preempted in Recompute mode.
 func (m *Manager) Seq(id blocktable.SeqID) (SeqInfo, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return SeqInfo{}, m.missing("seq", id)
+		if rec, out := m.swapped[id]; out {
+			return SeqInfo{State: blocktable.Swapped, Tokens: len(rec.tokens), HitTokens: rec.hit,
+				Priority: rec.priority, Arrival: rec.arrival}, nil
+		}
+		return SeqInfo{}, seqErr("seq", id, errUnknown)
 	}
 	held := 0
 	for _, t := range s.tables {
@@ -38,18 +52,23 @@ func (m *Manager) Seq(id blocktable.SeqID) (SeqInfo, error) {
 			}
 		}
 	}
-	return SeqInfo{Tokens: len(s.tokens), Computed: s.computed, Reserved: max(0, s.resEnd-s.computed),
+	return SeqInfo{State: blocktable.Running, Tokens: len(s.tokens), Computed: s.computed, Reserved: max(0, s.resEnd-s.computed),
 		Held: held, HitTokens: s.hit, Priority: s.priority, Arrival: s.arrival}, nil
 }
 
-// Seqs appends the IDs of the running sequences to dst, in arrival order.
+// Seqs appends the IDs of every known sequence (running or swapped out) to dst, in
+// arrival order, as blocktable.Manager's Seqs; a swapped-out sequence keeps the arrival it
+// had when it was swapped out.
 func (m *Manager) Seqs(dst []blocktable.SeqID) []blocktable.SeqID {
 	start := len(dst)
 	for id := range m.seqs {
 		dst = append(dst, id)
 	}
+	for id := range m.swapped {
+		dst = append(dst, id)
+	}
 	slices.SortFunc(dst[start:], func(a, b blocktable.SeqID) int {
-		x, y := m.seqs[a].arrival, m.seqs[b].arrival
+		x, y := m.arrivalOf(a), m.arrivalOf(b)
 		switch {
 		case x < y:
 			return -1
@@ -61,12 +80,25 @@ func (m *Manager) Seqs(dst []blocktable.SeqID) []blocktable.SeqID {
 	return dst
 }
 
-// Tokens returns sequence id's tokens (what a recompute-mode readmission passes as its
-// prompt). The slice is the Manager's: read it, do not keep it past the next call.
+// arrivalOf is the arrival of the known sequence id, running or swapped out.
+func (m *Manager) arrivalOf(id blocktable.SeqID) uint64 {
+	if s, ok := m.seqs[id]; ok {
+		return s.arrival
+	}
+	return m.swapped[id].arrival
+}
+
+// Tokens returns sequence id's tokens, running or swapped out (what a recompute-mode
+// readmission passes as its prompt), as blocktable.Manager's Tokens; ErrUnknownSeq for an
+// ID the Manager does not know. The slice is the Manager's: read it, do not keep it past
+// the next call.
 func (m *Manager) Tokens(id blocktable.SeqID) ([]int32, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return nil, m.missing("tokens", id)
+		if rec, out := m.swapped[id]; out {
+			return rec.tokens, nil
+		}
+		return nil, seqErr("tokens", id, errUnknown)
 	}
 	return s.tokens, nil
 }

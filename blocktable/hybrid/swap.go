@@ -28,6 +28,8 @@ type swapRec struct {
 	maxTokens int
 	promptLen int
 	priority  int
+	hit       int    // its hit at admission (SeqInfo.HitTokens)
+	arrival   uint64 // its arrival, which Seq and Seqs report until Resume
 	ns        prefix.Namespace
 	hold      prefix.HoldID
 }
@@ -105,7 +107,7 @@ func (m *Manager) swapOut(s *seq) (int, error) {
 		m.swapped = make(map[blocktable.SeqID]*swapRec)
 	}
 	m.swapped[s.id] = &swapRec{tokens: append([]int32(nil), s.tokens...), maxTokens: s.maxTokens,
-		promptLen: s.promptLen, priority: s.priority, ns: s.ns, hold: h}
+		promptLen: s.promptLen, priority: s.priority, hit: s.hit, arrival: s.arrival, ns: s.ns, hold: h}
 	m.tierCounts.SwapOuts++
 	return awaiting, nil
 }

@@ -122,6 +122,9 @@ func TestTierMachine(t *testing.T) {
 		ng := len(specs)
 		live := map[blocktable.SeqID]bool{}
 		var swapped []blocktable.SeqID
+		// toks is the model's tokens of every ID ever admitted; an ID neither live nor
+		// swapped (finished, preempted in Recompute mode) is unknown to the Manager.
+		toks := map[blocktable.SeqID][]int32{}
 		pending := map[prefix.TransferID]bool{}
 		var order []prefix.TransferID
 		next := blocktable.SeqID(0)
@@ -145,6 +148,33 @@ func TestTierMachine(t *testing.T) {
 				if got, want := model.count(s.Medium), m.TierStats(prefix.Tier(i+1)).Resident; got != want {
 					rt.Fatalf("%s: the events hold %d %s blocks, the tier %d", what, got, s.Medium, want)
 				}
+			}
+			// The queries, in every state, as blocktable.Manager answers them.
+			for id, want := range toks {
+				state := blocktable.SeqState(0)
+				if live[id] {
+					state = blocktable.Running
+				} else if slices.Contains(swapped, id) {
+					state = blocktable.Swapped
+				}
+				info, err := m.Seq(id)
+				got, terr := m.Tokens(id)
+				if state == 0 {
+					if !errors.Is(err, blocktable.ErrUnknownSeq) || !errors.Is(terr, blocktable.ErrUnknownSeq) || m.Contains(id) {
+						rt.Fatalf("%s: seq %d, gone: Seq %v, Tokens %v, Contains %v", what, id, err, terr, m.Contains(id))
+					}
+					continue
+				}
+				if err != nil || terr != nil || info.State != state || info.Tokens != len(want) || !slices.Equal(got, want) || !m.Contains(id) {
+					rt.Fatalf("%s: seq %d, state %d with %d tokens: Seq %+v %v, Tokens %v %v, Contains %v",
+						what, id, state, len(want), info, err, got, terr, m.Contains(id))
+				}
+				if state == blocktable.Swapped && (info.Computed != 0 || info.Held != 0 || info.Reserved != 0) {
+					rt.Fatalf("%s: swapped seq %d holds %+v", what, id, info)
+				}
+			}
+			if ids := m.Seqs(nil); len(ids) != len(live)+len(swapped) {
+				rt.Fatalf("%s: Seqs %v, %d running and %d swapped", what, ids, len(live), len(swapped))
 			}
 		}
 		// expect is the model's hit for prompt: the device prefix every group holds, then
@@ -201,6 +231,7 @@ func TestTierMachine(t *testing.T) {
 				rt.Fatalf("seq %d %v: load of %d tokens, transfer %d, %d lower-tier blocks", id, prompt, r.LoadTokens, r.Load, r.Tiers.Lower)
 			}
 			live[id] = true
+			toks[id] = prompt
 		}
 
 		actions := map[string]func(*rapid.T){
@@ -247,9 +278,13 @@ func TestTierMachine(t *testing.T) {
 				if ld, _ := m.Loading(id); ld != 0 {
 					rt.Skip() // a scheduler runs a sequence once its load is in
 				}
-				err := m.Append(id, []int32{rapid.Int32Range(1, 3).Draw(rt, "tok")})
+				tok := rapid.Int32Range(1, 3).Draw(rt, "tok")
+				err := m.Append(id, []int32{tok})
 				if err != nil && !errors.Is(err, blocks.ErrOutOfBlocks) && !errors.Is(err, blocktable.ErrInvalidArgument) {
 					rt.Fatal(err)
+				}
+				if err == nil {
+					toks[id] = append(slices.Clip(toks[id]), tok)
 				}
 				check("append")
 			},
@@ -399,6 +434,8 @@ func TestTierMachine(t *testing.T) {
 				rt.Fatal(err)
 			}
 		}
+		clear(live)
+		swapped = swapped[:0]
 		for round := 0; m.PendingTransfers() > 0; round++ {
 			if round > 10 {
 				rt.Fatalf("%d transfers never complete", m.PendingTransfers())

@@ -214,14 +214,19 @@ func (e *HybridEnv) Leaks() []Leak {
 	return leaks
 }
 
-// CheckLeaks returns an error wrapping ErrLeak when any sequence is still running or any
-// block is still held, naming for each leaked block the sequences and groups holding it.
+// CheckLeaks returns an error wrapping ErrLeak when any sequence is still known to the
+// Manager (running or swapped out) or any block is still held, naming for each leaked
+// block the sequences and groups holding it.
 func (e *HybridEnv) CheckLeaks() error {
 	var b strings.Builder
 	if seqs := e.Manager.Seqs(nil); len(seqs) > 0 {
 		names := make([]string, 0, len(seqs))
 		for _, id := range seqs {
-			names = append(names, e.Name(id))
+			n := e.Name(id)
+			if e.Manager.Swapped(id) {
+				n += " (swapped)"
+			}
+			names = append(names, n)
 		}
 		fmt.Fprintf(&b, "\n  sequences never finished or preempted: %s", strings.Join(names, ", "))
 	}
@@ -233,8 +238,8 @@ func (e *HybridEnv) CheckLeaks() error {
 	return fmt.Errorf("%w: %d blocks still held at the end of the test:%s", ErrLeak, len(leaks), b.String())
 }
 
-// FinishAll finishes every running sequence, in ID order: a test that stops midway on
-// purpose calls it so that the leak check passes.
+// FinishAll finishes every sequence the Manager knows (running or swapped out), in ID
+// order: a test that stops midway on purpose calls it so that the leak check passes.
 func (e *HybridEnv) FinishAll() {
 	ids := e.Manager.Seqs(nil)
 	slices.Sort(ids)
@@ -245,8 +250,8 @@ func (e *HybridEnv) FinishAll() {
 	}
 }
 
-// Dump is a deterministic text of the hybrid stack: the counts, then every running
-// sequence's tables per group, in ID order.
+// Dump is a deterministic text of the hybrid stack: the counts, then every sequence's
+// tables per group, in ID order (a swapped-out one is marked swapped and holds none).
 func (e *HybridEnv) Dump() string {
 	var b strings.Builder
 	c := e.Blocks()
@@ -257,6 +262,9 @@ func (e *HybridEnv) Dump() string {
 	for _, id := range ids {
 		info, _ := e.Manager.Seq(id)
 		fmt.Fprintf(&b, "seq %s tokens=%d computed=%d hit=%d", e.Name(id), info.Tokens, info.Computed, info.HitTokens)
+		if info.State == blocktable.Swapped {
+			b.WriteString(" swapped")
+		}
 		for g := range e.Manager.Groups() {
 			t, _ := e.Manager.Table(id, g)
 			fmt.Fprintf(&b, " g%d=%v", g, t)

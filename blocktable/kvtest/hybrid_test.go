@@ -177,3 +177,36 @@ func TestHybridTiersLeakDetection(t *testing.T) {
 	f.finish()
 	require.Empty(t, f.report())
 }
+
+// A sequence swapped out and never resumed or finished holds the host tier: the kit names
+// it (swapped) in the leak report, Dump shows it, and FinishAll finishes it, as the plain
+// kit does. Before, the hybrid Manager's Seqs left swapped sequences out, so the report
+// passed with a hold still on the tier and FinishAll left it there.
+func TestHybridSwappedSequenceIsALeak(t *testing.T) {
+	tiers := &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 8}}}
+	f := &fakeTB{}
+	env := kvtest.NewHybrid(f, kvtest.HybridConfig{Tiers: tiers})
+	_, err := env.Manager.Admit(env.Seq("a"), &hybrid.Request{Prompt: kvtest.MustTokens("0..5"), MaxTokens: 8})
+	require.NoError(t, err)
+	_, err = env.Manager.PreemptSeq(env.Seq("a"), blocktable.Swap)
+	require.NoError(t, err)
+	require.NoError(t, env.Check())
+	require.Contains(t, env.Dump(), "seq a tokens=6 computed=0 hit=0 swapped")
+	f.finish()
+	require.Contains(t, f.report(), "sequences never finished or preempted: a (swapped)")
+
+	f = &fakeTB{}
+	env = kvtest.NewHybrid(f, kvtest.HybridConfig{Tiers: tiers})
+	_, err = env.Manager.Admit(env.Seq("a"), &hybrid.Request{Prompt: kvtest.MustTokens("0..5"), MaxTokens: 8})
+	require.NoError(t, err)
+	_, err = env.Manager.PreemptSeq(env.Seq("a"), blocktable.Swap)
+	require.NoError(t, err)
+	env.FinishAll()
+	require.False(t, env.Manager.Contains(env.Seq("a")))
+	for _, p := range env.Manager.TakePlans(nil) {
+		_, err := env.Manager.CompleteTransfer(p.ID, true)
+		require.NoError(t, err)
+	}
+	f.finish()
+	require.Empty(t, f.report())
+}
