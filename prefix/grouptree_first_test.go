@@ -53,3 +53,32 @@ func TestGroupTreeStatsAllocatesNothing(t *testing.T) {
 	require.Equal(t, []int{1, 1, 1}, st.Prefixes)
 	require.NoError(t, g.CheckInvariants())
 }
+
+// NextCached and IsCached on an ID that is not a cached block of the pool: the null
+// block, negative IDs and IDs at or past the pool's size are not cached and have no next
+// block. Before, an ID outside the pool panicked with an index error.
+func TestGroupTreeNextCachedIsCachedOutOfRange(t *testing.T) {
+	g := newTestTree(t, 10, 4, 2)
+	path := pathOf(g, RootNode, []int32{0, 1, 2, 3})
+	require.NoError(t, g.Cache(1, path[0], 0))
+	require.NoError(t, g.Cache(2, path[0], 0)) // a duplicate: 1's next
+	require.NoError(t, g.Cache(9, path[0], 1)) // the pool's last block
+	require.Equal(t, blocks.ID(2), g.NextCached(1))
+	require.Equal(t, blocks.NullID, g.NextCached(2))
+	require.True(t, g.IsCached(9))
+	for _, c := range []struct {
+		name string
+		b    blocks.ID
+	}{
+		{"the null block", blocks.NullID}, {"-1", -1}, {"a large negative", -1 << 31},
+		{"the pool's size", 10}, {"past the pool", 11}, {"the largest ID", 1<<31 - 1},
+		{"an uncached block", 5},
+	} {
+		require.NotPanics(t, func() {
+			require.False(t, g.IsCached(c.b), c.name)
+			require.Equal(t, blocks.NullID, g.NextCached(c.b), c.name)
+		}, c.name)
+	}
+	require.Equal(t, blocks.ID(2), g.NextCached(1), "nothing changed")
+	require.NoError(t, g.CheckInvariants())
+}

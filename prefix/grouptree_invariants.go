@@ -46,6 +46,10 @@ func (t *GroupTree) CheckInvariants() error {
 				}
 			}
 		}
+		// NextCached and IsCached read the null block's entry unchecked: it is never written.
+		if nids > 0 && r.ent[0] != (gentry{}) {
+			return fmt.Errorf("tier %v: the null block has an entry %+v", Tier(ti), r.ent[0])
+		}
 		for b := range nids {
 			if (r.ent[b].node != 0) != onList[b] {
 				return fmt.Errorf("tier %v block %d: cached under node %d but listed %v", Tier(ti), b, r.ent[b].node, onList[b])
