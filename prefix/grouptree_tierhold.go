@@ -33,7 +33,7 @@ func (t *GroupTree) firstVisit(b blocks.ID) (GroupEntry, bool) {
 // HoldNeed reports, for the device blocks ids (a prefix's blocks over its groups, as Hold
 // takes them), how many copies into tier 1 Hold would prepare (need: the cached blocks
 // whose (node, group) no lower tier holds or receives, and each uncached block of the
-// pool, which the caller will cache before Hold, as an Index's HoldNeed counts it) and how
+// pool but the null block (block 0), which the caller will cache before Hold, as an Index's HoldNeed counts it) and how
 // many tier 1 can take now (room: its free slots plus its eviction candidates other than
 // those ids hold there). A block listed twice counts once (as do two blocks of one (node,
 // group)); an ID outside the pool not at all. Without lower tiers both are 0. It changes
@@ -56,7 +56,7 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 	for _, b := range ids {
 		e, ok := t.firstVisit(b)
 		if !ok {
-			if b >= 0 && int(b) < len(ts.mark) && !t.IsCached(b) && ts.mark[b] != ts.markGen {
+			if b > blocks.NullID && int(b) < len(ts.mark) && !t.IsCached(b) && ts.mark[b] != ts.markGen {
 				ts.mark[b] = ts.markGen // an uncached block's mark: its own ID, no First to share
 				need++
 			}

@@ -65,8 +65,8 @@ func (en *tierEntry) anyCopy() bool {
 
 // HoldNeed reports, for the device blocks ids (a prefix's blocks, as Hold takes them),
 // how many copies into tier 1 Hold would prepare (need: the cached blocks no lower tier
-// holds or receives yet and that can be tiered, and each uncached block of the pool, which
-// the caller will commit before Hold, since Hold refuses it) and how many tier 1 can take
+// holds or receives yet and that can be tiered, and each uncached block of the pool but the
+// null block, which the caller will commit before Hold, since Hold refuses it) and how many tier 1 can take
 // now (room: its free slots plus its eviction candidates other than the entries ids hold
 // there). A block listed twice counts once; an ID outside the pool not at all. Without
 // lower tiers both are 0. It changes nothing. A GroupTree's HoldNeed and Hold follow the
@@ -99,7 +99,9 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 		}
 		ts.mark[id] = ts.markGen
 		if !x.IsCached(id) {
-			need++
+			if id != blocks.NullID || !x.pool.HasNullBlock() {
+				need++ // the null block is never committed: no copy of it is made
+			}
 			continue
 		}
 		n := nodeOf(id)
@@ -110,15 +112,14 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 			}
 			continue
 		}
+		if !x.holdCopies(n) {
+			continue // Hold leaves it as it is: no copy, whatever its slots
+		}
+		need++
 		if e >= 0 && ts.ents[e].slot[0] != 0 {
 			// Its tier-1 slot is a failed load's, busy until that load's other copies
 			// end: the copy it needs has no slot until then.
-			need++
 			busy++
-			continue
-		}
-		if x.holdCopies(n) {
-			need++
 		}
 	}
 	l := &ts.lv[0]

@@ -11,7 +11,8 @@ import (
 // One rule for both trees' Hold: it takes cached blocks only. An uncached block (a free
 // one, the null block, an ID outside the pool) is refused with ErrNotCached in a
 // *BlockError naming it, changing nothing; HoldNeed counts an uncached block of the pool
-// as one copy (the caller caches it before Hold) and one outside it not at all. Before, a
+// but the null block (never cached: no copy of it is made) as one copy (the caller caches
+// it before Hold) and one outside it not at all. Before, a
 // GroupTree's Hold skipped uncached blocks and its HoldNeed did not count them.
 func TestHoldRefusesUncachedInBothTrees(t *testing.T) {
 	for _, c := range []struct {
@@ -20,7 +21,7 @@ func TestHoldRefusesUncachedInBothTrees(t *testing.T) {
 		need     int // HoldNeed of the cached block and the uncached one
 	}{
 		{"a free block", 7, 2},
-		{"the null block", blocks.NullID, 2},
+		{"the null block", blocks.NullID, 1},
 		{"outside the pool", 99, 1},
 		{"negative", -3, 1},
 	} {
