@@ -81,8 +81,9 @@ func HybridPresets() []HybridModel {
 }
 
 // Hybrid describes m for the layout comparison: one HybridLayers per layer group, its
-// attention in cache data type d, its state in the model's data type (d when the model
-// gives none), whole-model figures (no tensor-parallel split): HybridOnGPU(d, 1).
+// attention in cache data type d, its state in the model's data type whatever d is (bf16
+// when the model gives none, as vLLM resolves it: see ModelSpec.DType), whole-model
+// figures (no tensor-parallel split): HybridOnGPU(d, 1).
 func (m ModelSpec) Hybrid(d DType) (HybridModel, error) { return m.HybridOnGPU(d, 1) }
 
 // HybridOnGPU is Hybrid on one GPU of tp: each layer's KV heads divided across the GPUs,
@@ -93,10 +94,7 @@ func (m ModelSpec) HybridOnGPU(d DType, tp int) (HybridModel, error) {
 	if _, err := NewKVLayout(m, d, tp, DefaultBlockSize); err != nil {
 		return HybridModel{}, err
 	}
-	sd := m.DType
-	if sd == 0 {
-		sd = d
-	}
+	sd := m.stateDType()
 	h := HybridModel{Name: m.Name, Source: m.Source}
 	for _, g := range m.Groups {
 		l := HybridLayers{Layers: g.Layers, Span: g.Window}

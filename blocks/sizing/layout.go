@@ -12,7 +12,7 @@ const DefaultBlockSize = 16
 // sliding-window layers takes less than its blocks times BytesPerBlock: BytesPerRequest
 // counts each group by itself. A state group (Mamba, linear attention) holds one state
 // per request whatever its length, in the model's data type (vLLM's mamba_cache_dtype
-// auto), or in the cache's when the model gives none.
+// auto), bf16 when the model gives none (ModelSpec.DType), never the cache's.
 type KVLayout struct {
 	model     ModelSpec
 	dtype     DType
@@ -58,10 +58,7 @@ func NewKVLayout(m ModelSpec, d DType, tp, blockSize int) (KVLayout, error) {
 		l.perGPU[i] = g.bitsPerToken(d, tp)
 		l.whole[i] = g.bitsPerToken(d, 1)
 		l.total += l.whole[i]
-		sd := m.DType
-		if sd == 0 {
-			sd = d
-		}
+		sd := m.stateDType()
 		l.stateGPU += g.stateBits(sd, tp)
 		l.stateWhole += g.stateBits(sd, 1)
 	}

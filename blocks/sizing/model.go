@@ -132,7 +132,9 @@ type ModelSpec struct {
 	// 0 when unknown (the check is skipped).
 	AttentionHeads int `json:"attention_heads,omitempty"`
 	// DType is the model's data type (torch_dtype): what vLLM's --kv-cache-dtype auto and
-	// --dtype auto resolve to. 0 when the config does not say.
+	// --dtype auto resolve to. 0 when the config does not say. The Mamba /
+	// linear-attention state is sized in it whatever the KV cache's data type (vLLM's
+	// --mamba-cache-dtype and --mamba-ssm-cache-dtype auto), and in bf16 when it is 0.
 	DType DType `json:"-"`
 	// WeightDType is the data type the weights are stored in when it differs from DType
 	// (an fp8 or mxfp4 checkpoint); 0 means DType.
@@ -213,6 +215,20 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 		return 0, invalidf("invalid cache data type")
 	}
 	return Bits(m.bitsPerToken(d, 1)), nil
+}
+
+// stateDType is the data type vLLM keeps m's Mamba / linear-attention state in with its
+// defaults: --mamba-cache-dtype auto is the model's data type (MambaStateDtypeCalculator
+// through get_kv_cache_torch_dtype), and --mamba-ssm-cache-dtype auto is the conv state's,
+// so --kv-cache-dtype never reaches it. A config without torch_dtype (or dtype) is float32
+// to vLLM's ModelConfig (short of a checkpoint's safetensors metadata, which a config.json
+// does not carry), and --dtype auto downcasts float32 to the GPU's first supported type:
+// bf16 from compute capability 8.0 (fp16 before, the same 2 bytes).
+func (m ModelSpec) stateDType() DType {
+	if m.DType == 0 {
+		return BF16
+	}
+	return m.DType
 }
 
 // StateBytes returns the Mamba / linear-attention state one sequence holds in the whole
