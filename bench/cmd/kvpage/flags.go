@@ -164,13 +164,27 @@ func wrap(s string, width int) []string {
 
 // usageError is bad input found by a subcommand: a flag that does not parse, a value out
 // of range, a file that cannot be read. run prints it on one line, points at --help, and
-// exits with status 2.
-type usageError struct{ msg string }
+// exits with status 2. err, when not nil, is what it wraps (badFlag's %w), so that a
+// caller's errors.Is still finds the library's typed error under it.
+type usageError struct {
+	msg string
+	err error
+}
 
 func (e *usageError) Error() string { return e.msg }
 
+func (e *usageError) Unwrap() error { return e.err }
+
+// badFlag is a usageError formatted as fmt.Errorf formats it: an error given with %w
+// stays in its chain.
 func badFlag(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	u := &usageError{msg: err.Error()}
+	switch err.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+		u.err = err // it wraps one error or several (%w): keep them all in the chain
+	}
+	return u
 }
 
 // sizeValue is a flag holding a token count parsed as vLLM parses it (sizing.ParseSize:

@@ -412,6 +412,10 @@ func checkLinkGBps(name string, v float64) error {
 	return badFlag("--%s %s is out of range: want 0 (unlimited) or a number in [%v, 10000] GB/s", name, strconv.FormatFloat(v, 'g', -1, 64), minLinkGBps)
 }
 
+// hybridTokenBytes is sim.HybridTokenBytes; a test replaces it to reach applyTiers'
+// refusal, which Scheme.Validate's same sizing keeps from happening on any flags.
+var hybridTokenBytes = sim.HybridTokenBytes
+
 // applyTiers gives the prefix-sharing paged runs the --host-ram and --disk tiers, sized
 // in blocks by the model's KV bytes per token (the model's and GPU's, even with
 // --kv-budget-tokens).
@@ -445,9 +449,9 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 			if err := s.Validate(&r.cfg); err != nil {
 				return fmt.Errorf("--host-ram: %w", err) // sim.ErrInvalidConfig: bad input
 			}
-			b, err := sim.HybridTokenBytes(s.Model, s.KVCacheDType, int(tp))
+			b, err := hybridTokenBytes(s.Model, s.KVCacheDType, int(tp))
 			if err != nil {
-				return badFlag("--host-ram: %v", err)
+				return badFlag("--host-ram: %w", err) // sim.ErrInvalidConfig stays in the chain
 			}
 			h := fmt.Sprintf("%d bytes per token of %s's attention layers", b, s.Model)
 			if tp > 1 {
