@@ -263,8 +263,10 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq, dry bool) (*hybridAlloc, 
 		if n < 2 || n > 1<<30 {
 			return fmt.Errorf("%w: %s %s: a pool of %d blocks of %d bytes", ErrInvalidConfig, s.Model, s.Layout, n, unitBytes)
 		}
-		if len(groups) > 255 { // hybrid.New's limit, checked here so that Validate (dry) refuses it too
-			return fmt.Errorf("%w: %s %s: a pool of %d KV-cache groups, above the hybrid Manager's 255", ErrInvalidConfig, s.Model, s.Layout, len(groups))
+		// hybrid.New's limit, checked here so that Validate (dry) refuses it too. carveUnit
+		// keeps the carved pool within it; no preset's layers reach it otherwise.
+		if len(groups) > maxPoolGroups {
+			return fmt.Errorf("%w: %s %s: a pool of %d KV-cache groups, above the hybrid Manager's %d", ErrInvalidConfig, s.Model, s.Layout, len(groups), maxPoolGroups)
 		}
 		hc := hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt}
 		var host, disk int
@@ -423,27 +425,56 @@ func gcd(x, y int) int {
 	return x
 }
 
-// carveUnit picks the small page that large pages are carved into: the largest page
-// dividing every kind's page within 1% (each page rounded up to whole units), at most
-// 256 units a page; mult is each page in units.
+// maxPoolGroups is the most KV-cache groups one pool takes: hybrid.New's limit (a
+// group is stored in a byte, prefix.MaxGroups), which build refuses past.
+const maxPoolGroups = prefix.MaxGroups
+
+// carveUnit picks the small page that large pages are carved into; mult is each page in
+// units (rounded up), one KV-cache group per unit of the one carved pool, so their total
+// stays within maxPoolGroups. The unit is the largest page dividing every kind's page
+// within 1% that keeps the total within it, trying the smallest page divided by 1 to
+// 256. When the smallest page itself as the unit takes too many groups (Qwen3-Next's
+// state in bf16 beside its attention in fp4: 359), the unit is the smallest one above
+// it that fits, and the smaller pages take one unit each.
 func carveUnit(pages []int64) (unit int64, mult []int) {
-	smallest := pages[0]
+	smallest, largest := pages[0], pages[0]
 	var sum int64
 	for _, p := range pages {
-		smallest = min(smallest, p)
+		smallest, largest = min(smallest, p), max(largest, p)
 		sum += p
 	}
 	mult = make([]int, len(pages))
-	for d := int64(1); ; d++ {
-		unit = (smallest + d - 1) / d
-		var carved int64
-		ok := true
+	carve := func(u int64) (groups int, carved int64) {
 		for i, p := range pages {
-			mult[i] = int((p + unit - 1) / unit)
-			carved += int64(mult[i]) * unit
-			ok = ok && mult[i] <= 256
+			mult[i] = int((p + u - 1) / u)
+			groups += mult[i]
+			carved += int64(mult[i]) * u
 		}
-		if !ok || float64(carved) <= 1.01*float64(sum) || d == 256 {
+		return groups, carved
+	}
+	if groups, _ := carve(smallest); groups > maxPoolGroups {
+		// Groups fall as the unit grows, to one a page at the largest page.
+		lo, hi := smallest+1, largest
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			if g, _ := carve(mid); g <= maxPoolGroups {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		carve(lo)
+		return lo, mult
+	}
+	for d := int64(1); ; d++ {
+		u := (smallest + d - 1) / d
+		groups, carved := carve(u)
+		if groups > maxPoolGroups { // d > 1: the last unit fitted
+			carve(unit)
+			return unit, mult
+		}
+		unit = u
+		if float64(carved) <= 1.01*float64(sum) || d == 256 {
 			return unit, mult
 		}
 	}

@@ -68,16 +68,3 @@ func TestHybridSchemeRefusesBadKVDType(t *testing.T) {
 	_, err := HybridTokenBytes("jamba-1.5-mini", sizing.MXFP4+1, 1)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
-
-// A layout whose pool would take more KV-cache groups than hybrid.New accepts is refused
-// with ErrInvalidConfig by Validate as by Simulate: Qwen3-Next carved in an fp4 cache
-// carves its state into 359 groups, which Validate accepted and Simulate refused with
-// blocktable's invalid-argument error, no ErrInvalidConfig.
-func TestHybridTooManyGroupsIsInvalidConfig(t *testing.T) {
-	reqs, cfg := evictedPrefixTrace()
-	s := Scheme{Name: Hybrid, Model: "qwen3-next-80b-a3b", Layout: LayoutCarved, BlockSize: 16, KVCacheDType: sizing.NVFP4}
-	require.ErrorIs(t, s.Validate(&cfg), ErrInvalidConfig)
-	require.ErrorContains(t, s.Validate(&cfg), "KV-cache groups")
-	_, err := Simulate(reqs, cfg, s)
-	require.ErrorIs(t, err, ErrInvalidConfig)
-}
