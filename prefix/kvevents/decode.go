@@ -56,8 +56,10 @@ const (
 )
 
 // Decode decodes payload into b, reusing b's memory: the slices of a Batch that Decode
-// filled stay valid until the Batch is passed to Decode again. On error b holds a partial
-// batch, and the error wraps ErrMalformed.
+// filled stay valid until the Batch is passed to Decode again. Nothing in b refers to
+// payload, and the Decoder keeps no reference to it once Decode returns: the caller may
+// reuse or drop payload at once. On error b holds a partial batch, and the error wraps
+// ErrMalformed.
 func (d *Decoder) Decode(payload []byte, b *Batch) error {
 	b.Events = b.Events[:0]
 	b.hashes, b.bytes, b.tokens = b.hashes[:0], b.bytes[:0], b.tokens[:0]
@@ -76,11 +78,18 @@ func (d *Decoder) Decode(payload []byte, b *Batch) error {
 	} else {
 		d.d.Reset(&d.r)
 	}
-	if err := d.batch(b); err != nil {
+	err := d.batch(b)
+	left := d.r.Len()
+	// Nothing decoded aliases the payload (hashes are copied into the Batch, names
+	// interned, extra keys built by msgpack), so the Decoder lets go of it: a caller's
+	// receive buffer is not kept alive by an idle Decoder.
+	d.payload = nil
+	d.r.Reset(nil)
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if d.r.Len() != 0 {
-		return fmt.Errorf("%w: %d bytes after the batch", ErrMalformed, d.r.Len())
+	if left != 0 {
+		return fmt.Errorf("%w: %d bytes after the batch", ErrMalformed, left)
 	}
 	return nil
 }

@@ -42,3 +42,6 @@ type recorderObserver struct{ r *recording }
 func (o recorderObserver) BlockStored(e *prefix.BlockStored)   { o.r.blockStored(e) }
 func (o recorderObserver) BlockRemoved(e *prefix.BlockRemoved) { o.r.blockRemoved(e) }
 func (o recorderObserver) AllBlocksCleared()                   { o.r.allBlocksCleared() }
+
+// DecoderHeldBytes is the payload bytes a Decoder still refers to.
+func DecoderHeldBytes(d *Decoder) int { return len(d.payload) + int(d.r.Size()) }
