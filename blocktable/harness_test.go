@@ -1,6 +1,7 @@
 package blocktable
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,14 +15,22 @@ import (
 // harness drives a Manager with operations decoded from a few integers (by rapid or by
 // the fuzzer) and checks it against a reference model after every one:
 //
-//   - the model holds each sequence's tokens; the Manager must agree;
-//   - a fake device memory holds, per flat slot, the token written there, and a fake host
-//     memory per slot of the index's host tier. Every write the Manager allows goes
+//   - the model holds each sequence's tokens and multimodal inputs (images whose
+//     placeholder tokens some share with different content hashes, cut by Truncate as
+//     the Manager documents); the Manager must agree on the tokens;
+//   - a fake device memory holds, per flat slot, the KV written there (kv: the token, and
+//     which image and which of its patches when an input covers the position), and a fake
+//     host memory per slot of the index's host tier. Every write the Manager allows goes
 //     through its slots, copy-on-writes and the tiers' plans (swaps, demotions, loads) are
 //     executed as a server would, and after each operation every position of every
-//     running sequence (but those whose load is in flight) must read back its own token:
+//     running sequence (but those whose load is in flight) must read back its own KV:
 //     no table ever points at another sequence's KV or at a block that was freed and
-//     reused, and every prefix hit and every load really holds the prompt;
+//     reused, and every prefix hit and every load really holds the prompt, images
+//     included;
+//   - every admission's hit is one the model expects: each block of it was, with the same
+//     KV (so the same image where one overlaps it), a full block of some sequence of the
+//     namespace before, and it is at least the leading blocks with the same KV a running
+//     sequence holds cached (which nothing can evict);
 //   - a failed operation leaves a deep snapshot of the state unchanged;
 //   - CheckInvariants holds (every refcount equals its holders) and, at the end, every
 //     block is back in the pool or the index.
@@ -35,13 +44,20 @@ type harness struct {
 
 	dev, hostMem []int32
 	seqs         map[SeqID][]int32 // the model: running and swapped sequences' tokens
+	mm           map[SeqID][]prefix.MMInput
 	swapped      map[SeqID]bool
 	ns           map[SeqID]int
-	waiting      [][]int32 // tokens of sequences preempted in recompute mode
+	waiting      [][]int32          // tokens of sequences preempted in recompute mode
+	waitingMM    [][]prefix.MMInput // their inputs in the model (cut by Truncate as kv reads them)
+	waitingIn    [][]prefix.MMInput // their inputs as the Manager had them (Inputs), which a readmission passes
 	waitingNS    []int
-	next         SeqID
-	lastAppend   map[SeqID]int // Len before the last append, for window checks
-	ops          int
+	inputs       map[SeqID][]prefix.MMInput // Inputs of every sequence before the current op
+	// seen holds, per namespace, the KV of every prefix of full blocks some sequence
+	// had (kvKey): a hit can only be made of those.
+	seen       map[int]map[string]bool
+	next       SeqID
+	lastAppend map[SeqID]int // Len before the last append, for window checks
+	ops        int
 	// plans are the transfers handed out and not completed; loading the positions
 	// [from, to) of each sequence whose load is in flight.
 	plans   map[prefix.TransferID][]prefix.Plan
@@ -77,7 +93,8 @@ func newHarness(t require.TestingT, c harnessConfig) *harness {
 	h := &harness{
 		t: t, m: m, pool: pool, index: idx, bs: c.bs, window: c.window,
 		dev: make([]int32, c.blocks*c.bs), hostMem: make([]int32, c.hostBlocks*c.bs),
-		seqs: map[SeqID][]int32{}, swapped: map[SeqID]bool{}, ns: map[SeqID]int{},
+		seqs: map[SeqID][]int32{}, mm: map[SeqID][]prefix.MMInput{}, swapped: map[SeqID]bool{}, ns: map[SeqID]int{},
+		seen:       map[int]map[string]bool{},
 		lastAppend: map[SeqID]int{}, plans: map[prefix.TransferID][]prefix.Plan{}, loading: map[SeqID][2]int{},
 	}
 	for i := range h.dev {
@@ -131,17 +148,147 @@ func tokensFor(seed, n int) []int32 {
 	return out
 }
 
+// mmImages are the images prompts draw: img-a and img-b share a placeholder token (and a
+// length), so that prompts identical in tokens differ only in the image; text tokens
+// (tokensFor) never equal a placeholder.
+var mmImages = []struct {
+	hash string
+	tok  int32
+	n    int
+}{{"img-a", 100, 3}, {"img-b", 100, 3}, {"img-c", 101, 5}}
+
+// promptFor is tokensFor's prompt of n tokens with images placed in it (sorted, within
+// the prompt, some adjacent), or none for one seed in four. The placement and the
+// images are drawn apart from the text, so that prompts of the same text (every seed
+// divisible by 3 has the same) carry different images at the same places.
+func promptFor(seed, n int) ([]int32, []prefix.MMInput) {
+	toks := tokensFor(seed, n)
+	if seed%4 == 0 {
+		return toks, nil
+	}
+	var mm []prefix.MMInput
+	layout := uint32(seed/4%5)*2654435761 + 7
+	pick := uint32(seed)*2246822519 + 3
+	for pos := 0; ; {
+		layout ^= layout << 13
+		layout ^= layout >> 17
+		layout ^= layout << 5
+		pick = pick*1103515245 + 12345
+		pos += int(layout % 4) // text before the image
+		im := mmImages[(pick>>16)%uint32(len(mmImages))]
+		if pos+im.n > n {
+			break
+		}
+		for i := range im.n {
+			toks[pos+i] = im.tok
+		}
+		mm = append(mm, prefix.MMInput{Hash: im.hash, Offset: pos, Length: im.n})
+		pos += im.n
+	}
+	return toks, mm
+}
+
+// cutMM is the model's Truncate of a sequence's inputs to n tokens, as the Manager
+// documents it: an input that starts at or past n is dropped, one across n ends at n.
+func cutMM(mm []prefix.MMInput, n int) []prefix.MMInput {
+	var out []prefix.MMInput
+	for _, in := range mm {
+		if in.Offset < n {
+			in.Length = min(in.Length, n-in.Offset)
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// kv is the KV a server computes at position pos of a sequence with tokens toks and
+// inputs mm: the token, and the image and its patch where an input covers pos.
+func kv(toks []int32, mm []prefix.MMInput, pos int) int32 {
+	v := toks[pos]
+	for _, in := range mm {
+		if pos >= in.Offset && pos < in.Offset+in.Length {
+			img := slices.IndexFunc(mmImages, func(m struct {
+				hash string
+				tok  int32
+				n    int
+			}) bool {
+				return m.hash == in.Hash
+			})
+			v |= int32(img+1)<<12 | int32(pos-in.Offset+1)<<20
+		}
+	}
+	return v
+}
+
+// kvKey is the KV of positions [0, n) of tokens toks with inputs mm, as a map key.
+func kvKey(toks []int32, mm []prefix.MMInput, n int) string {
+	b := make([]byte, 0, 4*n)
+	for pos := range n {
+		b = binary.LittleEndian.AppendUint32(b, uint32(kv(toks, mm, pos)))
+	}
+	return string(b)
+}
+
+// learn adds the full blocks of every sequence to seen.
+func (h *harness) learn() {
+	for id, toks := range h.seqs {
+		seen := h.seen[h.ns[id]]
+		if seen == nil {
+			seen = map[string]bool{}
+			h.seen[h.ns[id]] = seen
+		}
+		for n := h.bs; n <= len(toks); n += h.bs {
+			seen[kvKey(toks, h.mm[id], n)] = true
+		}
+	}
+}
+
+// checkHit checks an admission's hit (hit tokens, the device's and the loaded) of
+// prompt with inputs mm in namespace ns against the model: every block of it was a full
+// block with the same KV of a sequence before (a block overlapping another image, or an
+// image where the prompt has text, never matches), and it covers at least the leading
+// blocks with the same KV that a running sequence holds cached itself (not a duplicate
+// of a copy it does not hold, which an eviction may drop), up to the last token, which
+// is always computed. Only an index hits.
+func (h *harness) checkHit(prompt []int32, mm []prefix.MMInput, ns, hit int) {
+	if h.index == nil {
+		require.Zero(h.t, hit)
+		return
+	}
+	for n := h.bs; n <= hit; n += h.bs {
+		require.True(h.t, h.seen[ns][kvKey(prompt, mm, n)], "a hit of %d tokens: its %d-token prefix %v %v was never a sequence's",
+			hit, n, prompt[:n], mm)
+	}
+	limit := (len(prompt) - 1) / h.bs * h.bs
+	for id, toks := range h.seqs {
+		if h.swapped[id] || h.ns[id] != ns {
+			continue
+		}
+		if _, loading := h.loading[id]; loading {
+			continue
+		}
+		ids, err := h.m.Blocks(id)
+		require.NoError(h.t, err)
+		n := 0
+		for n+h.bs <= min(limit, len(toks)) && h.index.IsCached(ids[n/h.bs]) && kvKey(prompt, mm, n+h.bs) == kvKey(toks, h.mm[id], n+h.bs) {
+			n += h.bs
+		}
+		require.GreaterOrEqual(h.t, hit, n, "seq %d holds %d tokens of the prompt cached, the hit is %d", id, n, hit)
+	}
+}
+
 type snapshotState struct {
 	Stats Stats
 	Refs  []int
 	Host  prefix.TierStats
 	Seqs  map[SeqID]SeqInfo
 	Toks  map[SeqID][]int32
+	MM    map[SeqID][]prefix.MMInput
 	Evict int
 }
 
 func (h *harness) snapshot() snapshotState {
-	s := snapshotState{Stats: h.m.Stats(), Seqs: map[SeqID]SeqInfo{}, Toks: map[SeqID][]int32{}}
+	s := snapshotState{Stats: h.m.Stats(), Seqs: map[SeqID]SeqInfo{}, Toks: map[SeqID][]int32{}, MM: map[SeqID][]prefix.MMInput{}}
 	for i := range h.pool.NumBlocks() {
 		s.Refs = append(s.Refs, h.pool.RefCount(blocks.ID(i)))
 	}
@@ -155,6 +302,9 @@ func (h *harness) snapshot() snapshotState {
 		toks, err := h.m.Tokens(id)
 		require.NoError(h.t, err)
 		s.Toks[id] = slices.Clone(toks)
+		in, err := h.m.Inputs(id)
+		require.NoError(h.t, err)
+		s.MM[id] = slices.Clone(in)
 	}
 	if h.index != nil {
 		s.Evict = h.index.Reclaimable()
@@ -162,12 +312,12 @@ func (h *harness) snapshot() snapshotState {
 	return s
 }
 
-// write stores the tokens of seq's positions [from, from+len(toks)) through its slots.
-func (h *harness) write(id SeqID, from int, toks []int32) {
-	for i, tok := range toks {
-		slot, err := h.m.Slot(id, from+i)
+// write stores the KV of seq's positions [from, to) through its slots.
+func (h *harness) write(id SeqID, from, to int) {
+	for pos := from; pos < to; pos++ {
+		slot, err := h.m.Slot(id, pos)
 		require.NoError(h.t, err)
-		h.dev[slot] = tok
+		h.dev[slot] = kv(h.seqs[id], h.mm[id], pos)
 	}
 }
 
@@ -200,9 +350,10 @@ func (h *harness) verify() {
 			}
 			slot, err := h.m.Slot(id, pos)
 			require.NoError(h.t, err, "seq %d pos %d", id, pos)
-			require.Equal(h.t, toks[pos], h.dev[slot], "seq %d pos %d reads another KV (slot %d)", id, pos, slot)
+			require.Equal(h.t, kv(toks, h.mm[id], pos), h.dev[slot], "seq %d pos %d reads another KV (slot %d)", id, pos, slot)
 		}
 	}
+	h.learn()
 	st := h.m.Stats()
 	require.Equal(h.t, len(h.ids(false)), st.Running)
 	require.Equal(h.t, len(h.ids(true)), st.Swapped)
@@ -225,17 +376,22 @@ func (h *harness) failed(before snapshotState, err error, sentinels ...error) {
 func (h *harness) apply(o op) {
 	h.ops++
 	before := h.snapshot()
+	h.inputs = before.MM
 	switch o.kind % numOps {
 	case 0, 1: // admit a new sequence, or readmit a preempted one
 		var prompt []int32
+		var mm, in []prefix.MMInput // the model's inputs, and those the request passes
 		ns := o.b % 2
 		if o.kind%numOps == 1 && len(h.waiting) > 0 {
 			k := o.a % len(h.waiting)
-			prompt, ns = h.waiting[k], h.waitingNS[k]
+			prompt, mm, in, ns = h.waiting[k], h.waitingMM[k], h.waitingIn[k], h.waitingNS[k]
 			h.waiting = slices.Delete(h.waiting, k, k+1)
+			h.waitingMM = slices.Delete(h.waitingMM, k, k+1)
+			h.waitingIn = slices.Delete(h.waitingIn, k, k+1)
 			h.waitingNS = slices.Delete(h.waitingNS, k, k+1)
 		} else {
-			prompt = tokensFor(o.a, 1+o.c%(5*h.bs))
+			prompt, mm = promptFor(o.a, 1+o.c%(5*h.bs))
+			in = mm
 		}
 		id := h.next
 		if o.c%17 == 16 && len(h.seqs) > 0 {
@@ -244,7 +400,7 @@ func (h *harness) apply(o op) {
 				id, _ = h.pick(true, o.a)
 			}
 		}
-		req := &Request{Namespace: prefix.Namespace{Salt: fmt.Sprint(ns)}, Prompt: prompt, Lookahead: o.b % 3}
+		req := &Request{Namespace: prefix.Namespace{Salt: fmt.Sprint(ns)}, Prompt: prompt, MM: in, Lookahead: o.b % 3}
 		dry, dryErr := h.m.CanAdmit(id, req)
 		res, err := h.m.Admit(id, req)
 		require.Equal(h.t, dryErr == nil, err == nil, "CanAdmit and Admit disagree: %v / %v", dryErr, err)
@@ -254,6 +410,8 @@ func (h *harness) apply(o op) {
 				require.ErrorAs(h.t, err, &oob)
 				require.Positive(h.t, oob.Missing())
 				h.waiting = append(h.waiting, prompt)
+				h.waitingMM = append(h.waitingMM, mm)
+				h.waitingIn = append(h.waitingIn, in)
 				h.waitingNS = append(h.waitingNS, ns)
 			}
 			h.failed(before, err, blocks.ErrOutOfBlocks, ErrDuplicateSeq, ErrTooLarge)
@@ -263,8 +421,10 @@ func (h *harness) apply(o op) {
 		require.Equal(h.t, dry, res)
 		require.Equal(h.t, 0, res.HitTokens%h.bs)
 		require.Less(h.t, res.HitTokens+res.LoadTokens, len(prompt), "a hit leaves one token to compute")
+		h.checkHit(prompt, mm, ns, res.HitTokens+res.LoadTokens)
 		h.next++
 		h.seqs[id] = slices.Clone(prompt)
+		h.mm[id] = mm
 		h.ns[id] = ns
 		h.lastAppend[id] = 0
 		h.admitted(id, res)
@@ -274,6 +434,13 @@ func (h *harness) apply(o op) {
 			return // a server runs no step of a sequence whose KV is still loading
 		}
 		toks := tokensFor(o.b, 1+o.c%(h.bs+2))
+		if o.b%5 == 4 {
+			// Placeholder tokens appended as text (a scheduler feeding a cut prefill's
+			// rest again): the KV of text, which no block of an image may match.
+			for i := range toks {
+				toks[i] = mmImages[o.a%len(mmImages)].tok
+			}
+		}
 		if o.kind%numOps == 2 {
 			toks = toks[:1]
 		}
@@ -288,7 +455,7 @@ func (h *harness) apply(o op) {
 		old := len(h.seqs[id])
 		h.lastAppend[id] = old
 		h.seqs[id] = append(h.seqs[id], toks...)
-		h.write(id, old, toks)
+		h.write(id, old, len(h.seqs[id]))
 	case 4: // fork
 		id, ok := h.pick(false, o.a)
 		if !ok {
@@ -304,6 +471,7 @@ func (h *harness) apply(o op) {
 		}
 		h.next++
 		h.seqs[child] = slices.Clone(h.seqs[id])
+		h.mm[child] = h.mm[id]
 		h.ns[child] = h.ns[id]
 		h.lastAppend[child] = h.lastAppend[id]
 	case 5: // truncate (rejected draft tokens)
@@ -317,6 +485,7 @@ func (h *harness) apply(o op) {
 			return
 		}
 		h.seqs[id] = h.seqs[id][:n]
+		h.mm[id] = cutMM(h.mm[id], n)
 		h.lastAppend[id] = min(h.lastAppend[id], n)
 	case 6: // finish
 		id, ok := h.pick(false, o.a)
@@ -450,7 +619,7 @@ func (h *harness) appendTokens(before snapshotState, o op) {
 		old := len(h.seqs[id])
 		h.lastAppend[id] = old
 		h.seqs[id] = append(h.seqs[id], tok)
-		h.write(id, old, []int32{tok})
+		h.write(id, old, old+1)
 	}
 }
 
@@ -463,6 +632,8 @@ func (h *harness) preempted(p Preempted) {
 	}
 	if len(h.seqs[p.Seq]) > 0 {
 		h.waiting = append(h.waiting, h.seqs[p.Seq])
+		h.waitingMM = append(h.waitingMM, h.mm[p.Seq])
+		h.waitingIn = append(h.waitingIn, h.inputs[p.Seq])
 		h.waitingNS = append(h.waitingNS, h.ns[p.Seq])
 	}
 	h.forget(p.Seq)
@@ -475,7 +646,7 @@ func (h *harness) admitted(id SeqID, res AdmitResult) {
 	if res.LoadTokens > 0 {
 		h.loading[id] = [2]int{res.HitTokens, from}
 	}
-	h.write(id, from, h.seqs[id][from:res.Tokens])
+	h.write(id, from, res.Tokens)
 }
 
 // transfers takes the plans and completes every transfer in flight with ok, executing
@@ -528,8 +699,7 @@ func (h *harness) transfers(ok bool) {
 		delete(h.loading, d.Seq)
 		if d.ComputeTokens > 0 && !h.swapped[d.Seq] {
 			require.Equal(h.t, ld[1]-ld[0], d.ComputeTokens)
-			toks := h.seqs[d.Seq]
-			h.write(d.Seq, ld[0], toks[ld[0]:min(ld[1], len(toks))])
+			h.write(d.Seq, ld[0], min(ld[1], len(h.seqs[d.Seq])))
 		}
 	}
 }
@@ -537,6 +707,7 @@ func (h *harness) transfers(ok bool) {
 func (h *harness) forget(id SeqID) {
 	delete(h.loading, id)
 	delete(h.seqs, id)
+	delete(h.mm, id)
 	delete(h.swapped, id)
 	delete(h.ns, id)
 	delete(h.lastAppend, id)

@@ -727,12 +727,15 @@ func (m *Manager) Fork(parent, child SeqID) error {
 //
 // When it removes tokens (n below the sequence's length), the multimodal inputs
 // (Request.MM) are cut with them: an input that starts at or past n is dropped, and one
-// across n ends at n, keeping its hash, so that the blocks it still covers keep their
-// keys. Tokens appended afterwards are text: a block they fill takes the key of a prompt
-// that never had what the cut removed (the plain-text key where no input remains in it).
-// The caller's slice is not changed: the cut inputs are a copy, made only when the cut
-// reaches an input. A chunked prefill cut short loses the inputs of its prompt's rest
-// too, since the tokens appended next need not be that prompt's.
+// across n ends at n. Tokens appended afterwards are text: a block they fill takes the
+// key of a prompt that never had what the cut removed (the plain-text key where no input
+// remains in it). The blocks before the cut's block keep their keys; in the block the cut
+// falls in, the cut input is renamed (its Hash with "\x00cut" and its length as cut), so
+// that the block, whose tokens past n are text, never matches the same block of the whole
+// input even when the tokens appended are its placeholders again. Inputs returns the
+// inputs as cut. The caller's slice is not changed: the cut inputs are a copy, made only
+// when the cut reaches an input. A chunked prefill cut short loses the inputs of its
+// prompt's rest too, since the tokens appended next need not be that prompt's.
 func (m *Manager) Truncate(seq SeqID, n int) error {
 	s, err := m.running("truncate", seq)
 	if err != nil {
@@ -742,7 +745,7 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 		return &SeqError{Op: "truncate", Seq: seq, Err: err}
 	}
 	if n < len(s.tokens) && len(s.prompt.MM) > 0 {
-		s.prompt.MM = mmUpTo(s.prompt.MM, n)
+		s.prompt.MM = mmUpTo(s.prompt.MM, n, m.bs)
 	}
 	poisonTokens(s.tokens[n:])
 	s.tokens = s.tokens[:n]

@@ -494,6 +494,7 @@ func TestManagerTypedErrorsChangeNothing(t *testing.T) {
 		{"pack unknown", func() error { return s.m.Pack(&Batch{}, []SeqID{2, 9}) }, ErrUnknownSeq},
 		{"seq unknown", func() error { _, err := s.m.Seq(9); return err }, ErrUnknownSeq},
 		{"tokens unknown", func() error { _, err := s.m.Tokens(9); return err }, ErrUnknownSeq},
+		{"inputs unknown", func() error { _, err := s.m.Inputs(9); return err }, ErrUnknownSeq},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

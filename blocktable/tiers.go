@@ -253,7 +253,7 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	}
 	// MaxTokens is a capacity hint: the tokens' slice may have grown past the pool's
 	// slots, which Admit would refuse as a size.
-	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: mmUpTo(s.prompt.MM, len(s.tokens)), Priority: s.priority,
+	req := Request{Namespace: s.prompt.Namespace, Prompt: s.tokens, MM: mmUpTo(s.prompt.MM, len(s.tokens), m.bs), Priority: s.priority,
 		Retention: s.prompt.Retention, MaxTokens: min(cap(s.tokens), m.maxSlots), Resumed: true}
 	delete(m.seqs, seq) // Admit files the sequence again under its ID
 	if m.last == s {
@@ -277,26 +277,6 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	m.st.SwapIns++
 	m.check()
 	return res, nil
-}
-
-// mmUpTo is mm cut to the first n tokens: inputs that start at or past n dropped, one
-// across n ending at n. Truncate cuts a sequence's inputs with it; Resume cuts those of a
-// chunked prefill's rest, past the tokens, which Admit refuses (ErrInvalidArgument), so
-// that the swapped sequence could never resume. An input cut short keeps its identity, so
-// the blocks it still covers keep their keys. It copies only when something is cut.
-func mmUpTo(mm []prefix.MMInput, n int) []prefix.MMInput {
-	if mmWithin(mm, n) {
-		return mm
-	}
-	var out []prefix.MMInput
-	for _, in := range mm {
-		if in.Offset >= n {
-			break
-		}
-		in.Length = min(in.Length, n-in.Offset)
-		out = append(out, in)
-	}
-	return out
 }
 
 // resumeError names Resume, not the admission it made, in Admit's error.

@@ -8,11 +8,13 @@ import (
 )
 
 // Truncate cuts the multimodal inputs with the tokens: an input that starts at or past the
-// cut is dropped and one across it ends at the cut, keeping its hash. So a block appended
-// after the cut takes the key of a prompt with the inputs as cut: the plain-text key where
-// no input reaches it, the same hash as a sequence that never had the image (before, the
-// old inputs keyed the re-appended blocks over their span). The blocks before the cut keep
-// their keys.
+// cut is dropped and one across it ends at the cut. So a block appended after the cut
+// takes the key of the inputs as cut (Inputs): the plain-text key where no input reaches
+// it (before 4daa6a2, the old inputs keyed the re-appended blocks over their span). The
+// blocks before the cut keep their keys. In the block a cut falls in mid-way, the cut
+// input is renamed: re-appending its own placeholder tokens there (as text) made the
+// block a duplicate of the whole image's, so that a later prompt with the image cut there
+// hit image KV where the sequence has text.
 func TestTruncateCutsMultimodalInputs(t *testing.T) {
 	img := func(hash string, off, n int) prefix.MMInput {
 		return prefix.MMInput{Hash: hash, Offset: off, Length: n}
@@ -21,15 +23,17 @@ func TestTruncateCutsMultimodalInputs(t *testing.T) {
 		name     string
 		mm       []prefix.MMInput
 		cut      int
-		asCut    []prefix.MMInput // the inputs of a prompt that never had what the cut removed
+		asCut    []prefix.MMInput // the inputs as cut: what Inputs returns
 		reappend int              // tokens appended again: through the end of block 2
 		newKey   bool             // block 2's key changes: the cut removed every input token in it
 	}{
 		{"past the cut", []prefix.MMInput{img("a", 8, 4)}, 8, nil, 4, true},
 		{"at the cut, a block later", []prefix.MMInput{img("a", 2, 2), img("b", 9, 3)}, 9, []prefix.MMInput{img("a", 2, 2)}, 3, true},
 		{"across the cut", []prefix.MMInput{img("a", 6, 4), img("b", 10, 2)}, 8, []prefix.MMInput{img("a", 6, 2)}, 4, true},
-		// Token 8, kept, is still the image's: block 2 keeps the image's key (a duplicate).
-		{"across the cut, mid-block", []prefix.MMInput{img("a", 6, 4)}, 9, []prefix.MMInput{img("a", 6, 3)}, 3, false},
+		// Token 8, kept, is still the image's, token 9 on are text: the image's part in
+		// block 2 is renamed, and block 2 is no duplicate of the whole image's.
+		{"across the cut, mid-block", []prefix.MMInput{img("a", 6, 4)}, 9, []prefix.MMInput{img("a", 6, 2), img("a\x00cut3", 8, 1)}, 3, true},
+		{"inside the cut's block", []prefix.MMInput{img("a", 9, 3)}, 10, []prefix.MMInput{img("a\x00cut1", 9, 1)}, 2, true},
 		{"inside the tokens kept", []prefix.MMInput{img("a", 1, 2)}, 8, []prefix.MMInput{img("a", 1, 2)}, 4, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +44,9 @@ func TestTruncateCutsMultimodalInputs(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.m.Truncate(1, tc.cut))
 			require.Equal(t, tc.mm, mm, "the caller's inputs are not changed")
+			in, err := s.m.Inputs(1)
+			require.NoError(t, err)
+			require.Equal(t, tc.asCut, in)
 			_, err = s.m.Append(1, toks[tc.cut:tc.cut+tc.reappend], 0)
 			require.NoError(t, err)
 			require.Equal(t, toks, mustTokens(t, s.m, 1))

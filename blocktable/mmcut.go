@@ -1,0 +1,63 @@
+package blocktable
+
+import (
+	"strconv"
+
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// Inputs returns seq's multimodal inputs (Request.MM) as the Manager keys its blocks by
+// them: the admission's, cut by Truncate. With Tokens, it is what a recompute-mode
+// readmission of seq passes as Request.MM. The slice is the Manager's (or the caller's
+// own, when nothing was cut): read it, do not change it.
+func (m *Manager) Inputs(seq SeqID) ([]prefix.MMInput, error) {
+	s, err := m.lookup("inputs", seq)
+	if err != nil {
+		return nil, err
+	}
+	return s.prompt.MM, nil
+}
+
+// mmUpTo is mm cut to the first n tokens of a sequence in blocks of bs tokens: inputs that
+// start at or past n dropped, one across n ending at n. Truncate cuts a sequence's inputs
+// with it; Resume cuts those of a chunked prefill's rest, past the tokens, which Admit
+// refuses (ErrInvalidArgument), so that the swapped sequence could never resume.
+//
+// The index keys an input by its hash alone (and, in one form, where it starts), so an
+// input cut short would key the block the cut falls in exactly as the whole input keys it
+// whenever the tokens appended past n are its placeholders again: a block whose tokens
+// past n are text would match the whole image's block, another image's KV. So the part of
+// a cut input inside that block is renamed by cutHash; its part before that block keeps
+// the hash, so that the blocks before the cut keep their keys. A cut on a block boundary
+// leaves no part of the input in the block the cut falls in, and renames nothing. It
+// copies only when something is cut.
+func mmUpTo(mm []prefix.MMInput, n, bs int) []prefix.MMInput {
+	if mmWithin(mm, n) {
+		return mm
+	}
+	var out []prefix.MMInput
+	at := n - n%bs // the first token of the block the cut falls in
+	for _, in := range mm {
+		if in.Offset >= n {
+			break
+		}
+		if in.Length <= n-in.Offset || at == n {
+			in.Length = min(in.Length, n-in.Offset)
+			out = append(out, in)
+			continue
+		}
+		if in.Offset < at {
+			out = append(out, prefix.MMInput{Hash: in.Hash, Offset: in.Offset, Length: at - in.Offset})
+		}
+		from := max(in.Offset, at)
+		out = append(out, prefix.MMInput{Hash: cutHash(in.Hash, n-in.Offset), Offset: from, Length: n - from})
+	}
+	return out
+}
+
+// cutHash names an input cut to its first k tokens: a name no whole input has (an input's
+// hash is a content hash, which holds no NUL byte), the same for every sequence cut there,
+// so that they still share the block.
+func cutHash(h string, k int) string {
+	return h + "\x00cut" + strconv.Itoa(k)
+}
