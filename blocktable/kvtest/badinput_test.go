@@ -368,6 +368,7 @@ func managerCases(t *testing.T) badGroup {
 		{"Index.ReleaseHold", "an unknown hold", func() error { return env.Index.ReleaseHold(1 << 40) }, errs(prefix.ErrUnknownHold), false},
 		{"Manager.Blocks", "a swapped sequence", func() error { _, err := m.Blocks(c); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Tokens", "an unknown sequence", func() error { _, err := m.Tokens(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
+		{"Manager.Inputs", "an unknown sequence", func() error { _, err := m.Inputs(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Seq", "an unknown sequence", func() error { _, err := m.Seq(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.Slot", "a position past the table", func() error { _, err := m.Slot(a, 12); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Slot", "a swapped sequence", func() error { _, err := m.Slot(c, 0); return err }, errs(blocktable.ErrNotRunning), false},
