@@ -103,11 +103,13 @@ type Scheme struct {
 	// MambaMode is the hybrid scheme's Mamba cache mode (hybrid.MambaAll, the default
 	// when "", or hybrid.MambaAlign).
 	MambaMode string
-	// KVCacheDType is the hybrid scheme's KV cache data type (vLLM's --kv-cache-dtype; 0
-	// means bf16): its attention pages and its token-equivalent (HybridTokenBytes) are
-	// sized in it, as a sizing plan in that data type sizes the paged rows' tokens.
+	// KVCacheDType is the KV cache data type (vLLM's --kv-cache-dtype; 0 means bf16). The
+	// hybrid scheme's attention pages and its token-equivalent (HybridTokenBytes) are
+	// sized in it, as a sizing plan in that data type sizes the paged rows' tokens; its
 	// Mamba / linear-attention state keeps the model's own data type, as vLLM's
-	// mamba_cache_dtype auto does whatever the KV cache's.
+	// mamba_cache_dtype auto does whatever the KV cache's. The other schemes count KV in
+	// tokens (Config.Capacity), sized by the caller in some data type: for them it only
+	// names that data type in Label, so that every row of a run says it alike.
 	KVCacheDType sizing.DType
 	// Tiers gives the paged or hybrid scheme with prefix sharing lower tiers (tiers.go):
 	// host memory and disk below the device's KV budget, in blocks for paged and in bytes
@@ -116,10 +118,16 @@ type Scheme struct {
 }
 
 // Label is a short unique description for tables and charts: "orca-max", "paged/16",
-// "paged/16+lru".
+// "paged/16+lru", with " kv=fp8" after the scheme's name and sizes for a KVCacheDType
+// other than bf16 (the default), on every scheme alike: "orca-max kv=fp8",
+// "paged/16 kv=fp8+lru".
 func (s Scheme) Label() string {
+	kv := ""
+	if s.KVCacheDType != 0 && s.KVCacheDType != sizing.BF16 {
+		kv = " kv=" + s.KVCacheDType.String()
+	}
 	if !s.allocatesBlocks() {
-		return s.Name
+		return s.Name + kv
 	}
 	l := fmt.Sprintf("%s/%d", s.Name, s.BlockSize)
 	if s.Name == Hybrid {
@@ -133,10 +141,8 @@ func (s Scheme) Label() string {
 		if s.MambaMode != "" && s.MambaMode != "all" {
 			l += " " + s.MambaMode
 		}
-		if s.KVCacheDType != 0 && s.KVCacheDType != sizing.BF16 {
-			l += " kv=" + s.KVCacheDType.String()
-		}
 	}
+	l += kv
 	if s.PrefixSharing {
 		l += "+" + s.EvictionName()
 	}
@@ -180,8 +186,11 @@ func (s Scheme) validate(c *Config) error {
 	if !ok {
 		return fmt.Errorf("%w: unknown scheme %q (%s)", ErrInvalidConfig, s.Name, strings.Join(SchemeNames(), ", "))
 	}
-	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0 || s.MambaMode != "" || s.KVCacheDType != 0) {
-		return fmt.Errorf("%w: %s takes no model, layout, state block or KV cache data type (the hybrid scheme does)", ErrInvalidConfig, s.Name)
+	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0 || s.MambaMode != "") {
+		return fmt.Errorf("%w: %s takes no model, layout, state block or Mamba mode (the hybrid scheme does)", ErrInvalidConfig, s.Name)
+	}
+	if s.KVCacheDType != 0 && !s.KVCacheDType.Valid() {
+		return fmt.Errorf("%w: %s: KV cache data type %d", ErrInvalidConfig, s.Name, s.KVCacheDType)
 	}
 	if !d.blocks {
 		if s.BlockSize != 0 || s.PrefixSharing || s.Eviction != "" || s.Watermark != 0 || s.Preemption != "" {

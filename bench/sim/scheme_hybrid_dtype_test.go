@@ -58,11 +58,16 @@ func TestHybridSchemeSizesKVInItsDType(t *testing.T) {
 	}
 }
 
-// A KV cache data type is the hybrid scheme's option, and a valid one.
+// A KV cache data type must be a valid one, on every scheme (the others only name it in
+// their labels).
 func TestHybridSchemeRefusesBadKVDType(t *testing.T) {
 	cfg := DefaultConfig(100000)
-	paged := Scheme{Name: Paged, BlockSize: 16, KVCacheDType: sizing.FP8E4M3}
-	require.ErrorIs(t, paged.Validate(&cfg), ErrInvalidConfig)
+	for _, s := range []Scheme{{Name: Paged, BlockSize: 16}, {Name: OrcaMax}} {
+		s.KVCacheDType = sizing.FP8E4M3
+		require.NoError(t, s.Validate(&cfg), s.Name)
+		s.KVCacheDType = sizing.MXFP4 + 1
+		require.ErrorIs(t, s.Validate(&cfg), ErrInvalidConfig, s.Name)
+	}
 	hyb := Scheme{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutUniform, BlockSize: 16, KVCacheDType: sizing.MXFP4 + 1}
 	require.ErrorIs(t, hyb.Validate(&cfg), ErrInvalidConfig)
 	_, err := HybridTokenBytes("jamba-1.5-mini", sizing.MXFP4+1, 1)

@@ -661,6 +661,14 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 	if f.stateBlock < 0 {
 		return nil, badFlag("--state-block must not be negative, got %d", f.stateBlock)
 	}
+	// Every row's label names the KV cache data type the sizing flags resolve to
+	// (Scheme.KVCacheDType): the hybrid rows size their pages in it and the others' tokens
+	// are sized in it. None when they give none (--kv-bytes-per-token), or cannot resolve
+	// one while the rows take bare --kv-budget-tokens (the hybrid rows then refuse below).
+	var kv sizing.DType
+	if in, err := f.kvSizing(0); err == nil && !in.bytesOnly {
+		kv = in.cfg.CacheDType
+	}
 	var out []sim.Scheme
 	for _, k := range kinds {
 		if k == sim.Hybrid {
@@ -691,11 +699,11 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 			continue
 		}
 		if k != sim.Paged {
-			out = append(out, sim.Scheme{Name: k})
+			out = append(out, sim.Scheme{Name: k, KVCacheDType: kv})
 			continue
 		}
 		for i, share := range sharing {
-			base := sim.Scheme{Name: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark}
+			base := sim.Scheme{Name: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark, KVCacheDType: kv}
 			evictions := []string{""}
 			if share {
 				evictions = policies
