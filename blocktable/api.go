@@ -92,7 +92,8 @@ type Request struct {
 	Priority int
 	// Retention is the eviction priority of the blocks the sequence commits to the prefix
 	// index (see prefix.Prompt.Retention); the zero value asks for none. Only the "priority"
-	// eviction policy reads it.
+	// eviction policy reads it. A Priority above evict.MaxPriority (101-255) is refused
+	// with ErrInvalidArgument, changing nothing, not taken as MaxPriority.
 	Retention prefix.Retention
 	// MaxTokens, when positive, is a hint of the sequence's final length, so that its
 	// token and block buffers are sized once.

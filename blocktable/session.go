@@ -1,6 +1,21 @@
 package blocktable
 
-import "github.com/kvpage/kvpage/prefix"
+import (
+	"fmt"
+
+	"github.com/kvpage/kvpage/evict"
+	"github.com/kvpage/kvpage/prefix"
+)
+
+// checkRetention refuses a retention priority above evict.MaxPriority, which the policy
+// would silently take as MaxPriority: a caller asking for 101-255 asks for something no
+// policy gives (TensorRT-LLM's scale, which evict's follows, ends at 100).
+func checkRetention(r prefix.Retention) error {
+	if r.Priority > evict.MaxPriority {
+		return fmt.Errorf("%w: retention priority %d above evict.MaxPriority (%d)", ErrInvalidArgument, r.Priority, evict.MaxPriority)
+	}
+	return nil
+}
 
 // FinishTurn finishes seq, the current turn of a session (an agent's run, a chat), and
 // keeps the session's context cached through the pause before its next turn: the cached
@@ -8,11 +23,15 @@ import "github.com/kvpage/kvpage/prefix"
 // {Priority: prefix.SessionPriority, Until: now + pause}) under session id, replacing the
 // session's previous hold (see prefix.Index.HoldSession). Only a policy that reads
 // priorities ("priority") orders by it. Without an index it is Finish. It returns the
-// number of blocks held.
+// number of blocks held. A Priority above evict.MaxPriority is refused with
+// ErrInvalidArgument (in a *SeqError), changing nothing: the sequence is not finished.
 func (m *Manager) FinishTurn(seq SeqID, session prefix.SessionID, r prefix.Retention) (int, error) {
 	s, err := m.lookup("finish", seq)
 	if err != nil {
 		return 0, err
+	}
+	if err := checkRetention(r); err != nil {
+		return 0, &SeqError{Op: "finish turn", Seq: seq, Err: err}
 	}
 	if s.state == Running {
 		m.commitFull(s)

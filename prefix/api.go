@@ -48,7 +48,12 @@ type Prompt struct {
 // PriorityUntil). Only a policy that reads it ("priority") changes order by it; the
 // default LRU ignores it.
 type Retention struct {
-	// Priority is 1 (evicted first) to 100 (kept longest); 0 means evict.DefaultPriority.
+	// Priority is 1 (evicted first) to 100 (kept longest, evict.MaxPriority); 0 means
+	// evict.DefaultPriority. blocktable.Manager (Admit, CanAdmit, FinishTurn) refuses
+	// 101-255 with ErrInvalidArgument, changing nothing. The Index's own entry points
+	// (Commit, SetRetention, HoldSession) take such a value as MaxPriority, as the evict
+	// policies cap it: a check in Commit would sit on the decode step's commit, and
+	// SetRetention and HoldSession return no error.
 	Priority uint8
 	// Until is the logical time (the index's clock) after which Priority lapses to the
 	// default; 0 means never.
