@@ -379,7 +379,7 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		}
 		n := nodeOf(id)
 		nd := &x.nodes[n]
-		// Field by field, not a composite literal, which builds the 64-byte node aside and
+		// Field by field, not a composite literal, which builds the 128-byte node aside and
 		// copies it: gen++ makes a new incarnation (cursors at the evicted one stay stale).
 		nd.key, nd.lastAccess, nd.parent = x.keyBuf[i], t, at
 		nd.children, nd.pinnedKids, nd.hint = 0, 0, 0

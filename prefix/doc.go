@@ -69,8 +69,9 @@
 // only for a broken invariant (CheckInvariants lists them; -tags kvinvariants and -race
 // check them after every mutation). Peek, Acquire, Release, Commit and Evict are
 // O(blocks touched), Evict adds O(log evictable) per victim, and none allocates in steady
-// state. Memory is fixed at New: about 136 bytes per pool block at 16 tokens a block (64 of
-// them tokens).
+// state. Memory is fixed at New: about 156 bytes per pool block at 16 tokens a block (a
+// 128-byte node, 64 of them the tokens, and the child table); blocks of more than 16 tokens
+// keep their tokens beside the nodes, 4 bytes a token.
 //
 // # Extending it
 //
