@@ -201,7 +201,7 @@ func WithClock(c evict.Clock) Option { return func(cf *config) { cf.clock = c } 
 type Cursor struct {
 	node   int32  // internal node index; 0 means not positioned, -1 detached
 	blocks int32  // how many blocks of the sequence lie on the path to node
-	gen    uint32 // node's generation when the cursor was placed: detects a node that left the tree
+	gen    uint64 // node's generation when the cursor was placed: detects a node that left the tree
 	root   int32  // root node of the cursor's namespace (0 when node is 0)
 }
 

@@ -61,7 +61,11 @@ func (x *Index) commitHeld(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResul
 // decode step's commit, which commit would treat as commitUnderLeaf does: 16-token text
 // blocks, no quota, no retention ranges or first time limit, a live cursor at a block with
 // no children (so nothing to find under it: the block is new), and id a block not cached.
-// Else it returns 0 and commit runs, which also returns every error.
+// Else it returns 0 and commit runs, which also returns every error. That id is not
+// cached it reads from the pool's count of its holders, not from its node: the caller
+// holds it, and a cached block is held by the index too (CheckInvariants), so a count of
+// one is the caller's alone; the node's pair is then written, never read (see node). A
+// block with other holders takes commit's general path, which looks.
 func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
 	n := cur.node
 	if x.bs != 16 || len(p.MM) != 0 || len(p.RetentionRanges) != 0 || x.ctl.quota != nil ||
@@ -70,7 +74,7 @@ func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
 		return 0
 	}
 	if nd := &x.nodes[n]; x.nodes[n].gen != cur.gen || nd.flags&flagCached == 0 || nd.children != 0 ||
-		cur.root != x.rootOf(p.Namespace) || x.nodes[nodeOf(id)].flags&(flagCached|flagMark) != 0 {
+		cur.root != x.rootOf(p.Namespace) || x.refs[id] != 1 {
 		return 0
 	}
 	return n
@@ -99,7 +103,7 @@ func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int3
 	nd := &x.nodes[n]
 	nd.key, nd.lastAccess, nd.parent = key, t, at
 	nd.children, nd.pinnedKids, nd.hint = 0, 0, 0
-	nd.gen++ // a new incarnation: cursors at the evicted one stay stale
+	nd.gen = x.newGen() // a new incarnation: cursors at the evicted one stay stale
 	nd.hits = 1
 	nd.flags = flagCached
 	x.retain(n, p.Retention)
@@ -380,10 +384,10 @@ func (x *Index) insertChain(at int32, start int, p *Prompt, ids []blocks.ID, fro
 		n := nodeOf(id)
 		nd := &x.nodes[n]
 		// Field by field, not a composite literal, which builds the 128-byte node aside and
-		// copies it: gen++ makes a new incarnation (cursors at the evicted one stay stale).
+		// copies it: a new gen makes a new incarnation (cursors at the evicted one stay stale).
 		nd.key, nd.lastAccess, nd.parent = x.keyBuf[i], t, at
 		nd.children, nd.pinnedKids, nd.hint = 0, 0, 0
-		nd.gen++
+		nd.gen = x.newGen()
 		nd.hits = 1
 		nd.flags, nd.prio = flagCached, 0
 		b := start + i

@@ -61,7 +61,7 @@ func (x *Index) Epoch(ns Namespace) uint32 {
 }
 
 // tombstone retires slot r for good: its retired root lost its last block.
-func (x *Index) tombstone(r int32, gen uint32) {
+func (x *Index) tombstone(r int32, gen uint64) {
 	x.nodes[r] = node{gen: gen}
 	x.ctl.retiredLive--
 	x.ctl.tombs++

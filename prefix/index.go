@@ -127,6 +127,7 @@ type Index struct {
 	pinned    int // cached blocks held by a request or lying under one that is
 	stats     counters
 	mutations uint64
+	gens      uint64  // the last incarnation number given to a node (newGen)
 	ctl       control // eviction history, retention state: see control.go
 	// tiers holds the lower tiers' books (tierstore.go); nil without WithTiers, and then
 	// every hook into the tree's paths is one nil check.
@@ -163,23 +164,28 @@ type Index struct {
 // the figure, see bench/README). A path's blocks have unrelated IDs, so no two of a
 // commit's or a match's blocks ever shared a line anyway; a node has 22 bytes to spare.
 //
-// gen is a block node's incarnation, for cursors: Commit bumps it when it caches a block
-// there (an evicted node has no flagCached, which already makes a cursor at it stale; the
-// next incarnation's gen makes it stale for good). A root slot's gen is bumped when it is
-// freed (freeRoot). hits counts a block's uses: 1 at commit, one per acquire and per
+// gen is a block node's incarnation, for cursors: Commit gives it a new number (newGen)
+// when it caches a block there (an evicted node has no flagCached, which already makes a
+// cursor at it stale; the next incarnation's gen makes it stale for good), and so does a
+// root slot's freeing (freeRoot). The numbers come from one counter of the index's, not
+// from the node's own gen plus one, so that a commit writes the new block's node without
+// reading it: that pair of lines was last touched when the block was evicted, many steps
+// before, and a write alone lets the core run on while the lines come (a decode step's
+// commit reads only its cursor's node and the pool's count of the block's holders, see
+// leafToExtend). 64 bits never wrap. hits counts a block's uses: 1 at commit, one per acquire and per
 // duplicate commit. hint is the child Peek tries first (see Index.nodes).
 type node struct {
 	key        uint64 // chained fast64 hash: table key and, by default, the event hash
 	lastAccess uint64 // logical time of the last acquire, commit or release
+	gen        uint64 // this incarnation's number, from Index.gens (see below)
 	parent     int32
 	children   int32
 	pinnedKids int32 // children that are pinned
-	gen        uint32
 	hits       uint32
 	hint       int32
 	flags      uint8
 	prio       uint8 // retention priority (Prompt.Retention); 0 = evict.DefaultPriority
-	_          [22]byte
+	_          [18]byte
 	tok        [16]int32 // the block's tokens when Index.inline
 }
 
@@ -436,6 +442,12 @@ func (x *Index) blockTokens(n int32) []int32 {
 	return x.tokens[off : off+x.bs : off+x.bs]
 }
 
+// newGen returns a node incarnation number no node has had (see node).
+func (x *Index) newGen() uint64 {
+	x.gens++
+	return x.gens
+}
+
 // rootOf returns the root of ns, or 0 if ns has none yet.
 func (x *Index) rootOf(ns Namespace) int32 {
 	if ns == (Namespace{}) {
@@ -498,12 +510,12 @@ func (x *Index) freeRoot(r int32) {
 	if x.nodes[r].flags&flagRoot == 0 || x.nodes[r].children != 0 {
 		panic("kvpage: broken invariant: freeing a namespace root that is in use")
 	}
-	x.releaseRoot(r, x.nodes[r].gen+1)
+	x.releaseRoot(r, x.newGen())
 }
 
 // releaseRoot puts root slot r on the free list with generation gen, dropping its map
 // entry and its namespace's strings.
-func (x *Index) releaseRoot(r int32, gen uint32) {
+func (x *Index) releaseRoot(r int32, gen uint64) {
 	ri := x.root(r)
 	if ri.retired {
 		x.tombstone(r, gen) // epoch.go: its namespace's entry is another root's now

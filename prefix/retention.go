@@ -192,7 +192,7 @@ const SessionPriority = 80
 // had, so that a block evicted and reused since is left alone.
 type session struct {
 	ids  []blocks.ID
-	gens []uint32
+	gens []uint64
 	prio uint8
 }
 

@@ -67,7 +67,7 @@ func (x *Index) tierAcquired(ids []blocks.ID) {
 // generation then (a block evicted and reused since is skipped).
 type hitMark struct {
 	n   int32
-	gen uint32
+	gen uint64
 }
 
 // startHitStores starts the copies of the blocks that reached the hit threshold.
