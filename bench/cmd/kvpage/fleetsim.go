@@ -63,7 +63,7 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 	}
 	wls, err := splitFleetList(*workloads, func(s string) (string, error) { _, err := sim.LookupWorkload(s); return s, err })
 	if err != nil {
-		return badFlag("--workload: %v", err)
+		return badFlag("--workload: %w", err)
 	}
 	ns, err := splitFleetList(*servers, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
@@ -73,7 +73,7 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		return n, nil
 	})
 	if err != nil {
-		return badFlag("--servers: %v", err)
+		return badFlag("--servers: %w", err)
 	}
 	pols, err := splitFleetList(*policies, func(s string) (string, error) {
 		for _, p := range sim.FleetPolicies() {
@@ -84,7 +84,7 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		return "", fmt.Errorf("unknown policy %q (%s)", s, strings.Join(sim.FleetPolicies(), ", "))
 	})
 	if err != nil {
-		return badFlag("--policies: %v", err)
+		return badFlag("--policies: %w", err)
 	}
 	switch {
 	case *perServer < 1 || *perServer > 100000:
@@ -194,11 +194,11 @@ func openConversationsNote(perServer int) string {
 func planBudget(model, gpu string, maxModelLen int) (int, error) {
 	m, err := sizing.ModelPreset(model)
 	if err != nil {
-		return 0, badFlag("--model: %v", err)
+		return 0, badFlag("--model: %w", err)
 	}
 	g, err := sizing.GPUPreset(gpu)
 	if err != nil {
-		return 0, badFlag("--gpu: %v", err)
+		return 0, badFlag("--gpu: %w", err)
 	}
 	p, err := sizing.NewPlan(sizing.PlanConfig{Model: m, GPU: g, MaxModelLen: maxModelLen})
 	if err != nil {

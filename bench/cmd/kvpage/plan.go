@@ -134,7 +134,7 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 		if errors.Is(err, sizing.ErrMissingField) {
 			return in, badFlag("--kv-cache-dtype auto: the config gives no torch_dtype; name the cache data type (%s)", strings.Join(sizing.DTypeNames(), ", "))
 		}
-		return in, badFlag("--kv-cache-dtype: %v", err)
+		return in, badFlag("--kv-cache-dtype: %w", err)
 	}
 	overhead := int64(f.overheadGiB * (1 << 30))
 	if f.overhead.set {
@@ -224,7 +224,7 @@ func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
 	switch {
 	case f.kvBytesPerToken.set:
 		if m, err = sizing.BytesPerTokenModel(f.kvBytesPerToken.n); err != nil {
-			return m, badFlag("--kv-bytes-per-token: %v", err)
+			return m, badFlag("--kv-bytes-per-token: %w", err)
 		}
 		if !f.weights.set && f.weightsGiB == 0 {
 			return m, badFlag("--kv-bytes-per-token sizes the cache alone: give the weights with --weights (such as 14GB)")
@@ -233,15 +233,15 @@ func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
 		return m, nil
 	case model != "":
 		if m, err = sizing.ModelPreset(model); err != nil {
-			return m, badFlag("--model: %v", err)
+			return m, badFlag("--model: %w", err)
 		}
 	default:
 		data, err := readConfigFile(f.config)
 		if err != nil {
-			return m, badFlag("--config: %v", err)
+			return m, badFlag("--config: %w", err)
 		}
 		if m, err = sizing.ParseHFConfig(data); err != nil {
-			return m, badFlag("--config %s: %v", f.config, err)
+			return m, badFlag("--config %s: %w", f.config, err)
 		}
 		m.Name = m.Name + " (" + f.config + ")"
 		if !f.params.set && !f.weights.set && f.weightsGiB == 0 {
@@ -272,7 +272,7 @@ func (f *sizingFlags) resolveGPU() (sizing.GPU, error) {
 	} else {
 		var err error
 		if g, err = sizing.GPUPreset(gpu); err != nil {
-			return g, badFlag("--gpu: %v", err)
+			return g, badFlag("--gpu: %w", err)
 		}
 	}
 	switch {

@@ -274,24 +274,24 @@ func (f *simFlags) openOutputs(r *simRun) error {
 	var err error
 	if f.jsonPath != "" {
 		if r.jsonFile, err = os.Create(f.jsonPath); err != nil {
-			return badFlag("--json-file: %v", err)
+			return badFlag("--json-file: %w", err)
 		}
 	}
 	if f.csvPath != "" {
 		if r.csvFile, err = os.Create(f.csvPath); err != nil {
 			r.closeOutputs()
-			return badFlag("--csv: %v", err)
+			return badFlag("--csv: %w", err)
 		}
 	}
 	if !f.noCharts {
 		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
 			r.closeOutputs()
-			return badFlag("--out-dir: %v", err)
+			return badFlag("--out-dir: %w", err)
 		}
 		probe, err := os.CreateTemp(f.outDir, ".kvpage-probe-*")
 		if err != nil {
 			r.closeOutputs()
-			return badFlag("--out-dir: %s is not writable: %v", f.outDir, err)
+			return badFlag("--out-dir: %s is not writable: %w", f.outDir, err)
 		}
 		probe.Close()
 		os.Remove(probe.Name())
@@ -354,7 +354,7 @@ func (f *simFlags) resolve() (*simRun, error) {
 	} else {
 		w, err := sim.LookupWorkload(f.workload)
 		if err != nil {
-			return nil, badFlag("--workload: %v", err)
+			return nil, badFlag("--workload: %w", err)
 		}
 		n := f.numPrompts
 		if n == 0 {
@@ -519,11 +519,11 @@ func readTrace(path, format string, lim sim.Limits) (*sim.Trace, error) {
 		ft, err = sim.ParseFormat(format)
 	}
 	if err != nil {
-		return nil, badFlag("--trace-format: %v", err)
+		return nil, badFlag("--trace-format: %w", err)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, badFlag("--trace: %v", err)
+		return nil, badFlag("--trace: %w", err)
 	}
 	defer fh.Close()
 	t, err := sim.ParseTraceLimited(fh, ft, lim)
@@ -600,7 +600,7 @@ func hybridPresetNames() []string {
 func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 	kinds, err := splitList(f.schemes, sim.ParseSchemeName)
 	if err != nil {
-		return nil, badFlag("--schemes: %v", err)
+		return nil, badFlag("--schemes: %w", err)
 	}
 	sweep, err := splitList(f.blockSweep, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
@@ -610,7 +610,7 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 		return n, nil
 	})
 	if err != nil {
-		return nil, badFlag("--block-size-sweep: %v", err)
+		return nil, badFlag("--block-size-sweep: %w", err)
 	}
 	blockSize := f.sizing.blockSize
 	sizes := append([]int{blockSize}, sweep...)
@@ -637,17 +637,17 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 		return false, fmt.Errorf("%q is not on or off", s)
 	})
 	if err != nil {
-		return nil, badFlag("--prefix-sharing: %v", err)
+		return nil, badFlag("--prefix-sharing: %w", err)
 	}
 	policies, err := splitList(f.eviction, func(s string) (string, error) {
 		_, err := evict.ByName(s)
 		return s, err
 	})
 	if err != nil {
-		return nil, badFlag("--eviction: %v", err)
+		return nil, badFlag("--eviction: %w", err)
 	}
 	if _, err := evict.PreemptionByName(f.preemption); err != nil {
-		return nil, badFlag("--preemption: %v", err)
+		return nil, badFlag("--preemption: %w", err)
 	}
 	layouts, err := splitList(f.hybridLayouts, func(s string) (string, error) {
 		if !slices.Contains(sim.HybridLayouts, s) {
@@ -656,7 +656,7 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 		return s, nil
 	})
 	if err != nil {
-		return nil, badFlag("--hybrid-layouts: %v", err)
+		return nil, badFlag("--hybrid-layouts: %w", err)
 	}
 	if f.stateBlock < 0 {
 		return nil, badFlag("--state-block must not be negative, got %d", f.stateBlock)
@@ -677,7 +677,7 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 				return nil, badFlag("--schemes hybrid runs a hybrid model preset: give --model (%s)", strings.Join(hybridPresetNames(), ", "))
 			}
 			if _, err := sim.HybridModel(m.Name); err != nil {
-				return nil, badFlag("--schemes hybrid: --model %s: %v", f.sizing.model, err)
+				return nil, badFlag("--schemes hybrid: --model %s: %w", f.sizing.model, err)
 			}
 			in, err := f.kvSizing(0)
 			if err != nil {

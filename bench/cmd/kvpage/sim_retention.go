@@ -132,7 +132,7 @@ func (f *simFlags) replayParams() (ag sim.AgenticParams, agRows []sim.RetentionS
 		_, err := evict.ByName(s)
 		return s, err
 	}); err != nil {
-		return ag, nil, fl, nil, badFlag("--eviction: %v", err)
+		return ag, nil, fl, nil, badFlag("--eviction: %w", err)
 	}
 	budget := func(def int) (int, error) {
 		tokens := int64(def)
@@ -168,7 +168,7 @@ func (f *simFlags) replayParams() (ag sim.AgenticParams, agRows []sim.RetentionS
 			return s, nil
 		})
 		if err != nil {
-			return ag, nil, fl, nil, badFlag("--retention: %v", err)
+			return ag, nil, fl, nil, badFlag("--retention: %w", err)
 		}
 		for _, p := range policies {
 			agRows = append(agRows, sim.RetentionScheme{Name: p, Policy: p})
@@ -218,7 +218,7 @@ func (f *simFlags) runReplay(stdout io.Writer) error {
 	if f.jsonPath != "" {
 		file, err := os.Create(f.jsonPath)
 		if err != nil {
-			return badFlag("--json-file: %v", err)
+			return badFlag("--json-file: %w", err)
 		}
 		fh = file
 		defer file.Close()
@@ -226,7 +226,7 @@ func (f *simFlags) runReplay(stdout io.Writer) error {
 	rep := &replayReport{Workload: f.workload, Seed: f.seed}
 	tooSmall := func(err error) error {
 		if errors.Is(err, blocks.ErrOutOfBlocks) || errors.Is(err, blocktable.ErrTooLarge) {
-			return badFlag("--kv-budget-tokens: the cache cannot hold one request of the replay: %v", err)
+			return badFlag("--kv-budget-tokens: the cache cannot hold one request of the replay: %w", err)
 		}
 		return err
 	}
