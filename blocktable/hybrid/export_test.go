@@ -23,3 +23,13 @@ func (m *Manager) Holds() int { return m.st.t.Holds() }
 func (m *Manager) SwapRefused(id blocktable.SeqID, err error) error {
 	return m.swapRefused(func(yield func(*seq) bool) { yield(m.seqs[id]) }, err)
 }
+
+// Kept is, for the tests, how many demoted blocks of stream-ordered stores handed out
+// are kept cached until their store completes (settleKept's list).
+func (m *Manager) Kept() int {
+	if m.st.tiers == nil {
+		return 0
+	}
+	ts := m.st.tiers
+	return len(ts.kept) - ts.keptHead - ts.keptDead
+}
