@@ -55,9 +55,9 @@ func mmUpTo(mm []prefix.MMInput, n, bs int) []prefix.MMInput {
 	return out
 }
 
-// cutHash names an input cut to its first k tokens: a name no whole input has (an input's
-// hash is a content hash, which holds no NUL byte), the same for every sequence cut there,
-// so that they still share the block.
+// cutHash names an input cut to its first k tokens: the same for every sequence cut
+// there, so that they still share the block, and a name no whole input has as long as
+// hashes are printable digests (vLLM's mm_hash is hex), which hold no NUL byte.
 func cutHash(h string, k int) string {
 	return h + "\x00cut" + strconv.Itoa(k)
 }
