@@ -50,10 +50,9 @@ type Prompt struct {
 type Retention struct {
 	// Priority is 1 (evicted first) to 100 (kept longest, evict.MaxPriority); 0 means
 	// evict.DefaultPriority. blocktable.Manager (Admit, CanAdmit, FinishTurn) refuses
-	// 101-255 with ErrInvalidArgument, changing nothing. The Index's own entry points
-	// (Commit, SetRetention, HoldSession) take such a value as MaxPriority, as the evict
-	// policies cap it: a check in Commit would sit on the decode step's commit, and
-	// SetRetention and HoldSession return no error.
+	// 101-255 with ErrInvalidArgument, changing nothing, and so does Index.Commit (in
+	// Retention or in a RetentionRange). SetRetention and HoldSession, which return no
+	// error, take such a value as MaxPriority, as the evict policies cap it.
 	Priority uint8
 	// Until is the logical time (the index's clock) after which Priority lapses to the
 	// default; 0 means never.

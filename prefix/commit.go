@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
 )
 
@@ -149,6 +150,11 @@ func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (Comm
 	}
 	if len(p.MM) > 0 && !mmValid(p.MM) {
 		return res, fmt.Errorf("%w: multimodal inputs out of Offset order, or with a negative or overflowing offset or length", ErrInvalidArgument)
+	}
+	// A caller's own Commit has its priorities checked; a Manager's (held) were checked
+	// at Admit, so the decode step's commit pays nothing for it.
+	if !held && !prioritiesValid(p) {
+		return res, fmt.Errorf("%w: a retention priority above evict.MaxPriority (%d)", ErrInvalidArgument, evict.MaxPriority)
 	}
 	start := int(cur.blocks)
 	if need := (start + len(ids)) * x.bs; need > len(p.Tokens) {

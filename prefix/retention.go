@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kvpage/kvpage/blocks"
+	"github.com/kvpage/kvpage/evict"
 )
 
 // RetentionRange gives the blocks of a token range of a prompt their own retention, as
@@ -16,10 +17,25 @@ type RetentionRange struct {
 	// the sequence, generated tokens included.
 	Start, End int
 	// Priority is 1 (evicted first) to 100 (kept longest); 0 means evict.DefaultPriority.
+	// Commit refuses 101-255 with ErrInvalidArgument.
 	Priority uint8
 	// Duration is how many ticks of the index's clock after the commit the priority lasts;
 	// 0 means for as long as the block is cached.
 	Duration uint64
+}
+
+// prioritiesValid reports whether p's retention priorities, its own and its ranges', are
+// at most evict.MaxPriority.
+func prioritiesValid(p *Prompt) bool {
+	if p.Retention.Priority > evict.MaxPriority {
+		return false
+	}
+	for _, r := range p.RetentionRanges {
+		if r.Priority > evict.MaxPriority {
+			return false
+		}
+	}
+	return true
 }
 
 // retentionAt is the retention of block b of p committed at time t.
