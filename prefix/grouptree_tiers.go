@@ -280,10 +280,19 @@ func (t *GroupTree) lowerLevel(tier Tier) *slotLevel {
 	return &t.tiers.lv[tier-1].slotLevel
 }
 
-func (t *GroupTree) victimBelow(tier Tier, k int32) bool {
+func (t *GroupTree) victimBelow(tier Tier, k int32) uint8 {
 	l := &t.tiers.lv[tier-1]
-	return t.tiers.lv[tier].at[int(l.node[k])*t.ng+int(l.group[k])] != 0
+	below := &t.tiers.lv[tier]
+	switch d := below.at[int(l.node[k])*t.ng+int(l.group[k])] - 1; {
+	case d < 0:
+		return belowNone
+	case below.good(d):
+		return belowGood
+	}
+	return belowBad
 }
+
+func (t *GroupTree) keepVictim(tier Tier, k int32) { t.tiers.lv[tier-1].addCandidate(k) }
 
 func (t *GroupTree) writeDown(tier Tier, k int32) bool {
 	ts := t.tiers

@@ -18,6 +18,9 @@ type slotLevel struct {
 	policy   evict.Policy
 	resident int
 	pending  int
+	// skipped is makeRoom's scratch: the victims it skipped, made candidates again as it
+	// returns.
+	skipped []int32
 }
 
 // newSlotLevel builds the level of spec s, every slot free, its policy (evict.NewLRU when

@@ -8,9 +8,14 @@ package prefix
 type roomOwner interface {
 	// lowerLevel is lower tier t's slot level, nil beyond the last tier.
 	lowerLevel(t Tier) *slotLevel
-	// victimBelow reports whether the tier below t holds or receives the block in slot
-	// k of tier t.
-	victimBelow(t Tier, k int32) bool
+	// victimBelow says what the tier below t has of the block in slot k of tier t: no
+	// slot (belowNone), a good copy held or received (belowGood), or a slot that is no
+	// copy (belowBad: a failed load hid it, or it is doomed), which keeps the block's one
+	// slot there busy until the copies reading it end.
+	victimBelow(t Tier, k int32) uint8
+	// keepVictim makes slot k of tier t, which makeRoom took as a victim and skipped, an
+	// eviction candidate again, with the entry it had.
+	keepVictim(t Tier, k int32)
 	// writeDown reserves a slot of the tier below t for the block in slot k of tier t
 	// (making room there if it must), pins k, marks it leaving and queues the copy; it
 	// reports false, changing nothing, when the tier below has no room.
@@ -19,13 +24,28 @@ type roomOwner interface {
 	dropVictim(t Tier, k int32)
 }
 
+// What the tier below a victim has of its block (roomOwner.victimBelow).
+const (
+	belowNone uint8 = iota
+	belowGood
+	belowBad
+)
+
 // makeRoom frees one slot of lower tier t by its policy: a victim at the last tier, or
-// whose tier below is not write-back, or which the tier below holds or receives already,
-// is dropped; any other victim is written back to the tier below (its slot frees when the
-// copy completes) and the next victim is tried, up to a batch of a 64th of the tier:
-// then no slot is free now, and the write-backs started free some by the time their plan
-// completes; if that copy fails, the victim stays (keepFailedWriteBack). A victim the
-// tier below has no room for is dropped.
+// whose tier below is not write-back, or which the tier below holds or receives a good
+// copy of already, is dropped; any other victim is written back to the tier below (its
+// slot frees when the copy completes) and the next victim is tried, up to a batch of a
+// 64th of the tier: then no slot is free now, and the write-backs started free some by the
+// time their plan completes; if that copy fails, the victim stays (keepFailedWriteBack). A
+// victim the tier below has no room for is dropped.
+//
+// Under a write-back tier below, a victim whose slot there is no copy (a failed load hid
+// it, or it is doomed: belowBad) is skipped, not dropped: the tier below cannot take it
+// (one slot per block and tier, busy until the copies reading it end) and its slot in
+// tier t is its only good lower-tier copy, so dropping it would lose a block an honest
+// count keeps (before, it was dropped and counted Lost). Skipped victims become candidates
+// again, with their entries, once the pass ends (a policy that ranks by arrival, FIFO,
+// then ranks them as added again); a pass that finds only such victims frees nothing.
 //
 // A hold (Index.Hold, GroupTree.Hold) makes room by the same rule, never by dropping a
 // victim a write-back tier below would have taken: under a write-back tier 2, tier 1's
@@ -35,16 +55,34 @@ type roomOwner interface {
 func makeRoom(o roomOwner, t Tier) bool {
 	l := o.lowerLevel(t)
 	next := o.lowerLevel(t + 1)
+	back := next != nil && next.spec.Write == WriteBack
 	batch := max(1, l.spec.Capacity/64)
-	for started := 0; started < batch; started++ {
+	freed := false
+	for started := 0; started < batch; {
 		k, ok := l.policy.Victim()
 		if !ok {
-			return false
+			break
 		}
-		if next == nil || next.spec.Write != WriteBack || o.victimBelow(t, k) || !o.writeDown(t, k) {
+		below := belowNone
+		if back {
+			below = o.victimBelow(t, k)
+		}
+		if below == belowBad {
+			l.skipped = append(l.skipped, k)
+			continue
+		}
+		if !back || below == belowGood || !o.writeDown(t, k) {
 			o.dropVictim(t, k)
-			return true
+			freed = true
+			break
 		}
+		started++
 	}
-	return false
+	if len(l.skipped) != 0 {
+		for _, k := range l.skipped {
+			o.keepVictim(t, k)
+		}
+		l.skipped = l.skipped[:0]
+	}
+	return freed
 }

@@ -326,10 +326,19 @@ func (x *Index) lowerLevel(t Tier) *slotLevel {
 	return &x.tiers.lv[t-1].slotLevel
 }
 
-func (x *Index) victimBelow(t Tier, k int32) bool {
+func (x *Index) victimBelow(t Tier, k int32) uint8 {
 	ts := x.tiers
-	return ts.ents[ts.lv[t-1].owner[k]-1].slot[t] != 0
+	en := &ts.ents[ts.lv[t-1].owner[k]-1]
+	switch {
+	case en.slot[t] == 0:
+		return belowNone
+	case en.goodSlot(t + 1):
+		return belowGood
+	}
+	return belowBad
 }
+
+func (x *Index) keepVictim(t Tier, k int32) { x.tierAdd(t, x.tiers.lv[t-1].owner[k]-1) }
 
 func (x *Index) writeDown(t Tier, k int32) bool {
 	ts := x.tiers
