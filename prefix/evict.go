@@ -190,6 +190,9 @@ func (x *Index) evictInto(ids []blocks.ID, n int) []blocks.ID {
 		k, ok = x.policy.Victim()
 	}
 	x.hashBuf = hashes
+	if tiers && len(x.tiers.follow) != 0 {
+		x.settleFollow() // a demoted parent the policy did not take next
+	}
 	return ids
 }
 

@@ -307,15 +307,20 @@ func (x *Index) demotedLeftBy(p int32) bool {
 }
 
 // demotedLeft readies demoted node p, whose child an eviction pass is about to evict, if
-// demotedLeftBy(p): that eviction leaves p a leaf and puts it into the eviction set. When
-// the pass has room for it (more), it goes with its child, as evictPopped takes it:
-// ranked first (its last access 0), it is the pass's next victim under the default LRU
-// (and any policy that orders by last access first). Otherwise it stays cached, a
-// candidate at its own last access, no longer demoted: its KV is in a lower tier or on
-// its way there, and the device's Pending counts no demotion that is not under way.
-// (Before, it went back into the set still demoted, at its own last access: Pending
-// counted it until some later eviction reached it.) Out of line: evictInto calls it only
-// while some block is demoted.
+// demotedLeftBy(p): that eviction leaves p a leaf and puts it into the eviction set. The
+// exact rule, under every eviction policy: when the pass has room for it (more) and its
+// policy takes it as the pass's next victim, it goes with its child, as evictPopped takes
+// it; otherwise it stays cached, a candidate at its own last access, no longer demoted:
+// its KV is in a lower tier or on its way there, and the device's Pending counts no
+// demotion that is not under way. To be taken next it is ranked first (its last access 0
+// for the pass), which the default LRU and any policy that orders by last access first
+// honour; a policy that ranks otherwise (MRU, LFU, priorities) may take another victim
+// in its place, and the pass's end (settleFollow) then keeps it as above, ranked at its
+// own last access again. Forcing it to be the next victim whatever the policy says would
+// cost the eviction loop itself, W3's included, about 0.6% (measured twice: bench/README,
+// tierfix2 and tier8). (Before, it went back into the set still demoted: Pending counted
+// it until some later eviction reached it.) Out of line: evictInto calls it only while
+// some block is demoted.
 //
 //go:noinline
 func (x *Index) demotedLeft(p int32, more bool) {
@@ -323,11 +328,38 @@ func (x *Index) demotedLeft(p int32, more bool) {
 		return
 	}
 	if more {
+		x.tiers.follow = append(x.tiers.follow, hitMark{n: p, gen: x.nodes[p].lastAccess})
 		x.nodes[p].lastAccess = 0
 		return
 	}
 	x.nodes[p].flags &^= flagDemote
 	x.tiers.demoting--
+}
+
+// settleFollow ends an eviction pass whose demotedLeft ranked demoted parents first: one
+// the pass did not evict (its policy took another victim) stays cached, no longer demoted,
+// ranked at its own last access again.
+//
+//go:noinline
+func (x *Index) settleFollow() {
+	ts := x.tiers
+	for _, f := range ts.follow {
+		nd := &x.nodes[f.n]
+		if nd.flags&(flagCached|flagDemote) != flagCached|flagDemote || nd.lastAccess != 0 {
+			continue // evicted by the pass (unlink cleared its flags), or taken since
+		}
+		nd.flags &^= flagDemote
+		ts.demoting--
+		wasCandidate := evictable(nd)
+		if wasCandidate {
+			x.evRemoveSlow(f.n)
+		}
+		nd.lastAccess = f.gen
+		if wasCandidate {
+			x.evAdd(f.n)
+		}
+	}
+	ts.follow = ts.follow[:0]
 }
 
 // evictPopped evicts device node n, an unreferenced leaf already taken off the eviction

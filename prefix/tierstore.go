@@ -94,6 +94,7 @@ type tierStore struct {
 	slotBuf  []int32     // scratch of matchSlots
 	walkBuf  []tierOp    // scratch of PrepareLoad
 	hitQueue []hitMark   // blocks that reached WriteAfterHits' threshold (tierdevice.go)
+	follow   []hitMark   // demoted parents an eviction pass ranked first (demotedLeft); gen is the last access
 	demoting int         // device blocks being demoted (flagDemote)
 	stats    [MaxTiers]TierStats
 
