@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvpage/kvpage/bench/sim"
+	"github.com/kvpage/kvpage/internal/invariant"
 )
 
 // In an fp8 run every row's label says kv=fp8_e4m3, the contiguous and paged rows' as
@@ -36,6 +37,12 @@ func TestSimEveryRowNamesItsKVDType(t *testing.T) {
 // are the ones sim.Scheme gives without a data type.
 func TestSimDefaultOutputNamesNoKVDType(t *testing.T) {
 	args := []string{"sim", "--num-prompts", "300", "--no-charts", "--no-progress"}
+	if invariant.Enabled {
+		// -race and kvinvariants builds re-check every invariant at every step over the
+		// whole pool: the default memory and block-size sweep take tens of minutes there
+		// (CI's -race pass timed out on it). A small pool keeps every row and label.
+		args = append(args, "--kv-budget-tokens", "6k", "--num-prompts", "60")
+	}
 	code, def, errOut := runKV(args...)
 	require.Zero(t, code, errOut)
 	assert.NotContains(t, def, "kv=")
