@@ -24,7 +24,8 @@ import (
 //     good source (never a slot a failed load hid or doomed); a refused Hold, and every refused
 //     call, changes nothing; a held (node, group) leaves the lower tiers only by a
 //     completion (a failed transfer, or a copy from a failed load's source) or Clear;
-//     under a write-back disk, a Hold loses no host block the disk does not hold;
+//     under a write-back disk, a Hold loses no host block the disk does not hold, and no
+//     step but a completion or Clear loses one the disk had room for (lostCheck);
 //   - transfers: a store completed ok lands every block but those a failed load from its
 //     source doomed (counted failed), a failed one none; a failed load leaves its
 //     sources' keys in no tier it read;
@@ -43,6 +44,7 @@ type gtierMachine struct {
 	holds   map[HoldID][]gtierKey // per hold, the (prefix, group)s it keeps
 	failed  [MaxTiers]int         // failed loads per source tier
 	step    string                // the step running, for failures
+	lostCheck
 }
 
 // gtierKey names a (node, group) by its prefix: node IDs are reused once freed.
@@ -232,6 +234,7 @@ func (mc *gtierMachine) Complete(t *rapid.T) {
 	for ti := 1; ti < mc.g.NumTiers(); ti++ {
 		before[ti] = mc.g.TierStatsOf(Tier(ti))
 	}
+	mc.failing = true // a completion may end a copy an earlier failed load doomed
 	res, _, err := mc.g.CompleteTransfer(id, ok, nil)
 	must(t, err)
 	if res.OK != ok {
@@ -371,6 +374,7 @@ func (mc *gtierMachine) Release(t *rapid.T) {
 
 func (mc *gtierMachine) Clear(t *rapid.T) {
 	before := mc.digest()
+	mc.failing = true
 	if err := mc.g.Clear(); err != nil {
 		if !errors.Is(err, ErrTransfersPending) && !errors.Is(err, ErrBlocksHeld) || mc.g.PendingTransfers() == 0 {
 			t.Fatalf("Clear: %v", err)
@@ -461,6 +465,12 @@ func (mc *gtierMachine) check(t *rapid.T, mayDrop bool) {
 	if err := mc.g.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
+	var room bool
+	if mc.diskWB {
+		d := &mc.g.tiers.lv[1]
+		room = len(d.free)+d.policy.Len() > 0
+	}
+	mc.lostCheck.step(t, mc.diskWB, mc.g.TierStatsOf(1).Lost, room)
 	for h, keys := range mc.holds {
 		for _, k := range keys {
 			if !mc.heldSlot(h, k) && !mayDrop {

@@ -33,6 +33,8 @@ import (
 //     good copy below or one in flight from a good source (not a slot a failed load hid or
 //     doomed); a held block is never removed from the last lower tier holding it
 //     but by a failed transfer or a Reset, and HeldBlocks never exceeds what was held;
+//   - no host block lost that the disk could take: under a write-back disk, the host's
+//     Lost grows in a step that completes no transfer only if the disk had no room (lostCheck);
 //   - nothing leaked: once every transfer completes and every request has gone, every
 //     device block is free or evictable, no copy holds a reference, and nothing is pending.
 //
@@ -58,6 +60,30 @@ type tierMachine struct {
 	mayDrop bool
 	// failedLoads counts the failed loads from each tier.
 	failedLoads [MaxTiers]int
+	// lostCheck: the host's Lost and whether a write-back disk had room after the last
+	// step, and whether the current step failed a transfer or reset the tiers.
+	lostCheck
+}
+
+// lostCheck is both tier machines' check that, under a write-back disk, making room in
+// the host loses no block that the disk could have taken: the host's Lost grows, in a step
+// that completes no transfer and resets nothing, only if the disk had no room (no free
+// slot, no candidate) before or after it. (A completion is excused: an ok one may end a
+// copy an earlier failed load doomed, and drop its source.) Within such a step the disk's room only shrinks, so
+// room after means room throughout: a host victim with no copy below is written down, and
+// one whose disk slot is no copy (a failed load hid it) is skipped, not dropped (makeRoom).
+type lostCheck struct {
+	hostLost uint64
+	diskRoom bool
+	failing  bool
+}
+
+// step checks the step that just ran, given the host's Lost and the disk's room now.
+func (lc *lostCheck) step(t *rapid.T, writeBackDisk bool, lost uint64, room bool) {
+	if writeBackDisk && !lc.failing && lc.diskRoom && room && lost != lc.hostLost {
+		t.Fatalf("the host lost %d blocks while the write-back disk had room", lost-lc.hostLost)
+	}
+	lc.hostLost, lc.diskRoom, lc.failing = lost, room, false
 }
 
 type tierReq struct {
@@ -348,6 +374,7 @@ func (mc *tierMachine) Complete(t *rapid.T) {
 	mc.plans = slices.Delete(mc.plans, i, i+1)
 	ok := rapid.IntRange(0, 3).Draw(t, "ok") > 0
 	mc.mayDrop = !ok
+	mc.failing = true // a completion may end a copy an earlier failed load doomed
 	failedBefore := mc.x.TierStatsOf(p.To).StoreFailed
 	res, err := mc.x.CompleteTransfer(p.ID, ok)
 	mc.mayDrop = false
@@ -422,6 +449,7 @@ func (mc *tierMachine) Reset(t *rapid.T) {
 	mc.beginStep()
 	before := mc.x.TierStatsOf(1)
 	mc.mayDrop = true
+	mc.failing = true
 	err := mc.x.Reset()
 	mc.mayDrop = false
 	if err != nil {
@@ -653,6 +681,14 @@ func (mc *tierMachine) check(t *rapid.T) {
 		if got := mc.x.TierStatsOf(Tier(ti)).Resident; got != len(mc.held[ti]) {
 			t.Fatalf("tier %d holds %d blocks, its events say %d", ti, got, len(mc.held[ti]))
 		}
+	}
+	if wb := len(mc.media) > 2 && mc.x.tiers.lv[1].spec.Write == WriteBack; wb || mc.failing {
+		var room bool
+		if wb {
+			d := &mc.x.tiers.lv[1]
+			room = len(d.free)+d.policy.Len() > 0
+		}
+		mc.lostCheck.step(t, wb, mc.x.TierStatsOf(1).Lost, room)
 	}
 	if got := mc.x.TierStatsOf(Device).Resident; got != len(mc.held[0]) {
 		t.Fatalf("device caches %d blocks, its events say %d", got, len(mc.held[0]))
