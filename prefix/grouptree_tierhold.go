@@ -71,15 +71,7 @@ func (t *GroupTree) HoldNeed(ids []blocks.ID) (need, room int) {
 			own++
 		}
 	}
-	if len(ts.lv) > 1 && ts.lv[1].spec.Write == WriteBack {
-		room = len(l.free) // makeRoom's rule: no candidate is dropped for a hold
-	} else {
-		room = len(l.free) + l.policy.Len() - own
-	}
-	if busy > 0 {
-		room = min(room, need-busy)
-	}
-	return need, room
+	return need, holdRoom(&l.slotLevel, t.lowerLevel(2), need, own, busy)
 }
 
 // Hold keeps the lower-tier copies of the cached device blocks ids until ReleaseHold:

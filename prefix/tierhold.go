@@ -122,16 +122,22 @@ func (x *Index) HoldNeed(ids []blocks.ID) (need, room int) {
 			busy++
 		}
 	}
-	l := &ts.lv[0]
-	if len(ts.lv) > 1 && ts.lv[1].spec.Write == WriteBack {
-		room = len(l.free) // makeRoom's rule: no candidate is dropped for a hold
-	} else {
-		room = len(l.free) + l.policy.Len() - own
+	return need, holdRoom(&ts.lv[0].slotLevel, x.lowerLevel(2), need, own, busy)
+}
+
+// holdRoom is both trees' HoldNeed room (Index.HoldNeed's rule): tier 1's free slots,
+// plus its candidates other than the own the hold keeps there unless tier 2 (below, nil
+// for none) is write-back (makeRoom's rule: no candidate is dropped for a hold), and at
+// most need less the busy blocks whose tier-1 slot is a failed load's.
+func holdRoom(l, below *slotLevel, need, own, busy int) int {
+	room := len(l.free)
+	if below == nil || below.spec.Write != WriteBack {
+		room += l.policy.Len() - own
 	}
 	if busy > 0 {
 		room = min(room, need-busy)
 	}
-	return need, room
+	return room
 }
 
 // holdCopies reports whether Hold copies cached device node n, which no lower tier holds
