@@ -328,12 +328,18 @@ func (x *Index) demotedLeft(p int32, more bool) {
 		return
 	}
 	if more {
-		x.tiers.follow = append(x.tiers.follow, hitMark{n: p, gen: x.nodes[p].lastAccess})
+		x.tiers.follow = append(x.tiers.follow, followMark{n: p, lastAccess: x.nodes[p].lastAccess})
 		x.nodes[p].lastAccess = 0
 		return
 	}
 	x.nodes[p].flags &^= flagDemote
 	x.tiers.demoting--
+}
+
+// followMark is a demoted parent demotedLeft ranked first, with the last access it had.
+type followMark struct {
+	n          int32
+	lastAccess uint64
 }
 
 // settleFollow ends an eviction pass whose demotedLeft ranked demoted parents first: one
@@ -354,7 +360,7 @@ func (x *Index) settleFollow() {
 		if wasCandidate {
 			x.evRemoveSlow(f.n)
 		}
-		nd.lastAccess = f.gen
+		nd.lastAccess = f.lastAccess
 		if wasCandidate {
 			x.evAdd(f.n)
 		}

@@ -90,12 +90,12 @@ type tierStore struct {
 	devRefs []int32 // per device block: pool references held by in-flight copies
 
 	planBook
-	evIDs    []blocks.ID // scratch of lower-tier events
-	slotBuf  []int32     // scratch of matchSlots
-	walkBuf  []tierOp    // scratch of PrepareLoad
-	hitQueue []hitMark   // blocks that reached WriteAfterHits' threshold (tierdevice.go)
-	follow   []hitMark   // demoted parents an eviction pass ranked first (demotedLeft); gen is the last access
-	demoting int         // device blocks being demoted (flagDemote)
+	evIDs    []blocks.ID  // scratch of lower-tier events
+	slotBuf  []int32      // scratch of matchSlots
+	walkBuf  []tierOp     // scratch of PrepareLoad
+	hitQueue []hitMark    // blocks that reached WriteAfterHits' threshold (tierdevice.go)
+	follow   []followMark // demoted parents an eviction pass ranked first (demotedLeft)
+	demoting int          // device blocks being demoted (flagDemote)
 	stats    [MaxTiers]TierStats
 
 	// PeekLower's last walk, for PrepareLoad (tierlookup.go); gen changes whenever an
