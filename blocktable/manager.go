@@ -320,7 +320,7 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	if req == nil || len(req.Prompt) == 0 || req.Prefill < 0 || req.Lookahead < 0 || req.MaxTokens < 0 || !mmWithin(req.MM, len(req.Prompt)) {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: ErrInvalidArgument}
 	}
-	if err := checkRetention(req.Retention); err != nil {
+	if err := req.Retention.Validate(); err != nil {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: err}
 	}
 	// Sizes first, against the pool's capacity in slots, so that no sum below overflows

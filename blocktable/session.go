@@ -1,21 +1,6 @@
 package blocktable
 
-import (
-	"fmt"
-
-	"github.com/kvpage/kvpage/evict"
-	"github.com/kvpage/kvpage/prefix"
-)
-
-// checkRetention refuses a retention priority above evict.MaxPriority, which the policy
-// would silently take as MaxPriority: a caller asking for 101-255 asks for something no
-// policy gives (TensorRT-LLM's scale, which evict's follows, ends at 100).
-func checkRetention(r prefix.Retention) error {
-	if r.Priority > evict.MaxPriority {
-		return fmt.Errorf("%w: retention priority %d above evict.MaxPriority (%d)", ErrInvalidArgument, r.Priority, evict.MaxPriority)
-	}
-	return nil
-}
+import "github.com/kvpage/kvpage/prefix"
 
 // FinishTurn finishes seq, the current turn of a session (an agent's run, a chat), and
 // keeps the session's context cached through the pause before its next turn: the cached
@@ -30,7 +15,7 @@ func (m *Manager) FinishTurn(seq SeqID, session prefix.SessionID, r prefix.Reten
 	if err != nil {
 		return 0, err
 	}
-	if err := checkRetention(r); err != nil {
+	if err := r.Validate(); err != nil {
 		return 0, &SeqError{Op: "finish turn", Seq: seq, Err: err}
 	}
 	if s.state == Running {
@@ -42,7 +27,7 @@ func (m *Manager) FinishTurn(seq SeqID, session prefix.SessionID, r prefix.Reten
 		// of a block is the index's, not the sequence's.
 		p := prefix.Prompt{Namespace: s.prompt.Namespace, Tokens: s.tokens, MM: s.prompt.MM}
 		m.hits, _ = m.index.Peek(m.hits[:0], &p, false)
-		held = m.index.HoldSession(session, m.hits, r)
+		held, _ = m.index.HoldSession(session, m.hits, r) // validated above
 	}
 	m.drop(s)
 	m.st.Finished++

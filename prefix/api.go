@@ -49,10 +49,9 @@ type Prompt struct {
 // default LRU ignores it.
 type Retention struct {
 	// Priority is 1 (evicted first) to 100 (kept longest, evict.MaxPriority); 0 means
-	// evict.DefaultPriority. blocktable.Manager (Admit, CanAdmit, FinishTurn) refuses
-	// 101-255 with ErrInvalidArgument, changing nothing, and so does Index.Commit (in
-	// Retention or in a RetentionRange). SetRetention and HoldSession, which return no
-	// error, take such a value as MaxPriority, as the evict policies cap it.
+	// evict.DefaultPriority. 101-255 is refused with ErrInvalidArgument, changing nothing
+	// (Validate): by Index.Commit (in Retention or in a RetentionRange), SetRetention and
+	// HoldSession, and by blocktable.Manager's Admit, CanAdmit and FinishTurn.
 	Priority uint8
 	// Until is the logical time (the index's clock) after which Priority lapses to the
 	// default; 0 means never.

@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/kvpage/kvpage/blocks"
-	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/internal/invariant"
 )
 
@@ -153,8 +152,10 @@ func (x *Index) commit(cur *Cursor, p *Prompt, ids []blocks.ID, held bool) (Comm
 	}
 	// A caller's own Commit has its priorities checked; a Manager's (held) were checked
 	// at Admit, so the decode step's commit pays nothing for it.
-	if !held && !prioritiesValid(p) {
-		return res, fmt.Errorf("%w: a retention priority above evict.MaxPriority (%d)", ErrInvalidArgument, evict.MaxPriority)
+	if !held {
+		if err := p.validateRetention(); err != nil {
+			return res, err
+		}
 	}
 	start := int(cur.blocks)
 	if need := (start + len(ids)) * x.bs; need > len(p.Tokens) {

@@ -17,25 +17,56 @@ type RetentionRange struct {
 	// the sequence, generated tokens included.
 	Start, End int
 	// Priority is 1 (evicted first) to 100 (kept longest); 0 means evict.DefaultPriority.
-	// Commit refuses 101-255 with ErrInvalidArgument.
+	// Commit refuses 101-255, a negative bound and an empty range with ErrInvalidArgument
+	// (Validate).
 	Priority uint8
 	// Duration is how many ticks of the index's clock after the commit the priority lasts;
 	// 0 means for as long as the block is cached.
 	Duration uint64
 }
 
-// prioritiesValid reports whether p's retention priorities, its own and its ranges', are
-// at most evict.MaxPriority.
-func prioritiesValid(p *Prompt) bool {
-	if p.Retention.Priority > evict.MaxPriority {
-		return false
+// Validate is the one rule for a retention priority, which Index.Commit, SetRetention
+// and HoldSession, and blocktable's Admit, CanAdmit and FinishTurn apply before they change
+// anything: Priority is at most evict.MaxPriority (0, the default, included). A policy would
+// silently take 101-255 as MaxPriority, so a caller asking for one asks for something no
+// policy gives (TensorRT-LLM's scale, which evict's follows, ends at 100). Until may be any
+// logical time (0 is never). The error wraps ErrInvalidArgument and names the value.
+func (r Retention) Validate() error {
+	if r.Priority > evict.MaxPriority {
+		return priorityError(r.Priority)
 	}
-	for _, r := range p.RetentionRanges {
-		if r.Priority > evict.MaxPriority {
-			return false
+	return nil
+}
+
+// Validate is Retention.Validate's rule for a range, with its bounds: Start and End are
+// not negative, and End (unless 0, to the end of the sequence) is after Start, as
+// TensorRT-LLM's TokenRangeRetentionConfig requires. Any Duration is taken: one that would
+// run past the end of the clock lasts as long as the block is cached.
+func (r RetentionRange) Validate() error {
+	if r.Priority > evict.MaxPriority {
+		return priorityError(r.Priority)
+	}
+	if r.Start < 0 || r.End < 0 || (r.End != 0 && r.End <= r.Start) {
+		return fmt.Errorf("%w: retention range [%d, %d): a negative bound or an empty range", ErrInvalidArgument, r.Start, r.End)
+	}
+	return nil
+}
+
+func priorityError(p uint8) error {
+	return fmt.Errorf("%w: retention priority %d above evict.MaxPriority (%d)", ErrInvalidArgument, p, evict.MaxPriority)
+}
+
+// validateRetention applies Validate to p's retention and each of its ranges.
+func (p *Prompt) validateRetention() error {
+	if err := p.Retention.Validate(); err != nil {
+		return err
+	}
+	for i := range p.RetentionRanges {
+		if err := p.RetentionRanges[i].Validate(); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }
 
 // retentionAt is the retention of block b of p committed at time t.
@@ -50,6 +81,9 @@ func (p *Prompt) retentionAt(b, bs int, t uint64) Retention {
 			ret := Retention{Priority: r.Priority}
 			if r.Duration != 0 {
 				ret.Until = t + r.Duration
+				if ret.Until < t { // past the clock's end: for as long as it is cached
+					ret.Until = 0
+				}
 			}
 			return ret
 		}
@@ -72,8 +106,16 @@ func (p *Prompt) needsUntil() bool {
 
 // SetRetention gives the cached blocks of ids retention r now (re-ranking those that are
 // eviction candidates), as if they had been committed with it; blocks that are not cached
-// are skipped. It returns how many blocks it changed.
-func (x *Index) SetRetention(ids []blocks.ID, r Retention) int {
+// are skipped. It returns how many blocks it changed. A retention that Validate refuses is
+// refused with its error (ErrInvalidArgument), changing nothing.
+func (x *Index) SetRetention(ids []blocks.ID, r Retention) (int, error) {
+	if err := r.Validate(); err != nil {
+		return 0, err
+	}
+	return x.setRetention(ids, r), nil
+}
+
+func (x *Index) setRetention(ids []blocks.ID, r Retention) int {
 	if r.Until != 0 && x.until == nil {
 		x.until = make([]uint64, x.nb+1)
 	}
@@ -218,7 +260,12 @@ type session struct {
 // blocks until the pause ends (then they lapse to the default on their own) or
 // ReleaseSession. A new hold of the same session replaces the last one (its blocks lapse
 // to the default first). Uncached blocks are skipped. It returns how many blocks it holds.
-func (x *Index) HoldSession(id SessionID, ids []blocks.ID, r Retention) int {
+// A retention that Validate refuses is refused with its error (ErrInvalidArgument),
+// changing nothing: the session's last hold, if any, stays.
+func (x *Index) HoldSession(id SessionID, ids []blocks.ID, r Retention) (int, error) {
+	if err := r.Validate(); err != nil {
+		return 0, err
+	}
 	c := &x.ctl
 	if c.sessions == nil {
 		c.sessions = make(map[SessionID]*session)
@@ -237,8 +284,8 @@ func (x *Index) HoldSession(id SessionID, ids []blocks.ID, r Retention) int {
 			s.gens = append(s.gens, x.nodes[nodeOf(b)].gen)
 		}
 	}
-	x.SetRetention(s.ids, r)
-	return len(s.ids)
+	x.setRetention(s.ids, r)
+	return len(s.ids), nil
 }
 
 // ReleaseSession ends a session's hold at once (the conversation is over): its blocks

@@ -120,7 +120,9 @@ func TestSessionHold(t *testing.T) {
 	ids := append([]blocks.ID(nil), turn.ids...)
 	turn.finish(t, x)
 	now := x.clock.Now()
-	require.Equal(t, 3, x.HoldSession(7, ids, Retention{Priority: SessionPriority, Until: now + 100}))
+	held, err := x.HoldSession(7, ids, Retention{Priority: SessionPriority, Until: now + 100})
+	require.NoError(t, err)
+	require.Equal(t, 3, held)
 	require.Equal(t, 1, x.Sessions())
 
 	// Other traffic, newer than the session: still the session's blocks stay.
@@ -143,7 +145,8 @@ func TestSessionHold(t *testing.T) {
 	turn = admit(t, x, pool, Prompt{Tokens: toks(1, 2*testBS)})
 	ids = append(ids[:0], turn.ids...)
 	turn.finish(t, x)
-	x.HoldSession(8, ids, Retention{Priority: SessionPriority, Until: x.clock.Now() + 2})
+	_, err = x.HoldSession(8, ids, Retention{Priority: SessionPriority, Until: x.clock.Now() + 2})
+	require.NoError(t, err)
 	other = admit(t, x, pool, Prompt{Tokens: toks(100, 2*testBS)})
 	other.finish(t, x)
 	for range 3 {

@@ -11,6 +11,7 @@ import (
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/blocktable/kvtest"
+	"github.com/kvpage/kvpage/evict"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
 )
@@ -193,6 +194,14 @@ func indexCases(t *testing.T) badGroup {
 		{"Index.Commit", "the same new block twice", commit(root, prompt("600..607"), partial, partial), errs(prefix.ErrAlreadyCached), false},
 		{"Index.Commit", "another namespace's cursor", commit(root, &prefix.Prompt{Namespace: prefix.Namespace{Salt: "other"}, Tokens: kvtest.MustTokens("600..603")}, partial), errs(prefix.ErrInvalidCursor), false},
 		{"Index.Reset", "while requests hold cached blocks", x.Reset, errs(prefix.ErrBlocksHeld), false},
+		{"Index.SetRetention", "a priority above evict.MaxPriority", func() error {
+			_, err := x.SetRetention([]blocks.ID{cachedHeld}, prefix.Retention{Priority: evict.MaxPriority + 1})
+			return err
+		}, errs(prefix.ErrInvalidArgument), false},
+		{"Index.HoldSession", "a priority above evict.MaxPriority", func() error {
+			_, err := x.HoldSession(5, []blocks.ID{cachedHeld}, prefix.Retention{Priority: 255})
+			return err
+		}, errs(prefix.ErrInvalidArgument), false},
 		noop("Evict", func() int { return x.Evict(-1) }),
 	}}
 }
@@ -429,7 +438,7 @@ var withoutInvalidInput = map[string]bool{
 	"Pool.HasNullBlock": true, "Pool.NumBlocks": true, "Pool.NumFree": true, "Pool.RefCount": true,
 	"Pool.SetFaults": true, "Pool.SetReclaimer": true, "Pool.Stats": true, "Pool.WriteState": true,
 	"Index.BlockSize": true, "Index.CheckInvariants": true, "Index.Clock": true, "Index.Pool": true, "Index.Cursor": true, "Index.Hash": true,
-	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.SetRetention": true, "Index.HoldSession": true, "Index.ReleaseSession": true,
+	"Index.Explain": true, "Index.Hasher": true, "Index.IsCached": true, "Index.Peek": true, "Index.PlanRelease": true, "Index.RecordLookup": true, "Index.RecordResumedLookup": true, "Index.ReleaseSession": true,
 	"Index.Pins": true, "Index.Pinned": true, "Index.PinBudget": true, "Index.Sessions": true, "Index.Quota": true, "Index.BumpEpoch": true, "Index.Epoch": true, "Index.Reclaimable": true,
 	"Index.ReclaimableOf": true, "Index.Stats": true, "Index.WriteState": true,
 	// Tier queries, and TakePlans (no argument to get wrong); the transfer calls' bad
