@@ -43,6 +43,12 @@
 // the same victims on every machine. Policies and clocks are not safe for concurrent use;
 // preemption policies are stateless values and may be shared.
 //
+// A cache that pops victims it then cannot take gives them back: a Restorer's Restore
+// undoes Victim calls exactly, last first (FIFO, SLRU and S3FIFO implement it), and for
+// any other policy Add with the victim's own Entry gives it back its rank, since its order
+// is a function of the entries alone. The prefix index's lower tiers do this when they
+// skip a victim whose copy in the tier below is bad.
+//
 // # Adding a policy
 //
 // A new eviction policy goes in its own file: an unexported type with the six Policy
@@ -53,7 +59,10 @@
 // comparison (bench.BenchmarkEvictionPolicies, kvpage sim --eviction) then runs it by name.
 // Its constructor checks its arguments with the helpers of errors.go (checkCapacity,
 // checkShare) or returns an *ArgumentError of its own, so that bad input matches
-// ErrInvalidArgument as every built-in's does. A new preemption policy is an exported
+// ErrInvalidArgument as every built-in's does. A policy whose order depends on more than
+// each candidate's Entry and the clock (an arrival number, a segment it was moved to)
+// implements Restorer too, with an exact undo, so that a victim given back keeps its place;
+// the tests' restoreCases then hold it to that (TestVictimsGivenBackKeepTheirRank). A new preemption policy is an exported
 // value type beside the built-ins in preempt_policies.go (Name, Victims, Compare,
 // ReadsProgress), named in preempt_registry.go (preemptionNames and PreemptionByName),
 // with its order in refVictims (preempt_test.go), the sort-based reference every

@@ -60,6 +60,15 @@ func (p *fifo) Victim() (int32, bool) {
 	return k, ok
 }
 
+// Restore undoes the latest Victim, which returned key (Restorer): key is a candidate
+// again with the Add number it had.
+func (p *fifo) Restore(key int32) {
+	p.h.restore(key)
+	if invariant.Enabled {
+		p.chk.after(p.check)
+	}
+}
+
 // Len is the number of candidates.
 func (p *fifo) Len() int { return p.h.len() }
 

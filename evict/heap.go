@@ -107,7 +107,7 @@ func (h *rankHeap) removeAt(i int) {
 	if i != last {
 		h.swap(i, last)
 	}
-	h.slots[h.heap[last]] = rankSlot{}
+	h.slots[h.heap[last]].at = 0 // its ranks stay, for restore
 	h.heap = h.heap[:last]
 	if i < last {
 		h.up(i)
@@ -134,6 +134,20 @@ func (h *rankHeap) pop() (int32, bool) {
 	h.removeAt(0)
 	return key, true
 }
+
+// restore makes key, removed from the heap since it was last pushed, a member again with
+// the ranks it had (a removal keeps a key's ranks: see removeAt); a Restorer's Restore.
+func (h *rankHeap) restore(key int32) {
+	sl := &h.slots[key]
+	if sl.at != 0 {
+		panic(fmt.Sprintf("evict: Restore of key %d, a candidate", key))
+	}
+	h.push(key, sl.a, sl.b)
+}
+
+// rankOf returns the first rank key had when it was last pushed (0 for a key never pushed
+// since the last reset).
+func (h *rankHeap) rankOf(key int32) uint64 { return h.slots[key].a }
 
 func (h *rankHeap) reset() {
 	for _, k := range h.heap {

@@ -51,6 +51,29 @@ type Policy interface {
 	Reset()
 }
 
+// Restorer is a Policy that can undo its Victim calls exactly. A cache that pops victims
+// it then cannot take (the prefix index's lower tiers skip a victim whose copy in the tier
+// below is bad) gives them back with Restore, and they keep the rank they had.
+//
+// Restore(key) undoes the latest Victim call not undone yet, which returned key: key is a
+// candidate again, and the policy is exactly as it was before that call, so that the
+// victims that follow are the ones that would have followed without it. Victims are undone
+// last first, and only other Victim calls (undone before it) may come between a Victim
+// and its Restore; a caller that took some of the victims it popped undoes them all and
+// then Removes the ones it took, which leaves the policy as those Removes alone would
+// have. Restore allocates nothing and costs at most O(log n); it panics when key is a
+// candidate.
+//
+// A policy whose order is a function of each candidate's Entry alone (LRU, MRU, LFU,
+// Priority, Scored: the Entry's fields and the clock) need not implement it: Add with the
+// entry the victim had gives it the same rank. One whose order depends on its history
+// (FIFO's and S3FIFO's arrival numbers, SLRU's demotions) implements it, or a victim given
+// back loses its place.
+type Restorer interface {
+	Policy
+	Restore(key int32)
+}
+
 // Factory builds an empty policy for keys in [0, capacity) that reads the current time,
 // if it needs to, from clock. The cache that owns the keys calls it, so that capacity and
 // clock are the cache's own: prefix.WithPolicy takes a Factory, and ByName returns the

@@ -91,6 +91,25 @@ func (p *s3fifo) Victim() (int32, bool) {
 	return k, ok
 }
 
+// Restore undoes the latest Victim, which returned key (Restorer): key is a candidate
+// again in the queue it left, with the Add number it had. That queue is the one whose
+// rank of key is the newer: every Add numbers the key anew and pushes it into one queue,
+// and a removal keeps the rank it had there.
+func (p *s3fifo) Restore(key int32) {
+	s, m := p.small.rankOf(key), p.main.rankOf(key)
+	switch {
+	case s == 0 && m == 0 || p.small.has(key) || p.main.has(key):
+		panic(fmt.Sprintf("evict: s3fifo Restore of key %d, a candidate or never one", key))
+	case s > m:
+		p.small.restore(key)
+	default:
+		p.main.restore(key)
+	}
+	if invariant.Enabled {
+		p.chk.after(p.check)
+	}
+}
+
 // Len is the number of candidates.
 func (p *s3fifo) Len() int { return p.small.len() + p.main.len() }
 

@@ -10,7 +10,11 @@ type slru struct {
 	probation rankHeap
 	protected rankHeap
 	percent   int
-	chk       checker
+	// undo is, per key Victim returned, what Restore needs to undo that call: the key the
+	// call demoted to probation, plus one (0 for none), shifted left once, and 1 when the
+	// victim came from the protected segment. 4 bytes per key of capacity.
+	undo []uint32
+	chk  checker
 }
 
 // NewSLRU returns an empty SLRU policy whose protected segment holds at most percent of
@@ -45,7 +49,8 @@ func NewSLRU(capacity int, percent int) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &slru{probation: newRankHeap(capacity), protected: newRankHeap(capacity), percent: percent}, nil
+	return &slru{probation: newRankHeap(capacity), protected: newRankHeap(capacity), percent: percent,
+		undo: make([]uint32, capacity)}, nil
 }
 
 // Name returns "slru".
@@ -82,26 +87,59 @@ func (p *slru) Remove(key int32) bool {
 // Victim pops the least recently used probation candidate, else the least recently used
 // protected one.
 func (p *slru) Victim() (int32, bool) {
+	var from uint32
 	k, ok := p.probation.pop()
 	if !ok {
 		k, ok = p.protected.pop()
+		from = 1
 	}
-	p.rebalance()
+	if ok {
+		// One candidate fewer lowers the protected cap by at most one: at most one demotion.
+		p.undo[k] = uint32(p.rebalance()+1)<<1 | from
+	}
 	if invariant.Enabled {
 		p.chk.after(p.check)
 	}
 	return k, ok
 }
 
+// Restore undoes the latest Victim, which returned key (Restorer): the candidate that
+// call demoted, if any, is protected again, and key is a candidate again in the segment it
+// left, with its LastAccess.
+func (p *slru) Restore(key int32) {
+	if p.probation.has(key) || p.protected.has(key) {
+		panic(fmt.Sprintf("evict: slru Restore of key %d, a candidate", key))
+	}
+	u := p.undo[key]
+	if d := int32(u>>1) - 1; d >= 0 {
+		t := p.probation.rankOf(d)
+		p.probation.remove(d)
+		p.protected.push(d, t, 0)
+	}
+	if u&1 != 0 {
+		p.protected.restore(key)
+	} else {
+		p.probation.restore(key)
+	}
+	if invariant.Enabled {
+		p.chk.after(p.check)
+	}
+}
+
 // protectedCap is the most candidates the protected segment may hold.
 func (p *slru) protectedCap() int { return p.Len() * p.percent / 100 }
 
-func (p *slru) rebalance() {
+// rebalance demotes protected candidates, least recently used first, until the protected
+// segment is within its cap; it returns the last key it demoted, or -1 for none.
+func (p *slru) rebalance() int32 {
+	last := int32(-1)
 	for p.protected.len() > p.protectedCap() {
 		key, t, _, _ := p.protected.peek()
 		p.protected.pop()
 		p.probation.push(key, t, 0)
+		last = key
 	}
+	return last
 }
 
 // Len is the number of candidates.

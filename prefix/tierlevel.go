@@ -18,9 +18,11 @@ type slotLevel struct {
 	policy   evict.Policy
 	resident int
 	pending  int
-	// skipped is makeRoom's scratch: the victims it skipped, made candidates again as it
-	// returns.
-	skipped []int32
+	// restorer is policy as an evict.Restorer, nil when it is none.
+	restorer evict.Restorer
+	// popped is makeRoom's scratch: the victims it popped since the first it skipped, in
+	// order, a taken one as ^key; the skipped ones are candidates again as it returns.
+	popped []int32
 }
 
 // newSlotLevel builds the level of spec s, every slot free, its policy (evict.NewLRU when
@@ -40,6 +42,7 @@ func newSlotLevel(s TierSpec, clock evict.Clock) (slotLevel, error) {
 	if l.policy == nil {
 		return slotLevel{}, ErrInvalidArgument
 	}
+	l.restorer, _ = l.policy.(evict.Restorer)
 	return l, nil
 }
 

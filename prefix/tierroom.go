@@ -14,7 +14,8 @@ type roomOwner interface {
 	// slot there busy until the copies reading it end.
 	victimBelow(t Tier, k int32) uint8
 	// keepVictim makes slot k of tier t, which makeRoom took as a victim and skipped, an
-	// eviction candidate again, with the entry it had.
+	// eviction candidate again, with the entry it had (for a policy that is no
+	// evict.Restorer: giveBack).
 	keepVictim(t Tier, k int32)
 	// writeDown reserves a slot of the tier below t for the block in slot k of tier t
 	// (making room there if it must), pins k, marks it leaving and queues the copy; it
@@ -44,8 +45,8 @@ const (
 // (one slot per block and tier, busy until the copies reading it end) and its slot in
 // tier t is its only good lower-tier copy, so dropping it would lose a block an honest
 // count keeps (before, it was dropped and counted Lost). Skipped victims become candidates
-// again, with their entries, once the pass ends (a policy that ranks by arrival, FIFO,
-// then ranks them as added again); a pass that finds only such victims frees nothing.
+// again once the pass ends, with the rank they had (giveBack); a pass that finds only such
+// victims frees nothing.
 //
 // A hold (Index.Hold, GroupTree.Hold) makes room by the same rule, never by dropping a
 // victim a write-back tier below would have taken: under a write-back tier 2, tier 1's
@@ -68,8 +69,11 @@ func makeRoom(o roomOwner, t Tier) bool {
 			below = o.victimBelow(t, k)
 		}
 		if below == belowBad {
-			l.skipped = append(l.skipped, k)
+			l.popped = append(l.popped, k)
 			continue
+		}
+		if len(l.popped) != 0 {
+			l.popped = append(l.popped, ^k)
 		}
 		if !back || below == belowGood || !o.writeDown(t, k) {
 			o.dropVictim(t, k)
@@ -78,11 +82,39 @@ func makeRoom(o roomOwner, t Tier) bool {
 		}
 		started++
 	}
-	if len(l.skipped) != 0 {
-		for _, k := range l.skipped {
-			o.keepVictim(t, k)
-		}
-		l.skipped = l.skipped[:0]
+	if len(l.popped) != 0 {
+		giveBack(o, t, l)
 	}
 	return freed
+}
+
+// giveBack makes the victims makeRoom skipped in lower tier t candidates again, ranked as
+// they were, so that the tier's order is the one from which only the victims the pass
+// took left. A policy that ranks by its history (FIFO's and S3FIFO's arrival numbers,
+// SLRU's demotions) is an evict.Restorer: every pop since the first skip is undone, last
+// first, and the victims taken among them are removed again. Any other ranks by the
+// entries alone, and gets the skipped victims back by Add with their entries (keepVictim).
+// Before, every policy got them back by Add: FIFO then ranked them as just arrived.
+func giveBack(o roomOwner, t Tier, l *slotLevel) {
+	if r := l.restorer; r != nil {
+		for i := len(l.popped) - 1; i >= 0; i-- {
+			k := l.popped[i]
+			if k < 0 {
+				k = ^k // taken, and removed again below
+			}
+			r.Restore(k)
+		}
+		for _, k := range l.popped {
+			if k < 0 {
+				l.policy.Remove(^k)
+			}
+		}
+	} else {
+		for _, k := range l.popped {
+			if k >= 0 {
+				o.keepVictim(t, k)
+			}
+		}
+	}
+	l.popped = l.popped[:0]
 }
