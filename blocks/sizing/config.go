@@ -722,6 +722,17 @@ func (c *hfConfig) dtypes(m *ModelSpec) error {
 		}
 		m.DType = d
 	}
+	// The notes say how ServingDType reads DType: vLLM's --dtype auto (see there).
+	switch m.DType {
+	case FP16, BF16:
+	case 0:
+		c.note("no torch_dtype: vLLM takes the checkpoint's safetensors dtype, else float32, and --dtype auto runs float32 in bf16 " +
+			"(GPUs of compute capability 8.0+); sized in bf16 (an fp16 checkpoint runs in fp16, the same size)")
+	case FP32:
+		c.note("torch_dtype float32: vLLM's --dtype auto runs it in bf16 (GPUs of compute capability 8.0+), so it is sized in bf16")
+	default:
+		c.note("torch_dtype %s: vLLM's --dtype auto runs a model in bf16, fp16 or fp32 only and falls back to bf16, so it is sized in bf16", m.DType)
+	}
 	q, name, ok := c.lookup("quantization_config")
 	if !ok {
 		return nil
@@ -737,7 +748,7 @@ func (c *hfConfig) dtypes(m *ModelSpec) error {
 		m.WeightDType = FP8E4M3
 	case method == "mxfp4":
 		m.WeightDType = MXFP4
-		c.note(weightsNote+"quantization_config mxfp4: all weights sized at 4.25 bits, though some layers stay in %s", m.DType)
+		c.note(weightsNote+"quantization_config mxfp4: all weights sized at 4.25 bits, though some layers stay in %s", m.ServingDType())
 	case bitsNum.String() == "8":
 		m.WeightDType = INT8
 	case bitsNum.String() == "4":

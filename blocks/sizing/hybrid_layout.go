@@ -81,8 +81,8 @@ func HybridPresets() []HybridModel {
 }
 
 // Hybrid describes m for the layout comparison: one HybridLayers per layer group, its
-// attention in cache data type d, its state in the model's data type whatever d is (bf16
-// when the model gives none, as vLLM resolves it: see ModelSpec.DType), whole-model
+// attention in cache data type d, its state in the data type the model runs in whatever d
+// is (ModelSpec.ServingDType, as vLLM resolves it), whole-model
 // figures (no tensor-parallel split): HybridOnGPU(d, 1).
 func (m ModelSpec) Hybrid(d DType) (HybridModel, error) { return m.HybridOnGPU(d, 1) }
 
@@ -94,7 +94,7 @@ func (m ModelSpec) HybridOnGPU(d DType, tp int) (HybridModel, error) {
 	if _, err := NewKVLayout(m, d, tp, DefaultBlockSize); err != nil {
 		return HybridModel{}, err
 	}
-	sd := m.stateDType()
+	sd := m.ServingDType()
 	h := HybridModel{Name: m.Name, Source: m.Source}
 	for _, g := range m.Groups {
 		l := HybridLayers{Layers: g.Layers, Span: g.Window}

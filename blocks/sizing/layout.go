@@ -11,8 +11,8 @@ const DefaultBlockSize = 16
 // needs at most its window plus one block of those tokens, so a request on a model with
 // sliding-window layers takes less than its blocks times BytesPerBlock: BytesPerRequest
 // counts each group by itself. A state group (Mamba, linear attention) holds one state
-// per request whatever its length, in the model's data type (vLLM's mamba_cache_dtype
-// auto), bf16 when the model gives none (ModelSpec.DType), never the cache's.
+// per request whatever its length, in the data type the model runs in (vLLM's
+// mamba_cache_dtype auto: ModelSpec.ServingDType), never the cache's.
 type KVLayout struct {
 	model     ModelSpec
 	dtype     DType
@@ -58,7 +58,7 @@ func NewKVLayout(m ModelSpec, d DType, tp, blockSize int) (KVLayout, error) {
 		l.perGPU[i] = g.bitsPerToken(d, tp)
 		l.whole[i] = g.bitsPerToken(d, 1)
 		l.total += l.whole[i]
-		sd := m.stateDType()
+		sd := m.ServingDType()
 		l.stateGPU += g.stateBits(sd, tp)
 		l.stateWhole += g.stateBits(sd, 1)
 	}

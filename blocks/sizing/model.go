@@ -131,10 +131,11 @@ type ModelSpec struct {
 	// AttentionHeads is the number of query heads; tensor parallelism must divide it.
 	// 0 when unknown (the check is skipped).
 	AttentionHeads int `json:"attention_heads,omitempty"`
-	// DType is the model's data type (torch_dtype): what vLLM's --kv-cache-dtype auto and
-	// --dtype auto resolve to. 0 when the config does not say. The Mamba /
-	// linear-attention state is sized in it whatever the KV cache's data type (vLLM's
-	// --mamba-cache-dtype and --mamba-ssm-cache-dtype auto), and in bf16 when it is 0.
+	// DType is the checkpoint's data type as config.json gives it (torch_dtype, or dtype):
+	// 0 when the config does not say. The model is sized in ServingDType, the data type
+	// vLLM's --dtype auto runs it in: the weights (unless WeightDType), the Mamba /
+	// linear-attention state (vLLM's --mamba-cache-dtype and --mamba-ssm-cache-dtype auto,
+	// whatever the KV cache's data type), and the KV cache under --kv-cache-dtype auto.
 	DType DType `json:"-"`
 	// WeightDType is the data type the weights are stored in when it differs from DType
 	// (an fp8 or mxfp4 checkpoint); 0 means DType.
@@ -217,18 +218,35 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 	return Bits(m.bitsPerToken(d, 1)), nil
 }
 
-// stateDType is the data type vLLM keeps m's Mamba / linear-attention state in with its
-// defaults: --mamba-cache-dtype auto is the model's data type (MambaStateDtypeCalculator
-// through get_kv_cache_torch_dtype), and --mamba-ssm-cache-dtype auto is the conv state's,
-// so --kv-cache-dtype never reaches it. A config without torch_dtype (or dtype) is float32
-// to vLLM's ModelConfig (short of a checkpoint's safetensors metadata, which a config.json
-// does not carry), and --dtype auto downcasts float32 to the GPU's first supported type:
-// bf16 from compute capability 8.0 (fp16 before, the same 2 bytes).
-func (m ModelSpec) stateDType() DType {
-	if m.DType == 0 {
-		return BF16
+// ServingDType is the data type vLLM runs m in under --dtype auto, its default, on a GPU of
+// compute capability 8.0 or later (every GPU preset: A100 8.0, L40S and RTX 4090 8.9,
+// H100 and H200 9.0, B200 10.0; a custom GPU is assumed to be one): fp16 when DType is
+// fp16, bf16 otherwise (float32, not given, or a type no model runs in, such as fp8).
+// vLLM's rule (vllm/config/model.py):
+//
+//   - _find_dtype: the config's torch_dtype (or dtype, then text_config's, vision_config's,
+//     encoder_config's); without one, the dtype of the checkpoint's safetensors, which a
+//     config.json does not carry; without that, float32.
+//   - _resolve_auto_dtype: the platform's supported dtypes (vllm/platforms/cuda.py,
+//     CudaPlatformBase.supported_dtypes: bf16, fp16, fp32 from compute capability 8.0; fp16,
+//     fp32 from 6.0), less fp16 for gemma2, gemma3, gemma3_text, plamo2 and glm4. A float32
+//     model is downcast to the first of them (fp16 for a pooling model), and a dtype not
+//     in the list (fp8, int8) falls back to the first too, with a warning.
+//
+// So without torch_dtype a checkpoint saved in fp16 would run in fp16, the same 2 bytes a
+// value as the bf16 assumed here; one in fp32 runs in bf16. On a 6.x-7.x GPU a float32 or
+// bf16 model would run in fp16 (2 bytes again), and the five models above in fp32.
+//
+// --kv-cache-dtype auto is this data type (vllm/utils/torch_utils.py,
+// kv_cache_dtype_str_to_dtype returns model_config.dtype), and so is --mamba-cache-dtype
+// auto (MambaStateDtypeCalculator through get_kv_cache_torch_dtype), and
+// --mamba-ssm-cache-dtype auto follows the conv state's, so --kv-cache-dtype never
+// reaches the state.
+func (m ModelSpec) ServingDType() DType {
+	if m.DType == FP16 {
+		return FP16
 	}
-	return m.DType
+	return BF16
 }
 
 // StateBytes returns the Mamba / linear-attention state one sequence holds in the whole
@@ -242,7 +260,9 @@ func (m ModelSpec) StateBytes(d DType) int64 {
 }
 
 // TotalWeightBytes returns the bytes of the weights: WeightBytes when given, otherwise
-// Params x the weight data type. It fails with ErrMissingField when neither is known.
+// Params x the weight data type (WeightDType, else ServingDType: vLLM loads the weights of
+// a float32 checkpoint in bf16 under --dtype auto). It fails with ErrMissingField when
+// neither WeightBytes nor Params is known.
 func (m ModelSpec) TotalWeightBytes() (int64, error) {
 	if m.WeightBytes > 0 {
 		return m.WeightBytes, nil
@@ -252,10 +272,7 @@ func (m ModelSpec) TotalWeightBytes() (int64, error) {
 	}
 	d := m.WeightDType
 	if d == 0 {
-		d = m.DType
-	}
-	if d == 0 {
-		return 0, missingField("torch_dtype", "needed to size the weights from the parameter count")
+		d = m.ServingDType()
 	}
 	hi, lo := bits.Mul64(uint64(m.Params), uint64(d.BitsPerValue()*16))
 	if hi != 0 || lo > 1<<62 {

@@ -293,8 +293,12 @@ func TestTotalWeightBytes(t *testing.T) {
 
 	_, err = llamaSpec(1, 1, 1).TotalWeightBytes()
 	assert.ErrorIs(t, err, ErrMissingField)
-	_, err = ModelSpec{Params: 10}.TotalWeightBytes()
-	assert.ErrorIs(t, err, ErrMissingField, "no data type to size the parameters with")
+	w, err = ModelSpec{Params: 10}.TotalWeightBytes()
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), w, "no torch_dtype: vLLM's float32 default, run in bf16")
+	w, err = ModelSpec{Params: 10, DType: FP32}.TotalWeightBytes()
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), w, "float32 weights load in bf16 under --dtype auto")
 }
 
 func TestDTypes(t *testing.T) {

@@ -26,7 +26,8 @@ type PlanConfig struct {
 	GPU   GPU
 	// TensorParallel is the number of GPUs the model is split over; 0 means 1.
 	TensorParallel int
-	// CacheDType is the KV cache's data type; 0 means the model's (vLLM's "auto").
+	// CacheDType is the KV cache's data type; 0 means vLLM's "auto", the data type the
+	// model runs in (Model.ServingDType).
 	CacheDType DType
 	// BlockSize is the tokens per block; 0 means DefaultBlockSize.
 	BlockSize int
@@ -45,15 +46,12 @@ type PlanConfig struct {
 	MaxNumSeqs int
 }
 
-// ResolveCacheDType reads a --kv-cache-dtype value: "auto" (or "") is the model's data type,
-// anything else goes to ParseDType. The model's data type unknown under "auto" is a
-// *FieldError naming torch_dtype.
+// ResolveCacheDType reads a --kv-cache-dtype value: "auto" (or "") is the data type vLLM
+// runs the model in, m.ServingDType() (bf16 for a config with torch_dtype float32 or none,
+// as vLLM's --dtype auto resolves it); anything else goes to ParseDType.
 func ResolveCacheDType(s string, m ModelSpec) (DType, error) {
 	if t := strings.ToLower(strings.TrimSpace(s)); t == "" || t == "auto" {
-		if m.DType == 0 {
-			return 0, missingField("torch_dtype", "--kv-cache-dtype auto means the model's data type, which the config does not give: name one")
-		}
-		return m.DType, nil
+		return m.ServingDType(), nil
 	}
 	return ParseDType(s)
 }
@@ -150,11 +148,7 @@ func (c PlanConfig) withDefaults() (PlanConfig, error) {
 		c.GPUMemoryUtilization = DefaultGPUMemoryUtilization
 	}
 	if c.CacheDType == 0 {
-		d, err := ResolveCacheDType("auto", c.Model)
-		if err != nil {
-			return c, err
-		}
-		c.CacheDType = d
+		c.CacheDType = c.Model.ServingDType()
 	}
 	if c.MaxModelLen == 0 {
 		if c.Model.MaxModelLen == 0 {

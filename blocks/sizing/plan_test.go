@@ -132,7 +132,6 @@ func TestNewPlanBadInput(t *testing.T) {
 		{"negative max model len", PlanConfig{Model: m, GPU: g, MaxModelLen: -1}, ErrInvalidArgument},
 		{"negative block size", PlanConfig{Model: m, GPU: g, BlockSize: -16}, ErrInvalidArgument},
 		{"unknown max model len", PlanConfig{Model: noLen, GPU: g}, ErrMissingField},
-		{"unknown dtype under auto", PlanConfig{Model: noDType, GPU: g}, ErrMissingField},
 		{"unknown weights", PlanConfig{Model: noParams, GPU: g}, ErrMissingField},
 	}
 	for _, tt := range tests {
@@ -141,9 +140,10 @@ func TestNewPlanBadInput(t *testing.T) {
 			assert.ErrorIs(t, err, tt.err)
 		})
 	}
-	// Given dtype and weights make the unknown ones moot.
-	_, err = NewPlan(PlanConfig{Model: noDType, GPU: g, CacheDType: FP8E4M3, WeightBytes: 16 * gib})
-	assert.NoError(t, err)
+	// No torch_dtype is vLLM's float32 default, run in bf16 (TestServingDTypeIsVLLMsDTypeAuto).
+	p, err := NewPlan(PlanConfig{Model: noDType, GPU: g})
+	require.NoError(t, err)
+	assert.Equal(t, BF16, p.Config.CacheDType)
 }
 
 func TestResolveCacheDType(t *testing.T) {
@@ -156,8 +156,11 @@ func TestResolveCacheDType(t *testing.T) {
 	d, err := ResolveCacheDType("fp8", m)
 	require.NoError(t, err)
 	assert.Equal(t, FP8E4M3, d)
-	_, err = ResolveCacheDType("auto", ModelSpec{})
-	assert.ErrorIs(t, err, ErrMissingField)
+	for _, m := range []ModelSpec{{}, {DType: FP32}} {
+		d, err = ResolveCacheDType("auto", m)
+		require.NoError(t, err)
+		assert.Equal(t, BF16, d, "torch_dtype %s: vLLM runs it in bf16", m.DType)
+	}
 	_, err = ResolveCacheDType("fp7", m)
 	assert.ErrorIs(t, err, ErrUnknownDType)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -131,9 +130,6 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 		}
 		d, in.bytesOnly = sizing.INT8, true
 	} else if d, err = sizing.ResolveCacheDType(f.kvCacheDType, m); err != nil {
-		if errors.Is(err, sizing.ErrMissingField) {
-			return in, badFlag("--kv-cache-dtype auto: the config gives no torch_dtype; name the cache data type (%s)", strings.Join(sizing.DTypeNames(), ", "))
-		}
 		return in, badFlag("--kv-cache-dtype: %w", err)
 	}
 	overhead := int64(f.overheadGiB * (1 << 30))
@@ -155,9 +151,21 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 	}
 	in.autoLen = f.maxModelLen.auto
 	if !in.bytesOnly && strings.EqualFold(strings.TrimSpace(f.kvCacheDType), "auto") {
-		in.assumptions = append(in.assumptions, fmt.Sprintf("kv cache dtype %s: --kv-cache-dtype auto, the model's torch_dtype", d))
+		in.assumptions = append(in.assumptions, "kv cache dtype "+d.String()+": --kv-cache-dtype auto, "+autoDTypeWhy(m))
 	}
 	return in, nil
+}
+
+// autoDTypeWhy says where --kv-cache-dtype auto's data type comes from: the model's
+// torch_dtype, or vLLM's --dtype auto reading of it (sizing.ModelSpec.ServingDType).
+func autoDTypeWhy(m sizing.ModelSpec) string {
+	switch {
+	case m.DType == 0:
+		return "the data type vLLM runs the model in: no torch_dtype, so its default float32, which --dtype auto runs in bf16"
+	case m.DType != m.ServingDType():
+		return "the data type vLLM runs the model in: torch_dtype " + m.DType.String() + ", which --dtype auto runs in " + m.ServingDType().String()
+	}
+	return "the model's torch_dtype"
 }
 
 // checkRanges checks every number against one range, the same in every subcommand.
@@ -792,7 +800,7 @@ func describeWeights(p sizing.Plan) string {
 	}
 	d := m.WeightDType
 	if d == 0 {
-		d = m.DType
+		d = m.ServingDType()
 	}
 	return fmt.Sprintf("weights %s = %s parameters x %g bits (%s)%s", human(float64(p.WeightsTotal)), commas(m.Params), d.BitsPerValue(), d, per)
 }
