@@ -263,11 +263,7 @@ func newHybridAlloc(cfg *Config, s Scheme, seqs []seq, dry bool) (*hybridAlloc, 
 		if n < 2 || n > 1<<30 {
 			return fmt.Errorf("%w: %s %s: a pool of %d blocks of %d bytes", ErrInvalidConfig, s.Model, s.Layout, n, unitBytes)
 		}
-		// hybrid.New's limit, checked here so that Validate (dry) refuses it too. carveUnit
-		// keeps the carved pool within it; no preset's layers reach it otherwise.
-		if len(groups) > maxPoolGroups {
-			return fmt.Errorf("%w: %s %s: a pool of %d KV-cache groups, above the hybrid Manager's %d", ErrInvalidConfig, s.Model, s.Layout, len(groups), maxPoolGroups)
-		}
+		checkPoolGroups(s, len(groups))
 		hc := hybrid.Config{Groups: groups, NumBlocks: int(n), Preemption: preempt}
 		var host, disk int
 		if s.Tiers.enabled() {
@@ -426,8 +422,20 @@ func gcd(x, y int) int {
 }
 
 // maxPoolGroups is the most KV-cache groups one pool takes: hybrid.New's limit (a
-// group is stored in a byte, prefix.MaxGroups), which build refuses past.
+// group is stored in a byte, prefix.MaxGroups).
 const maxPoolGroups = prefix.MaxGroups
+
+// checkPoolGroups panics when a pool would take more than maxPoolGroups groups. No input
+// reaches that, so it is an invariant, not bad input: the carved pool's groups are capped
+// by carveUnit; a pool per page size takes at most one group per layer kind (a handful);
+// and the uniform layout's groups, ceil(layers / GroupLayers) a kind, depend only on the
+// embedded presets' layer counts (8 in one pool at most), whatever the data type, block size or
+// tensor-parallel size. TestPoolGroupsOfEveryPreset checks every preset in every layout.
+func checkPoolGroups(s Scheme, groups int) {
+	if groups > maxPoolGroups {
+		panic(fmt.Sprintf("sim: %s %s: a pool of %d KV-cache groups, above the hybrid Manager's %d", s.Model, s.Layout, groups, maxPoolGroups))
+	}
+}
 
 // carveUnit picks the small page that large pages are carved into; mult is each page in
 // units (rounded up), one KV-cache group per unit of the one carved pool, so their total

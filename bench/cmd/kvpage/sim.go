@@ -412,10 +412,6 @@ func checkLinkGBps(name string, v float64) error {
 	return badFlag("--%s %s is out of range: want 0 (unlimited) or a number in [%v, 10000] GB/s", name, strconv.FormatFloat(v, 'g', -1, 64), minLinkGBps)
 }
 
-// hybridTokenBytes is sim.HybridTokenBytes; a test replaces it to reach applyTiers'
-// refusal, which Scheme.Validate's same sizing keeps from happening on any flags.
-var hybridTokenBytes = sim.HybridTokenBytes
-
 // applyTiers gives the prefix-sharing paged runs the --host-ram and --disk tiers, sized
 // in blocks by the model's KV bytes per token (the model's and GPU's, even with
 // --kv-budget-tokens).
@@ -449,9 +445,11 @@ func (f *simFlags) applyTiers(r *simRun, maxLen int) error {
 			if err := s.Validate(&r.cfg); err != nil {
 				return fmt.Errorf("--host-ram: %w", err) // sim.ErrInvalidConfig: bad input
 			}
-			b, err := hybridTokenBytes(s.Model, s.KVCacheDType, int(tp))
+			// Validate has just sized the same layers (the model, KVCacheDType, and r.cfg's
+			// TensorParallel, which is tp), so an error here is a bug, not bad input.
+			b, err := sim.HybridTokenBytes(s.Model, s.KVCacheDType, int(tp))
 			if err != nil {
-				return badFlag("--host-ram: %w", err) // sim.ErrInvalidConfig stays in the chain
+				panic(fmt.Sprintf("kvpage: %s sized by Scheme.Validate but not by HybridTokenBytes: %v", s.Model, err))
 			}
 			h := fmt.Sprintf("%d bytes per token of %s's attention layers", b, s.Model)
 			if tp > 1 {
