@@ -194,13 +194,13 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 			if op.from == Device && r.srcFreed {
 				t.countStreamLost(op.dst)
 			} else if op.from != Device {
-				t.keepFailedWriteBack(op.from, op.src)
+				keepFailedWriteBack(t, op.from, op.src)
 			}
 			t.dropSlot(op.to, op.dst)
 		case ok:
 			ts.lv[op.from-1].touched[op.src] = ts.clock.Tick()
 		default:
-			t.failSlot(op.from, op.src)
+			failSlot(t, op.from, op.src)
 		}
 		switch {
 		case r.kind == Load:

@@ -317,13 +317,7 @@ func (t *GroupTree) dropSlot(tier Tier, s int32) {
 	n, g := l.node[s], int(l.group[s])
 	res := l.st[s] == slotResident
 	if res {
-		ts.stats[tier].Evicted++
-		if !t.residentBelow(tier, n, g) {
-			ts.stats[tier].Lost++
-		}
-		if t.ev != nil {
-			t.tierRemoved(tier, s, n, g)
-		}
+		t.slotEvicted(tier, s)
 	}
 	l.put(s, res)
 	l.at[int(n)*t.ng+g] = 0
@@ -401,37 +395,32 @@ func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
 	}
 }
 
-// keepFailedWriteBack keeps slot s of lower tier tier, the source of a copy into the tier
-// below that failed, as an Index's tiers do (tierEntry.keepFailedWriteBack): a write-back
-// marked it leaving, but it still holds the block, so it stays, ranked as used now.
-func (t *GroupTree) keepFailedWriteBack(tier Tier, s int32) {
-	if l := &t.tiers.lv[tier-1]; l.st[s] == slotResident && l.leaving[s] {
-		l.leaving[s] = false
-		l.touched[s] = t.tiers.clock.Tick()
-	}
+// GroupTree's side of the failed-copy rules (tierslot.go): a slot's state is its level's.
+
+func (t *GroupTree) slotOf(tier Tier, s int32) slotView {
+	l := &t.tiers.lv[tier-1]
+	return slotView{st: &l.st[s], leaving: &l.leaving[s], pins: &l.pins[s], touched: &l.touched[s]}
 }
 
-// failSlot evicts slot s's key from lower tier tier after a failed load from it: at once
-// for lookups and events, and the slot itself when the last copy reading it ends. Its
-// bytes are no longer trusted, as an Index's (Index.failSlot): a copy of it into the tier
-// below still in flight lands nowhere (slotDoomed; a slot below a failed load of its own
-// hid receives nothing and stays as it is); one confirmed before stands.
-func (t *GroupTree) failSlot(tier Tier, s int32) {
+func (t *GroupTree) slotBelow(tier Tier, s int32) (slotView, bool) {
+	ts := t.tiers
+	if int(tier) >= len(ts.lv) {
+		return slotView{}, false
+	}
+	l, below := &ts.lv[tier-1], &ts.lv[tier]
+	d := below.at[int(l.node[s])*t.ng+int(l.group[s])] - 1
+	if d < 0 {
+		return slotView{}, false
+	}
+	return t.slotOf(tier+1, d), true
+}
+
+func (t *GroupTree) slotTime() uint64 { return t.tiers.clock.Tick() }
+
+func (t *GroupTree) slotEvicted(tier Tier, s int32) {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
-	l.leaving[s] = true
-	if int(tier) < len(ts.lv) {
-		below := &ts.lv[tier]
-		if d := below.at[int(l.node[s])*t.ng+int(l.group[s])] - 1; d >= 0 && below.st[d] == slotPending && !below.leaving[d] {
-			below.st[d] = slotDoomed
-		}
-	}
-	if l.pins[s] <= 1 || l.st[s] != slotResident {
-		return // unpinSlot drops it now
-	}
 	n, g := l.node[s], int(l.group[s])
-	l.hide()
-	l.st[s] = slotPending
 	ts.stats[tier].Evicted++
 	if !t.residentBelow(tier, n, g) {
 		ts.stats[tier].Lost++

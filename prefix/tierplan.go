@@ -323,7 +323,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 				if op.from == Device && r.srcFreed {
 					x.keepStreamFailed(op.src, op.e)
 				} else if op.from != Device {
-					ts.ents[op.e].keepFailedWriteBack(op.from, x.clock.Now())
+					keepFailedWriteBack(x, op.from, op.src)
 				}
 				x.dropSlot(op.to, op.e)
 				ts.stats[op.to].StoreFailed++
@@ -337,7 +337,7 @@ func (x *Index) CompleteTransfer(id TransferID, ok bool) (TransferResult, error)
 				ts.stats[op.from].BytesOut += bb
 				ts.stats[Device].BytesIn += bb
 			} else {
-				x.failSlot(op.from, op.e)
+				failSlot(x, op.from, en.slot[op.from-1]-1)
 				ts.stats[op.from].LoadFailed++
 			}
 			x.unpinSlot(op.from, op.e)

@@ -364,13 +364,7 @@ func (x *Index) dropSlot(t Tier, e int32) {
 	en := &ts.ents[e]
 	s := en.slot[t-1] - 1
 	if en.st[t-1] == slotResident {
-		ts.stats[t].Evicted++
-		if !en.heldBelow(t) {
-			ts.stats[t].Lost++
-		}
-		if x.obs != nil {
-			x.emitTierRemoved(t, e, s)
-		}
+		x.slotEvicted(t, s)
 	}
 	l.owner[s] = 0
 	l.put(s, en.st[t-1] == slotResident)
@@ -435,45 +429,33 @@ func (x *Index) slotResidentNow(t Tier, e int32) {
 	}
 }
 
-// keepFailedWriteBack keeps the source slot in lower tier t of a copy into the tier below
-// that failed: a write-back (makeRoom) marked it leaving, to be dropped once copied, but
-// it still holds the block, so it stays, ranked as used at now (the failed demotion's rule
-// on the device, keepFailedDemotion). A source a failed load hid (pending) still goes.
-func (en *tierEntry) keepFailedWriteBack(t Tier, now uint64) {
-	if i := t - 1; en.st[i] == slotResident && en.leaving[i] {
-		en.leaving[i] = false
-		en.touched[i] = now
-	}
+// Index's side of the failed-copy rules (tierslot.go): a slot's state is its entry's.
+
+func (x *Index) slotOf(t Tier, k int32) slotView {
+	en := &x.tiers.ents[x.tiers.lv[t-1].owner[k]-1]
+	i := t - 1
+	return slotView{st: &en.st[i], leaving: &en.leaving[i], pins: &en.pins[i], touched: &en.touched[i]}
 }
 
-// failSlot evicts entry e's key from lower tier t after a failed load from it: at once
-// for lookups and events, and the slot itself when the last copy reading it ends (until
-// then it counts as pending, busy with copies in flight). The slot's bytes are no longer
-// trusted: a copy of it into the tier below that is still in flight lands nowhere
-// (slotDoomed). A copy of it confirmed before stands: the server confirmed it.
-func (x *Index) failSlot(t Tier, e int32) {
+func (x *Index) slotBelow(t Tier, k int32) (slotView, bool) {
+	en := &x.tiers.ents[x.tiers.lv[t-1].owner[k]-1]
+	if int(t) >= len(x.tiers.lv) || en.slot[t] == 0 {
+		return slotView{}, false
+	}
+	return slotView{st: &en.st[t], leaving: &en.leaving[t], pins: &en.pins[t], touched: &en.touched[t]}, true
+}
+
+func (x *Index) slotTime() uint64 { return x.clock.Now() }
+
+func (x *Index) slotEvicted(t Tier, k int32) {
 	ts := x.tiers
-	en := &ts.ents[e]
-	en.leaving[t-1] = true
-	// A pending slot below is the copy of this one: copies between lower tiers go one
-	// tier down, from the slot the entry has in the tier above (pinned until it ends).
-	// One a failed load of its own hid (leaving) receives nothing and stays as it is.
-	if int(t) < len(ts.lv) && en.st[t] == slotPending && !en.leaving[t] {
-		en.st[t] = slotDoomed
-	}
-	if en.pins[t-1] <= 1 || en.st[t-1] != slotResident {
-		return // unpinSlot drops it now
-	}
-	l := &ts.lv[t-1]
-	s := en.slot[t-1] - 1
-	l.hide()
-	en.st[t-1] = slotPending
+	e := ts.lv[t-1].owner[k] - 1
 	ts.stats[t].Evicted++
-	if !en.heldBelow(t) {
+	if !ts.ents[e].heldBelow(t) {
 		ts.stats[t].Lost++
 	}
 	if x.obs != nil {
-		x.emitTierRemoved(t, e, s)
+		x.emitTierRemoved(t, e, k)
 	}
 }
 
