@@ -46,7 +46,8 @@
 // that passes (LOADING after a restart, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN): retry
 // later. A command Redis answers with any other error (maxmemory, a replica, an ACL, a
 // write onto a key another application holds) returns one wrapping ErrRefused that
-// names the command, and never ErrUnavailable: no reply error is taken for an empty
+// names the command, and never ErrUnavailable; a write to a replica (READONLY, after a
+// failover) is also ErrReadOnly, and one over maxmemory (OOM) ErrOutOfMemory: no reply error is taken for an empty
 // result, except a read of another application's key, which holds no entry. Every write
 // is idempotent, so applying a batch again after the failure is safe. CheckRestart tells a Redis restart (a lost index
 // without persistence) from a blip: replay the event stream then.

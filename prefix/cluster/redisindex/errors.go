@@ -24,13 +24,35 @@ var (
 	// Redis is back leaves the index as one application would have.
 	ErrUnavailable = errors.New("redisindex: redis unavailable")
 	// ErrRefused: Redis answered a command with an error that retrying does not mend
-	// (WRONGTYPE on a key another application holds, OOM at maxmemory, READONLY on a
-	// replica, NOPERM); the error names the command and its key. It never wraps
+	// (WRONGTYPE on a key another application holds, OOM at maxmemory: ErrOutOfMemory,
+	// READONLY on a replica: ErrReadOnly, NOPERM); the error names the command and its
+	// key. It never wraps
 	// ErrUnavailable, so a caller may treat it as needing an operator. As after
 	// ErrUnavailable, part of the call may be applied, and applying it again once the
 	// cause is gone is safe.
 	ErrRefused = errors.New("redisindex: redis refused a command")
+	// ErrReadOnly: Redis answered READONLY, a write sent to a replica: the client points
+	// at one, or a failover demoted the master it was pointed at (go-redis retries
+	// READONLY a few times first, as it does LOADING). Re-resolve the master (Sentinel,
+	// the cluster's slots) before writing again; retrying the same address does not
+	// mend it. It matches ErrRefused too (errors.Is), so a caller that only tells a
+	// refusal from ErrUnavailable need not change.
+	ErrReadOnly error = &refusal{"redisindex: redis refused a command: read-only replica"}
+	// ErrOutOfMemory: Redis answered OOM, a write over maxmemory that its
+	// maxmemory-policy (noeviction, or a volatile-* policy with no key to evict) refuses.
+	// Reads still work; writes do once memory is freed or maxmemory raised. It matches
+	// ErrRefused too (errors.Is).
+	ErrOutOfMemory error = &refusal{"redisindex: redis refused a command: out of memory (maxmemory)"}
 )
+
+// refusal is a kind of ErrRefused a caller may want to tell apart: errors.Is matches it
+// and ErrRefused.
+type refusal struct{ msg string }
+
+func (e *refusal) Error() string { return e.msg }
+
+// Is makes a refusal match ErrRefused.
+func (e *refusal) Is(target error) bool { return target == ErrRefused }
 
 // Bounds on what the index stores or reads back.
 const (

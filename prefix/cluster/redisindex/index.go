@@ -162,8 +162,9 @@ func execErr(cmds []redis.Cmder, err error) error {
 }
 
 // cmdErr is ErrRefused naming c and its key, if Redis answered c with an error that is a
-// failure (see execErr); ErrUnavailable naming them if the error is a transient state, or
-// if Redis never answered.
+// failure (see execErr): ErrReadOnly for READONLY and ErrOutOfMemory for OOM, both kinds
+// of ErrRefused; ErrUnavailable naming them if the error is a transient state, or if
+// Redis never answered.
 func cmdErr(c redis.Cmder) error {
 	err := c.Err()
 	if err == nil || errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -190,10 +191,16 @@ func cmdErr(c redis.Cmder) error {
 			name = fmt.Sprintf("%s %v", name, args[1])
 		}
 	}
-	if transient(err) {
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+	kind := ErrRefused
+	switch {
+	case transient(err):
+		kind = ErrUnavailable
+	case redis.HasErrorPrefix(err, "READONLY"):
+		kind = ErrReadOnly
+	case redis.HasErrorPrefix(err, "OOM"):
+		kind = ErrOutOfMemory
 	}
-	return fmt.Errorf("%w: %s: %w", ErrRefused, name, err)
+	return fmt.Errorf("%w: %s: %w", kind, name, err)
 }
 
 // transientStates are the error codes of a Redis that will take the same command later:
@@ -203,7 +210,7 @@ func cmdErr(c redis.Cmder) error {
 // that lost its master, under replica-serve-stale-data no). go-redis retries all of them
 // but BUSY itself (Options.MaxRetries; v9's shouldRetry); what is left after its retries,
 // and every BUSY, is ErrUnavailable. READONLY stays a
-// refusal: a replica's, where a router pointed at one would retry for ever.
+// refusal (ErrReadOnly): a replica's, where a router pointed at one would retry for ever.
 var transientStates = [...]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"}
 
 // transient reports whether err, a reply error, is one of transientStates: its code is

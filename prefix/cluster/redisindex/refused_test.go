@@ -117,6 +117,8 @@ func TestPipelineCommandErrorsAreReturned(t *testing.T) {
 			}
 			require.ErrorIs(t, err, redisindex.ErrRefused)
 			require.NotErrorIs(t, err, redisindex.ErrUnavailable)
+			require.NotErrorIs(t, err, redisindex.ErrReadOnly, "only READONLY is")
+			require.NotErrorIs(t, err, redisindex.ErrOutOfMemory, "only OOM is")
 			require.ErrorContains(t, err, tc.want)
 			var rerr redis.Error
 			require.ErrorAs(t, err, &rerr, "Redis's reply stays reachable")
