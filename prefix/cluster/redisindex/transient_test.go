@@ -3,6 +3,8 @@ package redisindex_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,9 +36,15 @@ func requireUnavailable(t *testing.T, err error, state string) {
 }
 
 // A restarted Redis loading its dataset answers LOADING: the index's calls fail with
-// ErrUnavailable, which a caller retries, not ErrRefused. Against the real server, started
-// here on a dataset that loads slowly (key-load-delay: 1 ms slept per key, 20,000 keys,
-// 20 s; the server is killed when the test ends, long before).
+// ErrUnavailable, which a caller retries, not ErrRefused. Against the real server,
+// restarted here on a dataset that takes longer to load than any test may run, so that no
+// schedule of a loaded machine can see the loading end: 16,384 keys, each slept on for
+// 250 ms (key-load-delay), 68 minutes in all, against go test's 10-minute default timeout
+// and CI's 25. Each key's value is 1 KiB of incompressible bytes, over
+// loading-process-events-interval-bytes, so the server answers its clients after every
+// key it loads, within about 250 ms. The server is killed when the test ends. (Before,
+// 20,000 small keys at 1 ms each made a 20-second window, which a loaded machine could
+// outlast.)
 func TestLoadingRedisIsUnavailable(t *testing.T) {
 	bin := testserver.Binary(t, "KVPAGE_REDIS_SERVER", "redis-server")
 	port := testserver.FreePort(t)
@@ -47,20 +55,32 @@ func TestLoadingRedisIsUnavailable(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: 16, Seed: fixtureSeed, Model: fixtureModel, Timeout: 5 * time.Second})
+	// The timeout only bounds a failure: a reply takes one key's delay.
+	x, err := redisindex.New(ctx, rdb, redisindex.Config{BlockSize: 16, Seed: fixtureSeed, Model: fixtureModel, Timeout: time.Minute})
 	require.NoError(t, err)
-	pipe := rdb.Pipeline()
-	for i := range 20000 {
-		pipe.Set(ctx, fmt.Sprintf("filler:%d", i), i, 0)
+	const keys, keyDelayMicros = 16384, 250_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := make([]byte, 1024)
+	for from := 0; from < keys; from += 1024 {
+		pipe := rdb.Pipeline()
+		for i := from; i < from+1024; i++ {
+			for j := range value {
+				value[j] = byte(rng.Uint32())
+			}
+			pipe.Set(ctx, fmt.Sprintf("filler:%d", i), string(value), 0)
+		}
+		_, err = pipe.Exec(ctx)
+		require.NoError(t, err)
 	}
-	_, err = pipe.Exec(ctx)
-	require.NoError(t, err)
 	require.NoError(t, rdb.Save(ctx).Err())
 	first.Stop()
-	testserver.Start(t, up, bin, append(args, "--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024")...)
+	testserver.Start(t, up, bin, append(args, "--key-load-delay", strconv.Itoa(keyDelayMicros), "--loading-process-events-interval-bytes", "1024")...)
 	for name, call := range transientCalls(t, x) {
 		t.Run(name, func(t *testing.T) { requireUnavailable(t, call(ctx), "LOADING") })
 	}
+	info, err := rdb.Info(ctx, "persistence").Result()
+	require.NoError(t, err, "INFO answers while loading")
+	require.Contains(t, info, "loading:1", "still loading: the replies were not a race with its end")
 }
 
 // A Redis running a script past busy-reply-threshold answers BUSY to everything but
