@@ -941,6 +941,7 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 		if rec, out := m.swapped[id]; out {
 			delete(m.swapped, id) // swapped out: nothing held but its tokens and its hold
 			m.releaseHold(id, rec.hold)
+			m.swap.freeRec(rec)
 			return nil
 		}
 		return seqErr("finish", id, errUnknown)

@@ -303,18 +303,22 @@ func (m *Manager) PreemptSeq(id blocktable.SeqID, mode blocktable.PreemptMode) (
 	}
 	before := m.st.free()
 	v := blocktable.Preempted{Seq: id, Mode: mode, Tokens: len(s.tokens)}
+	var rec *swapRec
 	if mode == blocktable.Swap {
-		aw, err := m.swapOut(s)
+		r, aw, err := m.swapOut(s)
 		if err != nil {
 			return blocktable.Preempted{}, err
 		}
-		v.Awaiting = aw
+		rec, v.Awaiting = r, aw
 	}
 	m.releaseAll(s)
 	if len(m.copies) > 0 {
 		m.dropStaleCopies()
 	}
 	m.drop(id, s)
+	if rec != nil {
+		swapTokens(rec, s)
+	}
 	v.Freed = m.st.free() - before
 	m.counters.Preemptions++
 	if invariant.Enabled {

@@ -40,6 +40,32 @@ type swapScratch struct {
 	ids, stored []blocks.ID
 	cnt         []int32
 	extra       int // holds not in m.swapped: Preempt's pre-hold, Resume's while it admits
+	// free keeps the records of sequences resumed or finished since, each with the token
+	// buffer it last held, for the next swap-out: a swap in steady state allocates
+	// nothing. A swap-out moves the sequence's own buffer into its record and leaves the
+	// record's old buffer to the sequence's spare record (the tokens are not copied);
+	// Resume copies them into the new running record, as any admission copies its
+	// prompt, and the swap record goes back here with its buffer. Each buffer has one
+	// owner at a time, so a resumed sequence's appends write to no buffer a swap record
+	// (or another sequence) reads.
+	free []*swapRec
+}
+
+// newRec is a swap record from the free list, or a new one.
+func (sw *swapScratch) newRec() *swapRec {
+	if n := len(sw.free); n > 0 {
+		r := sw.free[n-1]
+		sw.free[n-1] = nil
+		sw.free = sw.free[:n-1]
+		return r
+	}
+	return &swapRec{}
+}
+
+// freeRec returns a record that no longer files a sequence, keeping its token buffer.
+func (sw *swapScratch) freeRec(r *swapRec) {
+	*r = swapRec{tokens: r.tokens[:0]}
+	sw.free = append(sw.free, r)
 }
 
 // appendSwapIDs appends s's cached blocks, every group's, to dst.
@@ -86,16 +112,17 @@ func (m *Manager) swapHold(ids []blocks.ID) (prefix.HoldID, error) {
 }
 
 // swapOut holds s's cached blocks in the lower tiers (PreemptSeq's Swap mode), before its
-// release, and files s as swapped out; it returns how many of s's blocks its release
-// leaves to copies in flight alone (Preempted.Awaiting). It fails with a
+// release, and files s as swapped out; it returns the record and how many of s's blocks
+// its release leaves to copies in flight alone (Preempted.Awaiting). The caller moves s's
+// tokens into the record (swapTokens) once s is dropped. It fails with a
 // *blocktable.SeqError (Op "swap out") naming s, wrapping a *prefix.TierFullError,
 // changing nothing, when tier 1 cannot take the copies.
-func (m *Manager) swapOut(s *seq) (int, error) {
+func (m *Manager) swapOut(s *seq) (*swapRec, int, error) {
 	sw := &m.swap
 	sw.ids = m.appendSwapIDs(sw.ids[:0], s)
 	h, err := m.swapHold(sw.ids)
 	if err != nil {
-		return 0, m.swapRefused(func(yield func(*seq) bool) { yield(s) }, err)
+		return nil, 0, m.swapRefused(func(yield func(*seq) bool) { yield(s) }, err)
 	}
 	awaiting := 0
 	for _, b := range sw.ids {
@@ -106,10 +133,20 @@ func (m *Manager) swapOut(s *seq) (int, error) {
 	if m.swapped == nil {
 		m.swapped = make(map[blocktable.SeqID]*swapRec)
 	}
-	m.swapped[s.id] = &swapRec{tokens: append([]int32(nil), s.tokens...), maxTokens: s.maxTokens,
-		promptLen: s.promptLen, priority: s.priority, hit: s.hit, arrival: s.arrival, ns: s.ns, hold: h}
+	rec := sw.newRec()
+	*rec = swapRec{tokens: rec.tokens, maxTokens: s.maxTokens, promptLen: s.promptLen,
+		priority: s.priority, hit: s.hit, arrival: s.arrival, ns: s.ns, hold: h}
+	m.swapped[s.id] = rec
 	m.tierCounts.SwapOuts++
-	return awaiting, nil
+	return rec, awaiting, nil
+}
+
+// swapTokens moves the tokens of s, swapped out and dropped (its record spare), into its
+// swap record, and gives s the record's old buffer: no copy, and each buffer keeps one
+// owner. After drop, so that nothing that reads s's length (the preemption order's key)
+// sees it change while s is still filed.
+func swapTokens(rec *swapRec, s *seq) {
+	rec.tokens, s.tokens = s.tokens, rec.tokens[:0]
 }
 
 // preHold holds, for Preempt in Swap mode, every victim's blocks at once before any is
@@ -225,6 +262,7 @@ func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 		return AdmitResult{}, err
 	}
 	m.releaseHold(id, rec.hold)
+	m.swap.freeRec(rec) // its tokens were copied into the running record
 	s := m.seqs[id]
 	s.promptLen = rec.promptLen
 	m.orderFix(s)
