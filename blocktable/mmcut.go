@@ -20,8 +20,9 @@ func (m *Manager) Inputs(seq SeqID) ([]prefix.MMInput, error) {
 
 // mmUpTo is mm cut to the first n tokens of a sequence in blocks of bs tokens: inputs that
 // start at or past n dropped, one across n ending at n. Truncate cuts a sequence's inputs
-// with it; Resume cuts those of a chunked prefill's rest, past the tokens, which Admit
-// refuses (ErrInvalidArgument), so that the swapped sequence could never resume.
+// with it. Resume cuts those of a chunked prefill's rest, past the tokens, for its Admit
+// alone, which refuses them (ErrInvalidArgument); the resumed sequence then takes its
+// whole inputs back, since the tokens appended next are that prompt's.
 //
 // The index keys an input by its hash alone (and, in one form, where it starts), so an
 // input cut short would key the block the cut falls in exactly as the whole input keys it

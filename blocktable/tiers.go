@@ -217,7 +217,8 @@ func (m *Manager) releaseHold(s *sequence) {
 // Resume brings back a sequence Swap preemption put into the lower tiers: it is admitted
 // again (as Request.Resumed, with its namespace, multimodal inputs, priority and every
 // token it had), matching its prefix on the device and loading what the tiers hold
-// (AdmitResult.Load); the caller computes the rest. Its hold on the tiers is then
+// (AdmitResult.Load); the caller computes the rest. A chunked prefill keeps the inputs
+// of its prompt's rest, whose tokens the caller appends next. Its hold on the tiers is then
 // released (the load pins what it reads). It keeps its ID and prompt length; its arrival
 // is the resumption's. All or nothing: on failure (blocks.ErrOutOfBlocks, in a *SeqError
 // with Op "resume") it stays swapped out, its KV still held, and nothing else changed,
@@ -271,6 +272,13 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	}
 	back := m.seqs[seq]
 	back.promptLen = s.promptLen
+	// Admit was given the inputs cut to the tokens (it refuses inputs past the prompt),
+	// but a chunked prefill's rest is still its prompt's: the caller appends the image's
+	// tokens next and the server computes image KV for them. So the resumed sequence keys
+	// its blocks by all of its inputs, as before the swap and as vLLM keys a request's
+	// blocks whatever part of it is computed. Admit committed no block the cut reaches:
+	// the block the cut falls in is partial, and the blocks before it key alike.
+	back.prompt.MM = s.prompt.MM
 	m.orderFix(back)
 	m.releaseHold(s)
 	m.recycle(s)
