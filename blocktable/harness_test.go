@@ -302,9 +302,9 @@ func (h *harness) snapshot() snapshotState {
 		toks, err := h.m.Tokens(id)
 		require.NoError(h.t, err)
 		s.Toks[id] = slices.Clone(toks)
-		in, err := h.m.Inputs(id)
+		in, err := h.m.AppendInputs(nil, id)
 		require.NoError(h.t, err)
-		s.MM[id] = slices.Clone(in)
+		s.MM[id] = in
 	}
 	if h.index != nil {
 		s.Evict = h.index.Reclaimable()

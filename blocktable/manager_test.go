@@ -494,7 +494,8 @@ func TestManagerTypedErrorsChangeNothing(t *testing.T) {
 		{"pack unknown", func() error { return s.m.Pack(&Batch{}, []SeqID{2, 9}) }, ErrUnknownSeq},
 		{"seq unknown", func() error { _, err := s.m.Seq(9); return err }, ErrUnknownSeq},
 		{"tokens unknown", func() error { _, err := s.m.Tokens(9); return err }, ErrUnknownSeq},
-		{"inputs unknown", func() error { _, err := s.m.Inputs(9); return err }, ErrUnknownSeq},
+		{"inputs unknown", func() error { _, err := s.m.AppendInputs(nil, 9); return err }, ErrUnknownSeq},
+		{"append tokens unknown", func() error { _, err := s.m.AppendTokens(nil, 9); return err }, ErrUnknownSeq},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,16 +6,19 @@ import (
 	"github.com/kvpage/kvpage/prefix"
 )
 
-// Inputs returns seq's multimodal inputs (Request.MM) as the Manager keys its blocks by
-// them: the admission's, cut by Truncate. With Tokens, it is what a recompute-mode
-// readmission of seq passes as Request.MM. The slice is the Manager's (or the caller's
-// own, when nothing was cut): read it, do not change it.
-func (m *Manager) Inputs(seq SeqID) ([]prefix.MMInput, error) {
+// AppendInputs appends seq's multimodal inputs (Request.MM) to dst and returns the
+// extended slice: the inputs the Manager keys its blocks by, the admission's as Truncate
+// cut them. With AppendTokens, it is what a recompute-mode readmission of seq passes as
+// Request.MM. They are a copy, the caller's to change or keep; the Manager's own list is
+// not handed out, since a write to it would change the keys of blocks still to be
+// committed. A dst with room allocates nothing. For an unknown seq it returns dst and
+// ErrUnknownSeq (in a *SeqError).
+func (m *Manager) AppendInputs(dst []prefix.MMInput, seq SeqID) ([]prefix.MMInput, error) {
 	s, err := m.lookup("inputs", seq)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	return s.prompt.MM, nil
+	return append(dst, s.prompt.MM...), nil
 }
 
 // mmUpTo is mm cut to the first n tokens of a sequence in blocks of bs tokens: inputs that

@@ -49,14 +49,28 @@ func (m *Manager) Seqs(dst []SeqID) []SeqID {
 	return dst
 }
 
-// Tokens returns seq's token ids. The slice is the Manager's: read it, do not keep it
-// past the next call.
+// Tokens returns seq's token ids without a copy, for a scheduler's reads: the slice is
+// the Manager's own, so read it, do not write to it (its tokens key the blocks still to
+// be committed) and do not keep it past the next call. It is clipped to its length, so
+// that an append to it copies rather than writing into the Manager's room.
+// AppendTokens (like AppendInputs for the inputs) gives a copy to change or keep.
 func (m *Manager) Tokens(seq SeqID) ([]int32, error) {
 	s, err := m.lookup("tokens", seq)
 	if err != nil {
 		return nil, err
 	}
-	return s.tokens, nil
+	return s.tokens[:len(s.tokens):len(s.tokens)], nil
+}
+
+// AppendTokens appends seq's token ids to dst and returns the extended slice: a copy,
+// the caller's to change or keep. A dst with room allocates nothing. For an unknown seq
+// it returns dst and ErrUnknownSeq (in a *SeqError).
+func (m *Manager) AppendTokens(dst []int32, seq SeqID) ([]int32, error) {
+	s, err := m.lookup("tokens", seq)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s.tokens...), nil
 }
 
 // Blocks returns the block table of the running sequence seq (null entries of a sliding

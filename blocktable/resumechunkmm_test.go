@@ -28,7 +28,7 @@ func TestResumeKeepsAChunkedPrefillsInputs(t *testing.T) {
 	_, err = s.m.Resume(1)
 	require.NoError(t, err)
 	s.completeAll(t, true)
-	in, err := s.m.Inputs(1)
+	in, err := s.m.AppendInputs(nil, 1)
 	require.NoError(t, err)
 	require.Equal(t, mm, in, "the resumed sequence keeps its prompt's inputs")
 	_, err = s.m.Append(1, full[10:], 0) // the rest of the prefill: the image's other 10

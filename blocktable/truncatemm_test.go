@@ -44,7 +44,7 @@ func TestTruncateCutsMultimodalInputs(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.m.Truncate(1, tc.cut))
 			require.Equal(t, tc.mm, mm, "the caller's inputs are not changed")
-			in, err := s.m.Inputs(1)
+			in, err := s.m.AppendInputs(nil, 1)
 			require.NoError(t, err)
 			require.Equal(t, tc.asCut, in)
 			_, err = s.m.Append(1, toks[tc.cut:tc.cut+tc.reappend], 0)

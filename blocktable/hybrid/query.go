@@ -90,17 +90,38 @@ func (m *Manager) arrivalOf(id blocktable.SeqID) uint64 {
 
 // Tokens returns sequence id's tokens, running or swapped out (what a recompute-mode
 // readmission passes as its prompt), as blocktable.Manager's Tokens; ErrUnknownSeq for an
-// ID the Manager does not know. The slice is the Manager's: read it, do not keep it past
-// the next call.
+// ID the Manager does not know. The slice is the Manager's own, not a copy: read it, do
+// not write to it and do not keep it past the next call. It is clipped to its length, so
+// that an append to it copies. AppendTokens gives a copy to change or keep.
 func (m *Manager) Tokens(id blocktable.SeqID) ([]int32, error) {
-	s, ok := m.lookup(id)
+	t, ok := m.tokensOf(id)
 	if !ok {
-		if rec, out := m.swapped[id]; out {
-			return rec.tokens, nil
-		}
 		return nil, seqErr("tokens", id, errUnknown)
 	}
-	return s.tokens, nil
+	return t[:len(t):len(t)], nil
+}
+
+// AppendTokens appends sequence id's tokens, running or swapped out, to dst and returns
+// the extended slice, as blocktable.Manager's AppendTokens: a copy, the caller's to
+// change or keep; a dst with room allocates nothing. For an unknown ID it returns dst and
+// ErrUnknownSeq.
+func (m *Manager) AppendTokens(dst []int32, id blocktable.SeqID) ([]int32, error) {
+	t, ok := m.tokensOf(id)
+	if !ok {
+		return dst, seqErr("tokens", id, errUnknown)
+	}
+	return append(dst, t...), nil
+}
+
+// tokensOf is the Manager's own slice of id's tokens, running or swapped out.
+func (m *Manager) tokensOf(id blocktable.SeqID) ([]int32, bool) {
+	if s, ok := m.lookup(id); ok {
+		return s.tokens, true
+	}
+	if rec, out := m.swapped[id]; out {
+		return rec.tokens, true
+	}
+	return nil, false
 }
 
 // BlockState says where a block is, from Manager.Block.

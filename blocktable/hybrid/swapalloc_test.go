@@ -98,6 +98,13 @@ func TestHybridSwapKeepsTokens(t *testing.T) {
 		require.NoError(t, err)
 		completeAll(t, m, true)
 		check()
+		cp, err := m.AppendTokens(nil, 2) // swapped out: a copy, the caller's to change
+		require.NoError(t, err)
+		cp[0] = -9
+		view, err := m.Tokens(2)
+		require.NoError(t, err)
+		require.Equal(t, len(view), cap(view), "clipped")
+		check()
 		_, err = m.Resume(1)
 		require.NoError(t, err)
 		completeAll(t, m, true)
