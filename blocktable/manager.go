@@ -351,11 +351,8 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 	if req.Lookahead > m.maxSlots-p.tokens {
 		return p, &SizeError{Op: "admit", Seq: seq, What: "lookahead", N: req.Lookahead, Max: m.maxSlots - p.tokens}
 	}
-	refs := m.refs
-	for _, id := range p.hits { // matched blocks: valid IDs of this pool
-		if refs[id] == blocks.MaxRefCount {
-			return p, &SeqError{Op: "admit", Seq: seq, Err: &blocks.BlockError{Op: "retain", ID: id, Err: blocks.ErrRefCountOverflow}}
-		}
+	if id, full := atMaxRefs(m.refs, p.hits); full {
+		return p, &SeqError{Op: "admit", Seq: seq, Err: &blocks.BlockError{Op: "retain", ID: id, Err: blocks.ErrRefCountOverflow}}
 	}
 	p.need = ceilDiv(p.tokens+req.Lookahead, m.bs) - len(p.hits)
 	p.res = AdmitResult{HitTokens: hitTokens, HitBlocks: len(p.hits), NewBlocks: p.need, Tokens: p.tokens}
@@ -376,6 +373,22 @@ func (m *Manager) plan(seq SeqID, req *Request) (admitPlan, error) {
 		return p, &SeqError{Op: "admit", Seq: seq, Err: &blocks.OutOfBlocksError{Requested: p.need + m.wmBlocks, Available: avail}}
 	}
 	return p, nil
+}
+
+// atMaxRefs returns the first of hits (matched blocks: valid IDs of this pool) that holds
+// blocks.MaxRefCount references, which one more holder would overflow. A loop over every
+// hit block of every admission, kept out of line so that its code does not move with
+// plan's: the assembler pads a loop whose branches land across a 32-byte boundary
+// (Intel's jump erratum) with NOPs, two an iteration here when plan's code last shifted.
+//
+//go:noinline
+func atMaxRefs(refs []int32, hits []blocks.ID) (blocks.ID, bool) {
+	for _, id := range hits {
+		if refs[id] == blocks.MaxRefCount {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // Admit admits seq with req: it matches the prompt against the prefix index, takes the hit
