@@ -32,7 +32,6 @@ type paged struct {
 	internal int64 // sum of the running requests' last-block tails
 	tokens   int64 // sum of the running requests' token states (shared ones counted per holder)
 	prompt   []int32
-	one      [1]int32
 	pre      []blocktable.Preempted
 	req      blocktable.Request
 	tiers    Tiers
@@ -137,9 +136,9 @@ func (p *paged) admit(s *seq, budget int) (prefill, hit int, ok bool, err error)
 
 func (p *paged) grow(s *seq, victims []*seq) ([]*seq, error) {
 	id := blocktable.SeqID(s.req.ID)
-	p.one[0] = Token(p.seed, s.req, s.stored)
+	tok := Token(p.seed, s.req, s.stored)
 	for {
-		_, err := p.m.Append(id, p.one[:], 0)
+		_, err := p.m.AppendToken(id, tok) // a server's decode step: one token, no slice
 		if err == nil {
 			p.internal += p.tail(s.stored+1) - p.tail(s.stored)
 			p.tokens++
