@@ -1,6 +1,7 @@
 package hybrid
 
 import (
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 )
 
@@ -32,4 +33,25 @@ func (m *Manager) Kept() int {
 	}
 	ts := m.st.tiers
 	return len(ts.kept) - ts.keptHead - ts.keptDead
+}
+
+// ClosureBreaks is, for the tests, the first device block of every (node, group) whose
+// full-attention closure is broken in the form CheckInvariants checks with tiers
+// (closureBroken), whether or not CheckInvariants still checks it: after a lower tier's
+// first drop it does not.
+func (m *Manager) ClosureBreaks() []blocks.ID {
+	t := m.st.t
+	var out []blocks.ID
+	for n := range t.Nodes() {
+		parent := t.Parent(n)
+		if t.IsRoot(n) || t.IsRoot(parent) {
+			continue
+		}
+		for g := range m.specs {
+			if m.closureBroken(n, parent, g) {
+				out = append(out, t.First(n, g))
+			}
+		}
+	}
+	return out
 }

@@ -28,7 +28,8 @@ import (
 //     no longer caches for its group has its parent in a lower tier, or is itself in one
 //     or being copied into one (the copy deferred its release); checked until a lower
 //     tier first drops a slot (an eviction by its policy, a move down, a failed copy or
-//     load), which may drop the copy the form relies on;
+//     load), which may drop the copy the form relies on (the tests ask for the breaks
+//     themselves past that point: ClosureBreaks);
 //   - with lower tiers, every block's count includes the copies in flight holding it, each
 //     demoted block is held by one, every loading sequence is filed under its load, and
 //     the tree's holds (prefix.GroupTree's, checked there per slot) are the swapped
@@ -105,9 +106,8 @@ func (m *Manager) CheckInvariants() error {
 		if !closed || t.IsRoot(n) || t.IsRoot(parent) {
 			continue
 		}
-		for g, spec := range m.specs {
-			if spec.Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID &&
-				(m.st.tiers == nil || !t.HeldBelow(parent, g) && !m.deferredByCopy(n, g)) {
+		for g := range m.specs {
+			if m.closureBroken(n, parent, g) {
 				return fmt.Errorf("node %d: group %d (full attention) cached below a parent no tier holds", n, g)
 			}
 		}
@@ -132,6 +132,16 @@ func countNodes(t *prefix.GroupTree) int {
 		n++
 	}
 	return n
+}
+
+// closureBroken reports whether group g's device blocks at node n, below parent, break
+// full attention's downward closure in the form tiers keep (CheckInvariants): g is full
+// attention, n has a device block of it and parent none, and (with tiers) no lower tier
+// holds the parent's nor does a copy keep n's (deferredByCopy).
+func (m *Manager) closureBroken(n, parent prefix.Node, g int) bool {
+	t := m.st.t
+	return m.specs[g].Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID &&
+		(m.st.tiers == nil || !t.HeldBelow(parent, g) && !m.deferredByCopy(n, g))
 }
 
 // lowerDropped reports whether a lower tier ever dropped a slot (evicted by its policy,

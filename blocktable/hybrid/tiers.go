@@ -207,6 +207,28 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	s.release(b)
 }
 
+// leafFirst orders the device sources of a failed store so that every block comes before
+// the blocks of its node's ancestors (deeper nodes first; ties keep their order), as
+// releaseAll releases a table last first: released in this order, they go to the free
+// queue leaf first, and eviction in queue order keeps full attention's closure. A plan's
+// order is its sources' IDs, which may put a parent first: a swap-out whose store failed
+// then had its parent evicted before its child, the child left cached below an uncached
+// parent that no tier holds. (A store completed ok leaves a copy below every source.)
+func (s *store) leafFirst(bs []blocks.ID) {
+	depth := func(b blocks.ID) int {
+		e, ok := s.t.Entry(b)
+		if !ok {
+			return 0
+		}
+		d := 0
+		for n := e.Node; !s.t.IsRoot(n); n = s.t.Parent(n) {
+			d++
+		}
+		return d
+	}
+	slices.SortStableFunc(bs, func(a, b blocks.ID) int { return cmp.Compare(depth(b), depth(a)) })
+}
+
 // AdmitResult says what AdmitTiered did.
 type AdmitResult struct {
 	// Hit is the device hit in tokens: KV the sequence shares and must not compute. A
@@ -460,6 +482,9 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 		return LoadDone{}, err
 	}
 	ts.done = dev
+	if r.Kind == prefix.Store && !ok {
+		m.st.leafFirst(dev)
+	}
 	for _, b := range dev {
 		m.st.transferDone(b, r.Kind == prefix.Store, ok)
 	}

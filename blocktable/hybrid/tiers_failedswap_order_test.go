@@ -1,0 +1,48 @@
+package hybrid
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/prefix"
+	"github.com/stretchr/testify/require"
+)
+
+// A swap-out whose store fails gives its blocks back to the free queue leaf first, as a
+// finished sequence's, so that the next allocation evicts a leaf, never a parent whose
+// child stays cached (a full-attention block below a parent no tier holds, its KV
+// unreachable). Before, the sources went back at completion in the plan's order, by
+// block ID: parent first (the first row failed: block 2 below its evicted parent). The
+// StreamOrdered row is a control: its sources go back as TakePlans hands the store out,
+// to the front as demoted blocks, and came out leaf first already. CheckInvariants does
+// not see it (it stops checking the closure once a lower tier has failed a copy), so the
+// test asks for the breaks themselves (ClosureBreaks).
+func TestFailedSwapOutReleasesLeafFirst(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream-ordered ", stream), func(t *testing.T) {
+			m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}, FullAttention{Block: 4}}, NumBlocks: 6,
+				Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 4, Write: prefix.WriteBack}},
+					BlockBytes: 16, StreamOrdered: stream}})
+			require.NoError(t, err)
+			_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 1, 1}, MaxTokens: 14})
+			require.NoError(t, err)
+			_, err = m.PreemptSeq(0, blocktable.Swap) // its two blocks per group go to the host
+			require.NoError(t, err)
+			plans := m.TakePlans(nil)
+			require.Len(t, plans, 1)
+			if stream { // the sources are free now: an allocation takes one before the copy ends
+				_, err = m.AdmitTiered(1, &Request{Prompt: []int32{1}, MaxTokens: 7})
+				require.NoError(t, err)
+			}
+			_, err = m.CompleteTransfer(plans[0].ID, false)
+			require.NoError(t, err)
+			if !stream {
+				_, err = m.AdmitTiered(1, &Request{Prompt: []int32{1}, MaxTokens: 7})
+				require.NoError(t, err)
+			}
+			require.Empty(t, m.ClosureBreaks(), "no block cached below an evicted parent")
+			require.NoError(t, m.CheckInvariants())
+		})
+	}
+}
