@@ -44,6 +44,10 @@ type tierState struct {
 	hitQueue   []blocks.ID
 	ahead      []blocks.ID
 	done       []blocks.ID
+	handed     []blocks.ID // releaseHandedOut's scratch: one plan's device sources, leaf first
+	lfIDs      []blocks.ID // leafFirst's scratch: the sources sorted, their depths, a chain
+	lfDepth    []int32
+	lfChain    []int32
 	loads      []prefix.GroupLoad
 	before     []int // commitTiered's scratch: blocks cached per group before
 	committing bool  // commitTiered is running commit's device pass
@@ -207,26 +211,83 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	s.release(b)
 }
 
-// leafFirst orders the device sources of a failed store so that every block comes before
-// the blocks of its node's ancestors (deeper nodes first; ties keep their order), as
-// releaseAll releases a table last first: released in this order, they go to the free
-// queue leaf first, and eviction in queue order keeps full attention's closure. A plan's
-// order is its sources' IDs, which may put a parent first: a swap-out whose store failed
-// then had its parent evicted before its child, the child left cached below an uncached
-// parent that no tier holds. (A store completed ok leaves a copy below every source.)
+// leafFirst orders the device sources of a store released with no copy of them confirmed
+// (a failed store's, or a StreamOrdered store's as TakePlans hands it out) so that every
+// block comes before the blocks of its node's ancestors (deeper nodes first; ties keep
+// their order), as releaseAll releases a table last first: released in this order, they
+// go to the free queue leaf first, and eviction in queue order keeps full attention's
+// closure. A plan's order is its sources' IDs, which may put a parent first: a swap-out
+// whose store failed then had its parent evicted before its child, the child left cached
+// below an uncached parent that no tier holds. (A store completed ok leaves a copy below
+// every source.)
+//
+// Only a block's order against its ancestors among bs matters, so depth is counted within
+// bs (a block whose parent's block is in bs is one deeper than it): O(n log n) with the
+// scratch slices kept, never a walk to the root, and nothing allocated in steady state.
 func (s *store) leafFirst(bs []blocks.ID) {
-	depth := func(b blocks.ID) int {
-		e, ok := s.t.Entry(b)
-		if !ok {
-			return 0
+	if len(bs) < 2 {
+		return
+	}
+	ts := s.tiers
+	ids := append(ts.lfIDs[:0], bs...)
+	slices.Sort(ids)
+	d := ts.lfDepth[:0]
+	for range ids {
+		d = append(d, -1)
+	}
+	chain := ts.lfChain[:0]
+	deepest := int32(0)
+	for i := range ids {
+		if d[i] >= 0 {
+			continue
 		}
-		d := 0
-		for n := e.Node; !s.t.IsRoot(n); n = s.t.Parent(n) {
-			d++
+		chain = append(chain[:0], int32(i))
+		top := int32(-1) // the depth of the nearest ancestor in bs already counted
+		for {
+			p := s.parentIn(ids, ids[chain[len(chain)-1]])
+			if p < 0 {
+				break
+			}
+			if d[p] >= 0 {
+				top = d[p]
+				break
+			}
+			chain = append(chain, int32(p))
 		}
-		return d
+		for k := len(chain) - 1; k >= 0; k-- {
+			top++
+			d[chain[k]] = top
+		}
+		deepest = max(deepest, top)
+	}
+	ts.lfIDs, ts.lfDepth, ts.lfChain = ids, d, chain
+	if deepest == 0 {
+		return // no block's parent is among them (a step's write-through stores): in order
+	}
+	depth := func(b blocks.ID) int32 {
+		i, _ := slices.BinarySearch(ids, b)
+		return d[i]
 	}
 	slices.SortStableFunc(bs, func(a, b blocks.ID) int { return cmp.Compare(depth(b), depth(a)) })
+}
+
+// parentIn returns the index in ids (sorted) of a block cached for b's group at the parent
+// of b's node, or -1 when there is none (or b is not cached).
+func (s *store) parentIn(ids []blocks.ID, b blocks.ID) int {
+	e, ok := s.t.Entry(b)
+	if !ok {
+		return -1
+	}
+	p := s.t.Parent(e.Node)
+	if p == prefix.NoNode || s.t.IsRoot(p) {
+		return -1
+	}
+	for x := s.t.First(p, e.Group); x != blocks.NullID; x = s.t.NextCached(x) {
+		if j, found := slices.BinarySearch(ids, x); found {
+			return j
+		}
+	}
+	return -1
 }
 
 // AdmitResult says what AdmitTiered did.
@@ -390,24 +451,42 @@ func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
 // copy then fails while the device still has it, it keeps its KV, as a failed demotion
 // without StreamOrdered does (settleKept). Before, it was evicted here, and a failed copy
 // lost it with no copy anywhere.
+//
+// A plan's sources are released leaf first (leafFirst), so that eviction in queue order
+// keeps full attention's closure if the copy fails: those going to the front root first
+// (each goes before the one released last), the others, to the back, leaf first. Before,
+// they went in the plan's order, by block ID: a write-through store's parent went to the
+// back before its child, and if the copy failed, the next allocation evicted the parent
+// and left the child cached below it.
 func (s *store) releaseHandedOut(plans []prefix.Plan) {
 	ts := s.tiers
 	for _, p := range plans {
 		if p.Kind != prefix.Store || p.From != prefix.Device {
 			continue
 		}
+		bs := ts.handed[:0]
 		for _, r := range p.Runs {
 			for b := blocks.ID(r.Src); b < blocks.ID(r.Src+r.Blocks); b++ {
-				if e, cached := s.t.Entry(b); ts.demote[b] && s.ref(b) == 1 && cached {
-					ts.demote[b] = false
-					ts.demoting--
-					ts.kept = append(ts.kept, keptSource{id: p.ID, b: b, e: e})
-					must(s.q.ReleaseToFront(b))
-					continue
-				}
+				bs = append(bs, b)
+			}
+		}
+		s.leafFirst(bs)
+		for i := len(bs) - 1; i >= 0; i-- {
+			b := bs[i]
+			if e, cached := s.t.Entry(b); ts.demote[b] && s.ref(b) == 1 && cached {
+				ts.demote[b] = false
+				ts.demoting--
+				ts.kept = append(ts.kept, keptSource{id: p.ID, b: b, e: e})
+				must(s.q.ReleaseToFront(b))
+				bs[i] = blocks.NullID
+			}
+		}
+		for _, b := range bs {
+			if b != blocks.NullID {
 				s.transferDone(b, true, true)
 			}
 		}
+		ts.handed = bs
 	}
 }
 

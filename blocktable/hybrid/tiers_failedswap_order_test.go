@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 	"github.com/kvpage/kvpage/prefix"
 	"github.com/stretchr/testify/require"
@@ -45,4 +46,28 @@ func TestFailedSwapOutReleasesLeafFirst(t *testing.T) {
 			require.NoError(t, m.CheckInvariants())
 		})
 	}
+}
+
+// A StreamOrdered store's device sources go back as TakePlans hands it out, before its
+// copy is confirmed: leaf first too, so that if the copy fails the next allocation evicts
+// the leaf. Before, a write-through store's sources went to the back in the plan's order
+// (block 1, the parent, then block 2), and the allocation below evicted block 1, leaving
+// block 2 cached below it (ClosureBreaks [2]).
+func TestStreamOrderedStoreReleasesLeafFirst(t *testing.T) {
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}}, NumBlocks: 4,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 4, Write: prefix.WriteThrough}},
+			BlockBytes: 16, StreamOrdered: true}})
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}, MaxTokens: 9})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(0)) // blocks 1 and 2 (a parent and its child) held by their copies
+	plans := m.TakePlans(nil)       // handed out: both go back to the free queue
+	require.Len(t, plans, 1)
+	_, err = m.CompleteTransfer(plans[0].ID, false)
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(1, &Request{Prompt: []int32{9, 9, 9, 9, 9}, MaxTokens: 5}) // takes block 3 and one cached block
+	require.NoError(t, err)
+	require.Empty(t, m.ClosureBreaks(), "no block cached below an evicted parent")
+	require.True(t, m.Block(blocks.ID(1)).Cached, "the parent stays, its child went first")
+	require.NoError(t, m.CheckInvariants())
 }
