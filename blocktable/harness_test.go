@@ -45,13 +45,16 @@ type harness struct {
 	dev, hostMem []int32
 	seqs         map[SeqID][]int32 // the model: running and swapped sequences' tokens
 	mm           map[SeqID][]prefix.MMInput
-	swapped      map[SeqID]bool
-	ns           map[SeqID]int
-	waiting      [][]int32          // tokens of sequences preempted in recompute mode
-	waitingMM    [][]prefix.MMInput // their inputs in the model (cut by Truncate as kv reads them)
-	waitingIn    [][]prefix.MMInput // their inputs as the Manager had them (Inputs), which a readmission passes
-	waitingNS    []int
-	inputs       map[SeqID][]prefix.MMInput // Inputs of every sequence before the current op
+	// rest is a chunked prefill's prompt tokens not yet appended (Request.Prefill): the
+	// next appends feed them, as a scheduler feeds its prompt's chunks, and mm covers them.
+	rest      map[SeqID][]int32
+	swapped   map[SeqID]bool
+	ns        map[SeqID]int
+	waiting   [][]int32          // tokens of sequences preempted in recompute mode
+	waitingMM [][]prefix.MMInput // their inputs in the model (cut by Truncate as kv reads them)
+	waitingIn [][]prefix.MMInput // their inputs as the Manager had them (Inputs), which a readmission passes
+	waitingNS []int
+	inputs    map[SeqID][]prefix.MMInput // Inputs of every sequence before the current op
 	// seen holds, per namespace, the KV of every prefix of full blocks some sequence
 	// had (kvKey): a hit can only be made of those.
 	seen       map[int]map[string]bool
@@ -93,7 +96,7 @@ func newHarness(t require.TestingT, c harnessConfig) *harness {
 	h := &harness{
 		t: t, m: m, pool: pool, index: idx, bs: c.bs, window: c.window,
 		dev: make([]int32, c.blocks*c.bs), hostMem: make([]int32, c.hostBlocks*c.bs),
-		seqs: map[SeqID][]int32{}, mm: map[SeqID][]prefix.MMInput{}, swapped: map[SeqID]bool{}, ns: map[SeqID]int{},
+		seqs: map[SeqID][]int32{}, mm: map[SeqID][]prefix.MMInput{}, rest: map[SeqID][]int32{}, swapped: map[SeqID]bool{}, ns: map[SeqID]int{},
 		seen:       map[int]map[string]bool{},
 		lastAppend: map[SeqID]int{}, plans: map[prefix.TransferID][]prefix.Plan{}, loading: map[SeqID][2]int{},
 	}
@@ -401,6 +404,9 @@ func (h *harness) apply(o op) {
 			}
 		}
 		req := &Request{Namespace: prefix.Namespace{Salt: fmt.Sprint(ns)}, Prompt: prompt, MM: in, Lookahead: o.b % 3}
+		if o.kind%numOps == 0 && o.c%5 == 3 && len(prompt) > 1 {
+			req.Prefill = 1 + o.b%(len(prompt)-1) // a chunked prefill: its rest comes by Append
+		}
 		dry, dryErr := h.m.CanAdmit(id, req)
 		res, err := h.m.Admit(id, req)
 		require.Equal(h.t, dryErr == nil, err == nil, "CanAdmit and Admit disagree: %v / %v", dryErr, err)
@@ -423,7 +429,10 @@ func (h *harness) apply(o op) {
 		require.Less(h.t, res.HitTokens+res.LoadTokens, len(prompt), "a hit leaves one token to compute")
 		h.checkHit(prompt, mm, ns, res.HitTokens+res.LoadTokens)
 		h.next++
-		h.seqs[id] = slices.Clone(prompt)
+		h.seqs[id] = slices.Clone(prompt[:res.Tokens])
+		if res.Tokens < len(prompt) {
+			h.rest[id] = slices.Clone(prompt[res.Tokens:])
+		}
 		h.mm[id] = mm
 		h.ns[id] = ns
 		h.lastAppend[id] = 0
@@ -434,7 +443,10 @@ func (h *harness) apply(o op) {
 			return // a server runs no step of a sequence whose KV is still loading
 		}
 		toks := tokensFor(o.b, 1+o.c%(h.bs+2))
-		if o.b%5 == 4 {
+		rest := h.rest[id]
+		if len(rest) > 0 {
+			toks = rest[:min(len(rest), len(toks))] // the prefill's next chunk
+		} else if o.b%5 == 4 {
 			// Placeholder tokens appended as text (a scheduler feeding a cut prefill's
 			// rest again): the KV of text, which no block of an image may match.
 			for i := range toks {
@@ -455,6 +467,7 @@ func (h *harness) apply(o op) {
 		old := len(h.seqs[id])
 		h.lastAppend[id] = old
 		h.seqs[id] = append(h.seqs[id], toks...)
+		h.popRest(id, len(toks))
 		h.write(id, old, len(h.seqs[id]))
 	case 4: // fork
 		id, ok := h.pick(false, o.a)
@@ -471,6 +484,9 @@ func (h *harness) apply(o op) {
 		}
 		h.next++
 		h.seqs[child] = slices.Clone(h.seqs[id])
+		if r := h.rest[id]; len(r) > 0 {
+			h.rest[child] = slices.Clone(r)
+		}
 		h.mm[child] = h.mm[id]
 		h.ns[child] = h.ns[id]
 		h.lastAppend[child] = h.lastAppend[id]
@@ -484,8 +500,11 @@ func (h *harness) apply(o op) {
 			h.failed(before, err, ErrInvalidArgument)
 			return
 		}
+		if n < len(h.seqs[id]) { // a cut: a chunked prefill's rest goes with its inputs
+			h.mm[id] = cutMM(h.mm[id], n)
+			delete(h.rest, id)
+		}
 		h.seqs[id] = h.seqs[id][:n]
-		h.mm[id] = cutMM(h.mm[id], n)
 		h.lastAppend[id] = min(h.lastAppend[id], n)
 	case 6: // finish
 		id, ok := h.pick(false, o.a)
@@ -604,7 +623,11 @@ func (h *harness) appendTokens(before snapshotState, o op) {
 	if _, loading := h.loading[id]; !ok || loading {
 		return // a server runs no step of a sequence whose KV is still loading
 	}
-	for i, tok := range tokensFor(o.b, 1+o.c%(2*h.bs+1)) {
+	toks := tokensFor(o.b, 1+o.c%(2*h.bs+1))
+	if rest := h.rest[id]; len(rest) > 0 {
+		toks = slices.Clone(rest[:min(len(rest), len(toks))]) // the prefill's next chunk
+	}
+	for i, tok := range toks {
 		if i > 0 {
 			before = h.snapshot()
 		}
@@ -619,6 +642,7 @@ func (h *harness) appendTokens(before snapshotState, o op) {
 		old := len(h.seqs[id])
 		h.lastAppend[id] = old
 		h.seqs[id] = append(h.seqs[id], tok)
+		h.popRest(id, 1)
 		h.write(id, old, old+1)
 	}
 }
@@ -631,7 +655,8 @@ func (h *harness) preempted(p Preempted) {
 		return
 	}
 	if len(h.seqs[p.Seq]) > 0 {
-		h.waiting = append(h.waiting, h.seqs[p.Seq])
+		// A chunked prefill is readmitted with its whole prompt, which its inputs cover.
+		h.waiting = append(h.waiting, append(slices.Clone(h.seqs[p.Seq]), h.rest[p.Seq]...))
 		h.waitingMM = append(h.waitingMM, h.mm[p.Seq])
 		h.waitingIn = append(h.waitingIn, h.inputs[p.Seq])
 		h.waitingNS = append(h.waitingNS, h.ns[p.Seq])
@@ -704,7 +729,17 @@ func (h *harness) transfers(ok bool) {
 	}
 }
 
+// popRest drops the first n tokens of id's chunked prefill rest, appended now.
+func (h *harness) popRest(id SeqID, n int) {
+	if r := h.rest[id]; len(r) > 0 {
+		if h.rest[id] = r[min(n, len(r)):]; len(h.rest[id]) == 0 {
+			delete(h.rest, id)
+		}
+	}
+}
+
 func (h *harness) forget(id SeqID) {
+	delete(h.rest, id)
 	delete(h.loading, id)
 	delete(h.seqs, id)
 	delete(h.mm, id)

@@ -86,6 +86,11 @@ func FuzzManagerOps(f *testing.F) {
 	// one on an unknown sequence (c%13 == 12).
 	f.Add([]byte{0, 0, 1, 2, 30, 11, 0, 0, 9, 4, 0, 0, 0, 11, 0, 1, 8, 2, 0, 0, 0, 11, 1, 2, 12, 6, 0, 0, 0})
 	f.Add([]byte{6, 0, 3, 1, 40, 11, 0, 4, 16, 8, 0, 1, 1, 9, 0, 1, 0, 11, 0, 2, 16, 10, 0, 0, 3, 11, 0, 0, 25})
+	// The machine's find (index-b, rapid): a chunked prefill (c%5 == 3) swapped out,
+	// resumed and given its prompt's rest was keyed as text past the swap, so the same
+	// prompt admitted next missed the blocks the sequence holds (Resume kept the inputs
+	// cut; a78fb28).
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 10, 2, 1, 1, 2, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 2, 0, 2, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > 1+4*120 {
 			return
