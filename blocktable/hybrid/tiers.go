@@ -207,8 +207,39 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 			must(s.q.ReleaseToFront(b))
 			return
 		}
+		if !ok && s.ref(b) == 1 {
+			s.release(b)
+			s.requeuePrefix(b)
+			return
+		}
 	}
 	s.release(b)
+}
+
+// requeuePrefix moves the cached blocks of b's prefix that wait in the free queue, for
+// b's group, to its back behind b, nearest first: b, a failed demotion's block, went to
+// the back ranked as used now, and its prefix goes with it, as a hit ranks a whole prefix,
+// so that the queue stays leaf first. Before, b went behind its parent, and the next
+// allocation evicted the parent first and left b cached below it. It stops at the first
+// ancestor with no block waiting (held by a sequence, being copied, or not cached).
+func (s *store) requeuePrefix(b blocks.ID) {
+	e, ok := s.t.Entry(b)
+	if !ok {
+		return
+	}
+	for n := s.t.Parent(e.Node); n != prefix.NoNode && !s.t.IsRoot(n); n = s.t.Parent(n) {
+		moved := false
+		for x := s.t.First(n, e.Group); x != blocks.NullID; x = s.t.NextCached(x) {
+			if s.ref(x) == 0 {
+				must(s.q.Retain(x))
+				s.release(x)
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
 }
 
 // leafFirst orders the device sources of a store released with no copy of them confirmed

@@ -71,3 +71,28 @@ func TestStreamOrderedStoreReleasesLeafFirst(t *testing.T) {
 	require.True(t, m.Block(blocks.ID(1)).Cached, "the parent stays, its child went first")
 	require.NoError(t, m.CheckInvariants())
 }
+
+// A demotion whose copy fails leaves its block cached, ranked as used now at the back of
+// the free queue, and its prefix goes with it (requeuePrefix), so that the queue stays
+// leaf first. Before, block 2 went behind its parent, block 1 (the queue 4 3 1 2), and
+// the allocation below evicted block 1 and left block 2 cached below it (ClosureBreaks
+// [2]).
+func TestFailedDemotionRequeuesItsPrefix(t *testing.T) {
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}}, NumBlocks: 5,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 1, Write: prefix.WriteBack}},
+			BlockBytes: 16, FreeTarget: 4}})
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}, MaxTokens: 9})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(0)) // blocks 1 and 2, a parent and its child, cached
+	plans := m.TakePlans(nil)       // the host has room for one demotion: block 2's
+	require.Len(t, plans, 1)
+	require.Equal(t, []prefix.Run{{Src: 2, Dst: 0, Blocks: 1}}, plans[0].Runs)
+	_, err = m.CompleteTransfer(plans[0].ID, false)
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(1, &Request{Prompt: []int32{9, 9, 9, 9, 9, 9, 9, 9, 9}, MaxTokens: 9}) // three blocks
+	require.NoError(t, err)
+	require.Empty(t, m.ClosureBreaks(), "no block cached below an evicted parent")
+	require.True(t, m.Block(blocks.ID(1)).Cached, "the parent stays, its child went first")
+	require.NoError(t, m.CheckInvariants())
+}
