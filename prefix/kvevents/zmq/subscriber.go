@@ -65,7 +65,12 @@ type Subscriber struct {
 	connMu sync.Mutex
 	conn   net.Conn // the live connection, for Close
 
-	progress chan struct{} // signalled after each delivered batch
+	// wake is closed (and cleared) when the next batch is dealt with, waking every
+	// WaitFor blocked on it; the first WaitFor that has to wait makes it (guarded by mu).
+	// One token in a buffered channel woke one waiter of several, and the others slept
+	// through the batch they waited for.
+	wake     chan struct{}
+	waitHook func(seq uint64) // tests: called by WaitFor before it blocks
 	done     chan struct{}
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -120,17 +125,16 @@ func NewSubscriber(index kvevents.Applier, server, endpoint string, opts ...Subs
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Subscriber{
-		index:    index,
-		server:   server,
-		cfg:      cfg,
-		addr:     addr,
-		topic:    []byte(cfg.topic),
-		next:     cfg.from,
-		dec:      kvevents.Decoder{HashSize: cfg.hashSize, MaxPayload: cfg.maxMessage},
-		progress: make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		ctx:      ctx,
-		cancel:   cancel,
+		index:  index,
+		server: server,
+		cfg:    cfg,
+		addr:   addr,
+		topic:  []byte(cfg.topic),
+		next:   cfg.from,
+		dec:    kvevents.Decoder{HashSize: cfg.hashSize, MaxPayload: cfg.maxMessage},
+		done:   make(chan struct{}),
+		ctx:    ctx,
+		cancel: cancel,
 	}
 	if cfg.replay != "" {
 		raddr, err := zmtp.TCPAddress(cfg.replay)
@@ -323,10 +327,10 @@ func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
 	} else {
 		s.next = seq + 1
 	}
-	defer func() { // wake WaitFor whatever became of the batch
-		select {
-		case s.progress <- struct{}{}:
-		default:
+	defer func() { // wake every WaitFor, whatever became of the batch
+		if s.wake != nil {
+			close(s.wake)
+			s.wake = nil
 		}
 	}()
 	if err := s.dec.Decode(payload, &s.batch); err != nil {
@@ -392,17 +396,26 @@ func (s *Subscriber) Stats() SubscriberStats {
 var ErrTimeout = errors.New("kvevents/zmq: timed out")
 
 // WaitFor blocks until the subscriber has dealt with batch seq (applied it, or counted it
-// lost) or ctx is done.
+// lost) or ctx is done. Any number of goroutines may wait at once, for the same batch or
+// different ones.
 func (s *Subscriber) WaitFor(ctx context.Context, seq uint64) error {
 	for {
 		s.mu.Lock()
 		next, exhausted := s.next, s.exhausted
-		s.mu.Unlock()
 		if next > seq || exhausted {
+			s.mu.Unlock()
 			return nil
 		}
+		if s.wake == nil {
+			s.wake = make(chan struct{})
+		}
+		wake := s.wake
+		s.mu.Unlock()
+		if s.waitHook != nil {
+			s.waitHook(seq)
+		}
 		select {
-		case <-s.progress:
+		case <-wake:
 		case <-s.done:
 			return errors.New("kvevents/zmq: subscriber closed")
 		case <-ctx.Done():
