@@ -79,7 +79,8 @@ type Request struct {
 	// Prompt is the prompt's token ids. The Manager copies them.
 	Prompt []int32
 	// MM lists the prompt's multimodal inputs (sorted by Offset; nil for text). The
-	// Manager keeps a reference to the slice for as long as the sequence lives.
+	// Manager copies them, into a buffer its sequence records keep for reuse: the caller
+	// may change or reuse the slice once Admit returns.
 	MM []prefix.MMInput
 	// Prefill, when positive, caps how many prompt tokens past the prefix hit get slots
 	// now: the first chunk of a chunked prefill. Admit still matches the whole prompt;

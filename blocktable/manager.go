@@ -230,15 +230,18 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 	} else {
 		s = &sequence{}
 	}
-	tokens, ids := s.tokens[:0], s.t.ids[:0]
+	tokens, ids, mm := s.tokens[:0], s.t.ids[:0], s.prompt.MM[:0]
 	*s = sequence{id: id, state: Running, tokens: tokens, pos: -1}
+	s.prompt.MM = mm // the record's own buffer for its inputs (ownMM)
 	s.t = Table{pool: m.pool, bs: m.bs, window: m.cfg.SlidingWindow, ids: ids, release: m.release}
 	return s
 }
 
 func (m *Manager) recycle(s *sequence) {
 	poisonRecord(s)
-	s.prompt = prefix.Prompt{}
+	mm := s.prompt.MM
+	clear(mm) // no hash strings kept alive by a spare record
+	s.prompt = prefix.Prompt{MM: mm[:0]}
 	s.t.release = nil
 	m.spare = append(m.spare, s)
 }
@@ -419,7 +422,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 		s.t.ids = make([]blocks.ID, 0, nb)
 	}
 	s.tokens = append(s.tokens, req.Prompt[:p.tokens]...)
-	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: req.MM, Retention: req.Retention}
+	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: ownMM(s.prompt.MM, req.MM), Retention: req.Retention}
 
 	if len(p.hits) > 0 {
 		// Peek matched them just now and plan checked their refcounts (internal/trusted).
@@ -722,8 +725,10 @@ func (m *Manager) Fork(parent, child SeqID) error {
 		return err
 	}
 	c.tokens = append(c.tokens, p.tokens...)
+	mm := c.prompt.MM
 	c.prompt = p.prompt
 	c.prompt.Tokens = c.tokens
+	c.prompt.MM = ownMM(mm, p.prompt.MM) // its own: p's record may be reused while c lives
 	c.cur = p.cur
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.dup = p.dup
@@ -761,7 +766,7 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 		return &SeqError{Op: "truncate", Seq: seq, Err: err}
 	}
 	if n < len(s.tokens) && len(s.prompt.MM) > 0 {
-		s.prompt.MM = mmUpTo(s.prompt.MM, n, m.bs)
+		s.prompt.MM = ownMM(s.prompt.MM, mmUpTo(s.prompt.MM, n, m.bs))
 	}
 	poisonTokens(s.tokens[n:])
 	s.tokens = s.tokens[:n]

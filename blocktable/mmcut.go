@@ -21,6 +21,23 @@ func (m *Manager) AppendInputs(dst []prefix.MMInput, seq SeqID) ([]prefix.MMInpu
 	return append(dst, s.prompt.MM...), nil
 }
 
+// ownMM copies src into dst's buffer and returns it: a sequence's inputs live in its
+// record's own buffer, so that no caller's slice and no other record's keys its blocks.
+// src may be dst itself. Entries past the copy are cleared, so that the buffer keeps no
+// hash strings alive. A text prompt (no inputs) copies nothing; an input list no longer
+// than the record's last allocates nothing.
+func ownMM(dst, src []prefix.MMInput) []prefix.MMInput {
+	if len(src) == 0 && len(dst) == 0 {
+		return dst // text: no copy call (MMInput holds a string: a copy is typedslicecopy's)
+	}
+	n := len(dst)
+	dst = append(dst[:0], src...)
+	if n > len(dst) {
+		clear(dst[len(dst):n])
+	}
+	return dst
+}
+
 // mmUpTo is mm cut to the first n tokens of a sequence in blocks of bs tokens: inputs that
 // start at or past n dropped, one across n ending at n. Truncate cuts a sequence's inputs
 // with it. Resume cuts those of a chunked prefill's rest, past the tokens, for its Admit

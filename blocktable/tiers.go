@@ -278,7 +278,7 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	// its blocks by all of its inputs, as before the swap and as vLLM keys a request's
 	// blocks whatever part of it is computed. Admit committed no block the cut reaches:
 	// the block the cut falls in is partial, and the blocks before it key alike.
-	back.prompt.MM = s.prompt.MM
+	back.prompt.MM = ownMM(back.prompt.MM, s.prompt.MM) // s's record is reused once recycled
 	m.orderFix(back)
 	m.releaseHold(s)
 	m.recycle(s)
