@@ -111,6 +111,10 @@ type Scheme struct {
 	// tokens (Config.Capacity), sized by the caller in some data type: for them it only
 	// names that data type in Label, so that every row of a run says it alike.
 	KVCacheDType sizing.DType
+	// ModelDType is the data type the hybrid model runs in (vLLM's --dtype; 0 means auto,
+	// sizing.ModelSpec.ServingDType): its Mamba / linear-attention state is sized in it.
+	// fp16, bf16 or fp32; the other schemes ignore it.
+	ModelDType sizing.DType
 	// Tiers gives the paged or hybrid scheme with prefix sharing lower tiers (tiers.go):
 	// host memory and disk below the device's KV budget, in blocks for paged and in bytes
 	// for hybrid (split across its pools); the zero value has none.
@@ -188,6 +192,9 @@ func (s Scheme) validate(c *Config) error {
 	}
 	if s.Name != Hybrid && (s.Model != "" || s.Layout != "" || s.StateBlock != 0 || s.MambaMode != "") {
 		return fmt.Errorf("%w: %s takes no model, layout, state block or Mamba mode (the hybrid scheme does)", ErrInvalidConfig, s.Name)
+	}
+	if d := s.ModelDType; d != 0 && d != sizing.FP16 && d != sizing.BF16 && d != sizing.FP32 {
+		return fmt.Errorf("%w: %s: model data type %d (fp16, bf16 or fp32)", ErrInvalidConfig, s.Name, d)
 	}
 	if s.KVCacheDType != 0 && !s.KVCacheDType.Valid() {
 		return fmt.Errorf("%w: %s: KV cache data type %d", ErrInvalidConfig, s.Name, s.KVCacheDType)

@@ -182,7 +182,7 @@ type hybridAlloc struct {
 // (Scheme.KVCacheDType; 0 means bf16): the hybrid scheme's token-equivalent, in which it
 // sizes its pools and their shares of the lower tiers.
 func HybridTokenBytes(model string, d sizing.DType, tp int) (int64, error) {
-	h, err := hybridModelOnGPU(model, d, tp)
+	h, err := hybridModelOnGPU(model, d, 0, tp) // the run data type sizes only the state
 	if err != nil {
 		return 0, err
 	}
@@ -190,9 +190,10 @@ func HybridTokenBytes(model string, d sizing.DType, tp int) (int64, error) {
 }
 
 // hybridModelOnGPU is HybridModel on one GPU of tp with its attention's KV cache in d (0:
-// bf16) and its state in the model's data type (sizing.ModelSpec.HybridOnGPU): the
-// layers both the scheme and HybridTokenBytes size.
-func hybridModelOnGPU(name string, d sizing.DType, tp int) (sizing.HybridModel, error) {
+// bf16) and its state in the data type it runs in, run (Scheme.ModelDType; 0: vLLM's
+// --dtype auto; sizing.ModelSpec.HybridOnGPU): the layers both the scheme and
+// HybridTokenBytes size.
+func hybridModelOnGPU(name string, d, run sizing.DType, tp int) (sizing.HybridModel, error) {
 	if _, err := HybridModel(name); err != nil {
 		return sizing.HybridModel{}, err
 	}
@@ -203,6 +204,10 @@ func hybridModelOnGPU(name string, d sizing.DType, tp int) (sizing.HybridModel, 
 		return sizing.HybridModel{}, fmt.Errorf("%w: KV cache data type %d", ErrInvalidConfig, d)
 	}
 	m, _ := sizing.ModelPreset(name) // HybridModel found it
+	m, err := m.WithRunDType(run)
+	if err != nil {
+		return sizing.HybridModel{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	h, err := m.HybridOnGPU(d, max(tp, 1))
 	if err != nil {
 		return h, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -222,7 +227,7 @@ func attnTokenBytes(h sizing.HybridModel) int64 {
 // Manager, so that Validate refuses what build would (the pools' tiers over MaxTierBlocks)
 // before any memory is taken.
 func newHybridAlloc(cfg *Config, s Scheme, seqs []seq, dry bool) (*hybridAlloc, error) {
-	h, err := hybridModelOnGPU(s.Model, s.KVCacheDType, cfg.gpus())
+	h, err := hybridModelOnGPU(s.Model, s.KVCacheDType, s.ModelDType, cfg.gpus())
 	if err != nil {
 		return nil, err
 	}

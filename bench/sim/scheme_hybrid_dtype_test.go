@@ -73,3 +73,43 @@ func TestHybridSchemeRefusesBadKVDType(t *testing.T) {
 	_, err := HybridTokenBytes("jamba-1.5-mini", sizing.MXFP4+1, 1)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
+
+// The hybrid scheme's Mamba / linear-attention state is in the data type the model runs
+// in, Scheme.ModelDType (vLLM's --dtype; mamba_cache_dtype auto follows it): fp32 doubles
+// every state page and leaves the attention pages in their KV data type. fp16 is refused
+// for Gemma 3, as vLLM refuses it, and a type no model runs in on every scheme.
+func TestHybridSchemeSizesStateInModelDType(t *testing.T) {
+	cfg := DefaultConfig(100000)
+	for _, h := range sizing.HybridPresets() {
+		s := Scheme{Name: Hybrid, Model: h.Name, Layout: LayoutPerClass, BlockSize: 16, PrefixSharing: true, KVCacheDType: sizing.FP8E4M3}
+		base, err := newHybridAlloc(&cfg, s, nil, true)
+		require.NoError(t, err, h.Name)
+		for _, tc := range []struct {
+			run sizing.DType
+			num int64 // state bytes against bf16's: num/2
+		}{{sizing.BF16, 2}, {sizing.FP32, 4}, {sizing.FP16, 2}} {
+			s.ModelDType = tc.run
+			if tc.run == sizing.FP16 && h.Name == "gemma-3-27b" {
+				require.ErrorIs(t, s.Validate(&cfg), ErrInvalidConfig)
+				continue
+			}
+			require.NoError(t, s.Validate(&cfg), "%s %v", h.Name, tc.run)
+			a, err := newHybridAlloc(&cfg, s, nil, true)
+			require.NoError(t, err)
+			assert.Equal(t, base.unit, a.unit, "%s: attention bytes a token stay fp8", h.Name)
+			for i, l := range h.Layers {
+				want := base.kindBytes[i]
+				if l.Kind == sizing.KindState {
+					want = want * tc.num / 2
+				}
+				assert.Equal(t, want, a.kindBytes[i], "%s --dtype %v: a %s page", h.Name, tc.run, l.Kind)
+			}
+		}
+	}
+	for _, d := range []sizing.DType{sizing.FP8E4M3, sizing.MXFP4 + 1} {
+		for _, s := range []Scheme{{Name: Paged, BlockSize: 16}, {Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutUniform, BlockSize: 16}} {
+			s.ModelDType = d
+			require.ErrorIs(t, s.Validate(&cfg), ErrInvalidConfig, "%s %v", s.Name, d)
+		}
+	}
+}

@@ -203,7 +203,7 @@ func (c *hfConfig) spec() (ModelSpec, error) {
 	if err != nil {
 		return m, err
 	}
-	m.Name = modelType
+	m.Name, m.ModelType = modelType, modelType
 	if m.Name == "" {
 		m.Name = "config.json"
 	}

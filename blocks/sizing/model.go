@@ -137,6 +137,12 @@ type ModelSpec struct {
 	// linear-attention state (vLLM's --mamba-cache-dtype and --mamba-ssm-cache-dtype auto,
 	// whatever the KV cache's data type), and the KV cache under --kv-cache-dtype auto.
 	DType DType `json:"-"`
+	// RunDType is the data type given with vLLM's --dtype (WithRunDType): 0 for auto, its
+	// default, when ServingDType follows DType.
+	RunDType DType `json:"-"`
+	// ModelType is the config's model_type ("llama", "gemma2"): vLLM runs a few model
+	// types in bf16 or fp32 only. "" when unknown.
+	ModelType string `json:"-"`
 	// WeightDType is the data type the weights are stored in when it differs from DType
 	// (an fp8 or mxfp4 checkpoint); 0 means DType.
 	WeightDType DType `json:"-"`
@@ -179,6 +185,8 @@ func (m ModelSpec) Validate() error {
 		return invalidf("model %q: max model len %d", m.Name, m.MaxModelLen)
 	case m.DType != 0 && !m.DType.Valid(), m.WeightDType != 0 && !m.WeightDType.Valid():
 		return invalidf("model %q: invalid data type", m.Name)
+	case m.RunDType != 0 && m.RunDType != FP16 && m.RunDType != BF16 && m.RunDType != FP32:
+		return invalidf("model %q: run data type %s (vLLM's --dtype: fp16, bf16 or fp32)", m.Name, m.RunDType)
 	}
 	if b := m.bitsPerToken(FP32, 1); b > maxBitsPerToken {
 		return invalidf("model %q: %d bits of KV cache per token is beyond any real model", m.Name, b)
@@ -221,7 +229,8 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 // ServingDType is the data type vLLM runs m in under --dtype auto, its default, on a GPU of
 // compute capability 8.0 or later (every GPU preset: A100 8.0, L40S and RTX 4090 8.9,
 // H100 and H200 9.0, B200 10.0; a custom GPU is assumed to be one): fp16 when DType is
-// fp16, bf16 otherwise (float32, not given, or a type no model runs in, such as fp8).
+// fp16 (but for the five model types below, which fall back to bf16), bf16 otherwise
+// (float32, not given, or a type no model runs in, such as fp8).
 // vLLM's rule (vllm/config/model.py):
 //
 //   - _find_dtype: the config's torch_dtype (or dtype, then text_config's, vision_config's,
@@ -242,8 +251,13 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 // auto (MambaStateDtypeCalculator through get_kv_cache_torch_dtype), and
 // --mamba-ssm-cache-dtype auto follows the conv state's, so --kv-cache-dtype never
 // reaches the state.
+//
+// A RunDType (vLLM's --dtype other than auto) overrides all of it.
 func (m ModelSpec) ServingDType() DType {
-	if m.DType == FP16 {
+	if m.RunDType != 0 {
+		return m.RunDType
+	}
+	if m.DType == FP16 && !fp16Refused(m.ModelType) {
 		return FP16
 	}
 	return BF16

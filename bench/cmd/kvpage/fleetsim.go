@@ -53,6 +53,7 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 	weight := f.fs.Float64("weight", 0.5, "prefix-load's prefix weight w, in [0, 1]")
 	model := f.fs.String("model", "llama-3-8b", "model preset (the planner sizes each server's KV memory)")
 	gpu := f.fs.String("gpu", "rtx-4090", "GPU preset, one per server")
+	dtype := f.fs.String("dtype", "auto", "data type the model runs in, as vLLM's --dtype: "+strings.Join(sizing.ModelDTypeNames(), ", ")+"; sizes the weights and the KV cache")
 	budget := f.fs.Int("kv-budget-tokens", 0, "KV budget per server in tokens, instead of --model and --gpu")
 	blockSize := f.fs.Int("block-size", 16, "tokens per block")
 	charts := f.fs.String("charts", "", "directory to write the charts into")
@@ -103,6 +104,10 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		return badFlag("--open-per-server must be between 0 and %d, got %d", maxOpenPerServer, *openPer)
 	}
 
+	runDType, err := sizing.ParseModelDType(*dtype)
+	if err != nil {
+		return badFlag("--dtype: %w", err)
+	}
 	if *charts != "" {
 		if err := os.MkdirAll(*charts, 0o755); err != nil {
 			return err
@@ -113,10 +118,13 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		capacity := *budget
 		memory := fmt.Sprintf("%d tokens per server (--kv-budget-tokens)", capacity)
 		if capacity == 0 {
-			if capacity, err = planBudget(*model, *gpu, w.MaxModelLen); err != nil {
+			if capacity, err = planBudget(*model, *gpu, runDType, w.MaxModelLen); err != nil {
 				return err
 			}
 			memory = fmt.Sprintf("%s on %s: %d tokens per server (the planner, max-model-len %d)", *model, *gpu, capacity, w.MaxModelLen)
+			if runDType != 0 {
+				memory += ", --dtype " + *dtype
+			}
 		}
 		if wi > 0 {
 			fmt.Fprintln(stdout)
@@ -190,11 +198,15 @@ func openConversationsNote(perServer int) string {
 	return fmt.Sprintf("; %d open conversations per server", perServer)
 }
 
-// planBudget is one server's KV budget in tokens from the planner.
-func planBudget(model, gpu string, maxModelLen int) (int, error) {
+// planBudget is one server's KV budget in tokens from the planner, the model run in
+// run (vLLM's --dtype; 0 for auto) and its KV cache too (--kv-cache-dtype auto).
+func planBudget(model, gpu string, run sizing.DType, maxModelLen int) (int, error) {
 	m, err := sizing.ModelPreset(model)
 	if err != nil {
 		return 0, badFlag("--model: %w", err)
+	}
+	if m, err = m.WithRunDType(run); err != nil {
+		return 0, badFlag("--dtype: %w", err)
 	}
 	g, err := sizing.GPUPreset(gpu)
 	if err != nil {

@@ -72,3 +72,20 @@ func TestFleetSimOpenConversationsScaleWithTheFleet(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, c1, c48, "4 conversations in flight complete fewer turns per step than 48")
 }
+
+// fleet-sim's planner runs the model in --dtype, as plan does: float32 doubles the KV
+// cache a token and the weights, and leaves 171,080 tokens of an H100 where bf16 leaves
+// 464,692. A value vLLM's --dtype does not take exits 2.
+func TestFleetSimDType(t *testing.T) {
+	for d, want := range map[string]string{"auto": "464692 tokens per server (the planner, max-model-len 2048)\n",
+		"bfloat16": "464692 tokens per server (the planner, max-model-len 2048), --dtype bfloat16\n",
+		"float32":  "171080 tokens per server (the planner, max-model-len 2048), --dtype float32\n"} {
+		code, out, errOut := runKV("fleet-sim", "--workload", "sysprompt", "--servers", "1", "--policies", "round-robin",
+			"--requests-per-server", "5", "--gpu", "h100", "--dtype", d)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "sysprompt: llama-3-8b on h100: "+want, d)
+	}
+	code, _, errOut := runKV("fleet-sim", "--dtype", "fp32")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unknown --dtype value "fp32"; closest names: float, float32`)
+}

@@ -46,6 +46,7 @@ sizes with a unit (80GB and 80G = 80 x 10^9 bytes, 80GiB = 80 x 2^30, 0.05MB = 5
 // as vLLM names them.
 type sizingFlags struct {
 	model, config, gpu, kvCacheDType   string
+	dtype                              string // vLLM's --dtype
 	params                             countValue
 	weightsGiB, overheadGiB, util      float64
 	weights, overhead, gpuMemory       bytesValue
@@ -93,6 +94,8 @@ func (f *sizingFlags) register(fs *flagSet, d sizingDefaults) {
 	f.maxModelLen.allowAuto = d.autoLen
 	flags.Var(&f.maxModelLen, "max-model-len", d.maxModelLenHelp)
 	fs.alias("context", "max-model-len")
+	flags.StringVar(&f.dtype, "dtype", "auto", "data type the model runs in, as vLLM's --dtype: "+strings.Join(sizing.ModelDTypeNames(), ", ")+
+		" (auto: torch_dtype, float32 or none run in bfloat16); sizes the weights, the Mamba state and --kv-cache-dtype auto")
 	flags.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4)")
 	flags.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, fmt.Sprintf("tokens per block, 1 to %d", maxBlockSize))
 	flags.Float64Var(&f.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache, in (0, 1]")
@@ -128,6 +131,9 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 		if f.set["kv-cache-dtype"] {
 			return in, badFlag("--kv-cache-dtype has no meaning with --kv-bytes-per-token, which gives the bytes directly")
 		}
+		if f.set["dtype"] {
+			return in, badFlag("--dtype has no meaning with --kv-bytes-per-token, which gives the KV bytes and the weights directly")
+		}
 		d, in.bytesOnly = sizing.INT8, true
 	} else if d, err = sizing.ResolveCacheDType(f.kvCacheDType, m); err != nil {
 		return in, badFlag("--kv-cache-dtype: %w", err)
@@ -160,6 +166,8 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 // torch_dtype, or vLLM's --dtype auto reading of it (sizing.ModelSpec.ServingDType).
 func autoDTypeWhy(m sizing.ModelSpec) string {
 	switch {
+	case m.RunDType != 0:
+		return "the data type the model runs in: --dtype " + m.RunDType.String()
 	case m.DType == 0:
 		return "the data type vLLM runs the model in: no torch_dtype, so its default float32, which --dtype auto runs in bf16"
 	case m.DType != m.ServingDType():
@@ -183,6 +191,14 @@ func (f *sizingFlags) checkRanges() error {
 	}
 	if err := checkMaxModelLen(&f.maxModelLen); err != nil {
 		return err
+	}
+	// The data types' spellings are checked even where no model is sized (sim with
+	// --kv-budget-tokens): a bad value is refused, never silently ignored.
+	if _, err := sizing.ParseModelDType(f.dtype); err != nil {
+		return badFlag("--dtype: %w", err)
+	}
+	if _, err := sizing.ResolveCacheDType(f.kvCacheDType, sizing.ModelSpec{}); err != nil {
+		return badFlag("--kv-cache-dtype: %w", err)
 	}
 	if err := checkBlockSize(f.blockSize); err != nil {
 		return err
@@ -261,6 +277,19 @@ func (f *sizingFlags) resolveModel() (sizing.ModelSpec, error) {
 			return m, badFlag("--params must be positive, got %d", f.params.n)
 		}
 		m.Params, m.WeightBytes = f.params.n, 0
+	}
+	return f.applyDType(m)
+}
+
+// applyDType runs m in --dtype (vLLM's values only), refused with ErrUnknownDType or
+// ErrInvalidArgument in the chain.
+func (f *sizingFlags) applyDType(m sizing.ModelSpec) (sizing.ModelSpec, error) {
+	d, err := sizing.ParseModelDType(f.dtype)
+	if err != nil {
+		return m, badFlag("--dtype: %w", err)
+	}
+	if m, err = m.WithRunDType(d); err != nil {
+		return m, badFlag("--dtype %s: %w", f.dtype, err)
 	}
 	return m, nil
 }

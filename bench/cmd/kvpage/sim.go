@@ -53,7 +53,7 @@ hybrid (not in the default comparison) runs a hybrid --model preset (gpt-oss, Ge
 4 Scout, Qwen3-Next, Jamba) through blocktable/hybrid's Manager once per --hybrid-layouts
 layout, its budget --kv-budget-tokens tokens of the model's attention layers (their KV in
 --kv-cache-dtype, as the paged rows'; Mamba / linear-attention state in the model's data type,
-as vLLM's mamba_cache_dtype auto), and adds each KV-cache group's share of the budget below
+--dtype, as vLLM's mamba_cache_dtype auto), and adds each KV-cache group's share of the budget below
 the table.
 
 Columns (shares of the KV budget, time-averaged over the saturated phase: from step 0 until
@@ -687,7 +687,8 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 			for _, share := range sharing {
 				for _, l := range layouts {
 					s := sim.Scheme{Name: sim.Hybrid, Model: m.Name, Layout: l, BlockSize: blockSize,
-						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock, KVCacheDType: in.cfg.CacheDType}
+						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock, KVCacheDType: in.cfg.CacheDType,
+						ModelDType: in.cfg.Model.RunDType}
 					if f.mambaMode != "all" {
 						s.MambaMode = f.mambaMode
 					}
