@@ -55,3 +55,7 @@ func (m *Manager) ClosureBreaks() []blocks.ID {
 	}
 	return out
 }
+
+// SwapFree is, for the tests, how many swap records (with their token buffers) the swap
+// free list keeps for later swap-outs.
+func (m *Manager) SwapFree() int { return len(m.swap.free) }

@@ -363,7 +363,8 @@ func gcd(a, b int) int {
 	return a
 }
 
-// Groups returns the group specs, in group order.
+// Groups returns the group specs, in group order: the Manager's own slice (New copied
+// Config.Groups), to read, not to change, as Tokens' slice.
 func (m *Manager) Groups() []Spec { return m.specs }
 
 // cachedView answers Spec.Hit's questions for one kind over the path being matched.
@@ -941,7 +942,7 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 		if rec, out := m.swapped[id]; out {
 			delete(m.swapped, id) // swapped out: nothing held but its tokens and its hold
 			m.releaseHold(id, rec.hold)
-			m.swap.freeRec(rec)
+			m.swap.freeRec(rec, m.live())
 			return nil
 		}
 		return seqErr("finish", id, errUnknown)
@@ -978,6 +979,7 @@ func (m *Manager) drop(id blocktable.SeqID, s *seq) {
 	delete(m.seqs, id)
 	m.lastSeq = nil
 	m.spare = append(m.spare, s)
+	m.swap.trimFree(m.live())
 }
 
 // EvictBlocks drops the given blocks from the prefix index (vLLM's evict_blocks, used when

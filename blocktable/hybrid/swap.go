@@ -48,6 +48,11 @@ type swapScratch struct {
 	// prompt, and the swap record goes back here with its buffer. Each buffer has one
 	// owner at a time, so a resumed sequence's appends write to no buffer a swap record
 	// (or another sequence) reads.
+	//
+	// It keeps at most as many records as the Manager has sequences, running and swapped
+	// (trimFree): a swap cycle of those sequences then finds a record for each swap-out,
+	// and the buffers kept are never more than the live sequences' own, where it used to
+	// keep one for the most sequences ever swapped out at once, forever.
 	free []*swapRec
 }
 
@@ -62,11 +67,32 @@ func (sw *swapScratch) newRec() *swapRec {
 	return &swapRec{}
 }
 
-// freeRec returns a record that no longer files a sequence, keeping its token buffer.
-func (sw *swapScratch) freeRec(r *swapRec) {
+// freeRec returns a record that no longer files a sequence, keeping its token buffer
+// while the free list holds fewer records than live sequences (running and swapped);
+// otherwise the record goes to the collector, and the list is trimmed to live (a
+// swapped sequence finished leaves one sequence fewer).
+func (sw *swapScratch) freeRec(r *swapRec, live int) {
+	if len(sw.free) >= live {
+		sw.trimFree(live)
+		return
+	}
 	*r = swapRec{tokens: r.tokens[:0]}
 	sw.free = append(sw.free, r)
 }
+
+// trimFree drops free records beyond live, the Manager's sequences (running and
+// swapped), when a sequence leaves: one at a time, so that the free list, never longer
+// than live before, is not after.
+func (sw *swapScratch) trimFree(live int) {
+	if n := len(sw.free); n > live {
+		sw.free[n-1] = nil
+		sw.free = sw.free[:n-1]
+	}
+}
+
+// live is how many sequences the Manager files, running and swapped out: the swap free
+// list's bound.
+func (m *Manager) live() int { return len(m.seqs) + len(m.swapped) }
 
 // appendSwapIDs appends s's cached blocks, every group's, to dst.
 func (m *Manager) appendSwapIDs(dst []blocks.ID, s *seq) []blocks.ID {
@@ -262,7 +288,7 @@ func (m *Manager) Resume(id blocktable.SeqID) (AdmitResult, error) {
 		return AdmitResult{}, err
 	}
 	m.releaseHold(id, rec.hold)
-	m.swap.freeRec(rec) // its tokens were copied into the running record
+	m.swap.freeRec(rec, m.live()) // its tokens were copied into the running record
 	s := m.seqs[id]
 	s.promptLen = rec.promptLen
 	m.orderFix(s)
@@ -284,6 +310,9 @@ func (m *Manager) checkSwapped() error {
 	}
 	if h := m.st.t.Holds(); h != n {
 		return fmt.Errorf("the tiers keep %d holds for %d swapped sequences holding blocks", h, n)
+	}
+	if f, l := len(m.swap.free), m.live(); f > l {
+		return fmt.Errorf("the swap free list keeps %d records for %d sequences", f, l)
 	}
 	return nil
 }
