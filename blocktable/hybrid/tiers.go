@@ -194,7 +194,10 @@ func (s *store) startStores() {
 // last. vLLM's offloading connector does the same: the blocks a store reads are freed
 // when the store's job finishes, whatever its outcome, and a freed block goes to the
 // tail of the free queue. At the front it would be the next allocation's victim, lost
-// with no copy anywhere, and the next TakePlans would retry its failing copy at once.
+// with no copy anywhere, and the next TakePlans would retry its failing copy at once. A
+// failed store's source that goes to the tail, demoted or not (a write-through copy's),
+// takes its prefix waiting in the queue behind it (requeuePrefix), so that the queue stays
+// leaf first.
 func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	ts := s.tiers
 	if store && ts.demote[b] {
@@ -207,13 +210,11 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 			must(s.q.ReleaseToFront(b))
 			return
 		}
-		if !ok && s.ref(b) == 1 {
-			s.release(b)
-			s.requeuePrefix(b)
-			return
-		}
 	}
 	s.release(b)
+	if store && !ok && s.ref(b) == 0 {
+		s.requeuePrefix(b) // cached, now at the back: its waiting prefix goes behind it
+	}
 }
 
 // requeuePrefix moves the cached blocks of b's prefix that wait in the free queue, for
@@ -242,15 +243,17 @@ func (s *store) requeuePrefix(b blocks.ID) {
 	}
 }
 
-// leafFirst orders the device sources of a store released with no copy of them confirmed
-// (a failed store's, or a StreamOrdered store's as TakePlans hands it out) so that every
+// leafFirst orders the device sources of a store as they go back to the free queue (at
+// its completion, or for a StreamOrdered store as TakePlans hands it out) so that every
 // block comes before the blocks of its node's ancestors (deeper nodes first; ties keep
 // their order), as releaseAll releases a table last first: released in this order, they
 // go to the free queue leaf first, and eviction in queue order keeps full attention's
 // closure. A plan's order is its sources' IDs, which may put a parent first: a swap-out
 // whose store failed then had its parent evicted before its child, the child left cached
-// below an uncached parent that no tier holds. (A store completed ok leaves a copy below
-// every source.)
+// below an uncached parent that no tier holds. A store completed ok is ordered too: its
+// copies hold the closure at first, but the lower tier may drop them later (its policy's
+// eviction, a move down), and a parent evicted from the device before its child then
+// leaves the child cached below a parent no tier holds.
 //
 // Only a block's order against its ancestors among bs matters, so depth is counted within
 // bs (a block whose parent's block is in bs is one deeper than it): O(n log n) with the
@@ -524,8 +527,8 @@ func (s *store) releaseHandedOut(plans []prefix.Plan) {
 // settleKept ends the kept sources of stream-ordered store id (releaseHandedOut) that the
 // device still caches for the same entry and no sequence took since: confirmed (ok), the
 // block is evicted, as a confirmed demotion's is, keeping its place at the queue's front;
-// failed, it keeps its KV and goes to the queue's tail, released now, as transferDone
-// does with a failed demotion's block.
+// failed, it keeps its KV and goes to the queue's tail, released now, its waiting prefix
+// behind it (requeuePrefix), as transferDone does with a failed demotion's block.
 //
 // It costs O(log n + the store's own blocks) in the n kept blocks of every store in
 // flight, amortized (before, it scanned all n: a server with 1,000 swaps' stores in
@@ -553,6 +556,7 @@ func (s *store) settleKept(id prefix.TransferID, ok bool) {
 		} else {
 			must(s.q.Retain(b))
 			s.release(b)
+			s.requeuePrefix(b)
 		}
 	}
 	for ts.keptHead < len(ts.kept) && ts.kept[ts.keptHead].b == blocks.NullID {
@@ -592,7 +596,7 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 		return LoadDone{}, err
 	}
 	ts.done = dev
-	if r.Kind == prefix.Store && !ok {
+	if r.Kind == prefix.Store {
 		m.st.leafFirst(dev)
 	}
 	for _, b := range dev {
