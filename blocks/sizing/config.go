@@ -741,6 +741,14 @@ func (c *hfConfig) dtypes(m *ModelSpec) error {
 	if !isObj {
 		return badField(name, "is %s, want an object", jsonKind(q))
 	}
+	kv, kvNote, err := kvCacheDType(qc, name)
+	if err != nil {
+		return err
+	}
+	if kv != 0 {
+		m.KVDType = kv
+		c.note("%s", kvNote)
+	}
 	method, _ := qc["quant_method"].(string)
 	bitsNum, _ := qc["bits"].(json.Number)
 	switch {

@@ -249,10 +249,34 @@ func FuzzParseHFConfig(f *testing.F) {
 	f.Add([]byte(validWith(nested(MaxConfigDepth-1, true))))
 	f.Add([]byte(validWith(nested(MaxConfigDepth, false))))
 	f.Add([]byte(validWith(`"\"` + strings.Repeat("[", 100) + `"`)))
+	// A checkpoint's KV cache data type, in both forms vLLM reads, and hostile variants.
+	const shape = `{"num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 64, "quantization_config": `
+	for _, qc := range []string{
+		`{"quant_method": "modelopt", "kv_cache_quant_algo": "FP8"}`,
+		`{"quant_method": "modelopt", "quantization": {"kv_cache_scheme": {"dynamic": false, "num_bits": 8, "type": "float"}}}`,
+		`{"quant_method": "modelopt_fp4", "kv_cache_scheme": {"num_bits": 4.0, "type": "float"}, "kv_cache_quant_algo": 7}`,
+		`{"quant_method": "modelopt", "quantization": [], "kv_cache_quant_algo": "` + strings.Repeat("x", 1000) + `"}`,
+		`{"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": true}}`,
+		`{"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 1e400, "strategy": "attn_head", "symmetric": 1}}`,
+		`{"quant_method": "compressed-tensors", "kv_cache_scheme": ` + nested(MaxConfigDepth-3, true) + `}`,
+	} {
+		f.Add([]byte(shape + qc + "}"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseHFConfig(data)
 		if err != nil {
 			return
+		}
+		switch m.KVDType {
+		case 0, FP8E4M3, NVFP4:
+		default:
+			t.Fatalf("a checkpoint declares fp8_e4m3, nvfp4 or nothing, not %v", m.KVDType)
+		}
+		auto, err := ResolveCacheDType("auto", m)
+		require.NoError(t, err)
+		require.True(t, auto.Valid())
+		if m.KVDType == 0 {
+			require.Equal(t, m.ServingDType(), auto)
 		}
 		require.NoError(t, m.Validate(), "a config that parses describes a valid model")
 		b, err := m.KVBitsPerToken(FP16)

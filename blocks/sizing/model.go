@@ -143,6 +143,11 @@ type ModelSpec struct {
 	// ModelType is the config's model_type ("llama", "gemma2"): vLLM runs a few model
 	// types in bf16 or fp32 only. "" when unknown.
 	ModelType string `json:"-"`
+	// KVDType is the KV cache data type the checkpoint declares in its
+	// quantization_config (a ModelOpt kv_cache_quant_algo or kv_cache_scheme, a
+	// compressed-tensors kv_cache_scheme: kvscheme.go), which vLLM's --kv-cache-dtype
+	// auto takes over ServingDType; 0 when it declares none (AutoCacheDType).
+	KVDType DType `json:"-"`
 	// WeightDType is the data type the weights are stored in when it differs from DType
 	// (an fp8 or mxfp4 checkpoint); 0 means DType.
 	WeightDType DType `json:"-"`
@@ -183,7 +188,7 @@ func (m ModelSpec) Validate() error {
 		return invalidf("model %q: negative parameter count or weight size", m.Name)
 	case m.MaxModelLen < 0 || m.MaxModelLen > MaxTokens:
 		return invalidf("model %q: max model len %d", m.Name, m.MaxModelLen)
-	case m.DType != 0 && !m.DType.Valid(), m.WeightDType != 0 && !m.WeightDType.Valid():
+	case m.DType != 0 && !m.DType.Valid(), m.WeightDType != 0 && !m.WeightDType.Valid(), m.KVDType != 0 && !m.KVDType.Valid():
 		return invalidf("model %q: invalid data type", m.Name)
 	case m.RunDType != 0 && m.RunDType != FP16 && m.RunDType != BF16 && m.RunDType != FP32:
 		return invalidf("model %q: run data type %s (vLLM's --dtype: fp16, bf16 or fp32)", m.Name, m.RunDType)
@@ -261,6 +266,18 @@ func (m ModelSpec) ServingDType() DType {
 		return FP16
 	}
 	return BF16
+}
+
+// AutoCacheDType is the KV cache data type of vLLM's --kv-cache-dtype auto: the one the
+// checkpoint declares (KVDType: vllm/utils/torch_utils.py resolve_kv_cache_dtype_string,
+// and the Attention layer's compressed-tensors kv_cache_scheme rule), else the data type
+// the model runs in (ServingDType: kv_cache_dtype_str_to_dtype). --dtype does not change
+// a declared one. The Mamba state never takes it (ServingDType).
+func (m ModelSpec) AutoCacheDType() DType {
+	if m.KVDType != 0 {
+		return m.KVDType
+	}
+	return m.ServingDType()
 }
 
 // StateBytes returns the Mamba / linear-attention state one sequence holds in the whole

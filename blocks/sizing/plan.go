@@ -26,8 +26,8 @@ type PlanConfig struct {
 	GPU   GPU
 	// TensorParallel is the number of GPUs the model is split over; 0 means 1.
 	TensorParallel int
-	// CacheDType is the KV cache's data type; 0 means vLLM's "auto", the data type the
-	// model runs in (Model.ServingDType).
+	// CacheDType is the KV cache's data type; 0 means vLLM's "auto" (Model.AutoCacheDType:
+	// the checkpoint's declared KV cache data type, else the one the model runs in).
 	CacheDType DType
 	// BlockSize is the tokens per block; 0 means DefaultBlockSize.
 	BlockSize int
@@ -46,12 +46,14 @@ type PlanConfig struct {
 	MaxNumSeqs int
 }
 
-// ResolveCacheDType reads a --kv-cache-dtype value: "auto" (or "") is the data type vLLM
-// runs the model in, m.ServingDType() (bf16 for a config with torch_dtype float32 or none,
-// as vLLM's --dtype auto resolves it); anything else goes to ParseDType.
+// ResolveCacheDType reads a --kv-cache-dtype value: "auto" (or "") is m.AutoCacheDType(),
+// the KV cache data type the checkpoint's quantization_config declares (fp8_e4m3 for a
+// ModelOpt or compressed-tensors fp8 KV cache), else the data type vLLM runs the model in,
+// m.ServingDType() (bf16 for a config with torch_dtype float32 or none, as vLLM's --dtype
+// auto resolves it); anything else goes to ParseDType.
 func ResolveCacheDType(s string, m ModelSpec) (DType, error) {
 	if t := strings.ToLower(strings.TrimSpace(s)); t == "" || t == "auto" {
-		return m.ServingDType(), nil
+		return m.AutoCacheDType(), nil
 	}
 	return ParseDType(s)
 }
@@ -148,7 +150,7 @@ func (c PlanConfig) withDefaults() (PlanConfig, error) {
 		c.GPUMemoryUtilization = DefaultGPUMemoryUtilization
 	}
 	if c.CacheDType == 0 {
-		c.CacheDType = c.Model.ServingDType()
+		c.CacheDType = c.Model.AutoCacheDType()
 	}
 	if c.MaxModelLen == 0 {
 		if c.Model.MaxModelLen == 0 {
