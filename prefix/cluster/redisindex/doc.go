@@ -52,6 +52,28 @@
 // is idempotent, so applying a batch again after the failure is safe. CheckRestart tells a Redis restart (a lost index
 // without persistence) from a blip: replay the event stream then.
 //
+// # Retries
+//
+// The index retries nothing itself; the go-redis client the caller passes to New does,
+// by its own options, and the index never overrides them. A write pipeline whose first
+// reply is READONLY (a failover demoted the master), LOADING, TRYAGAIN, CLUSTERDOWN or
+// MASTERDOWN, or which lost its connection, is sent again whole: 1+MaxRetries attempts in
+// all (4 at go-redis's default of 3, 1 with MaxRetries -1), a backoff between
+// MinRetryBackoff and MaxRetryBackoff (8 ms and 512 ms by default) before each retry, and
+// none past the call's deadline (Config.Timeout, 2 s by default, or the caller's earlier
+// one). A READONLY connection is closed first, so the next attempt dials again: a
+// FailoverClient asks Sentinel for the master, a host name resolves again, a
+// ClusterClient reloads its slots. That is what makes a retry worth having; a plain
+// Client at a fixed address meets the same replica every time.
+//
+// For a router, whose routing decisions must not stall on a write: with a FailoverClient
+// or a ClusterClient keep a few retries (the default 3 lets a failover that completes
+// within the backoff heal unseen); with a plain Client set MaxRetries to -1, so that
+// ErrReadOnly comes back after one attempt. Lookups are reads and never meet READONLY.
+// A deadline that ends the backoff returns the deadline's error (ErrUnavailable), not
+// ErrReadOnly: keep Config.Timeout above the retries' backoff.
+// (TestReadOnlyAttemptsAreTheCallersMaxRetries counts the attempts on a real replica.)
+//
 // # Concurrency
 //
 // An Index is safe for concurrent use. Its own state (the request-key hasher, the

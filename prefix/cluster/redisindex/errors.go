@@ -32,11 +32,13 @@ var (
 	// cause is gone is safe.
 	ErrRefused = errors.New("redisindex: redis refused a command")
 	// ErrReadOnly: Redis answered READONLY, a write sent to a replica: the client points
-	// at one, or a failover demoted the master it was pointed at (go-redis retries
-	// READONLY a few times first, as it does LOADING). Re-resolve the master (Sentinel,
-	// the cluster's slots) before writing again; retrying the same address does not
-	// mend it. It matches ErrRefused too (errors.Is), so a caller that only tells a
+	// at one, or a failover demoted the master it was pointed at. Re-resolve the master
+	// (Sentinel, the cluster's slots) before writing again; retrying the same address does
+	// not mend it. It matches ErrRefused too (errors.Is), so a caller that only tells a
 	// refusal from ErrUnavailable need not change.
+	//
+	// How long a write tries first is the caller's client options, which the index does
+	// not override (see the package doc's Retries).
 	ErrReadOnly error = &refusal{"redisindex: redis refused a command: read-only replica"}
 	// ErrOutOfMemory: Redis answered OOM, a write over maxmemory that its
 	// maxmemory-policy (noeviction, or a volatile-* policy with no key to evict) refuses.
