@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/evict"
@@ -9,9 +10,13 @@ import (
 
 // RetentionRange gives the blocks of a token range of a prompt their own retention, as
 // TensorRT-LLM's TokenRangeRetentionConfig does: a priority and a duration, here on the
-// index's logical clock. A block takes the retention of the last range of
+// index's logical clock. A block takes the retention of the range of
 // Prompt.RetentionRanges that contains its first token; blocks in no range take
-// Prompt.Retention.
+// Prompt.Retention. The ranges of a prompt may come in any order but must not overlap
+// (ranges that touch, [a, b) and [b, c), do not), and at most one, the last in token
+// order, may run to the end (End 0): Commit refuses ranges that overlap with
+// ErrRangesOverlap, changing nothing, as TensorRT-LLM's KvCacheRetentionConfig refuses
+// them ("Token ranges must be non-overlapping"), rather than let one win.
 type RetentionRange struct {
 	// Start and End delimit the range in tokens, [Start, End); End 0 means to the end of
 	// the sequence, generated tokens included.
@@ -56,7 +61,12 @@ func priorityError(p uint8) error {
 	return fmt.Errorf("%w: retention priority %d above evict.MaxPriority (%d)", ErrInvalidArgument, p, evict.MaxPriority)
 }
 
-// validateRetention applies Validate to p's retention and each of its ranges.
+// ErrRangesOverlap: two of a prompt's RetentionRanges share a token (an open range, End 0,
+// overlaps every range that starts at or after its Start). It wraps ErrInvalidArgument.
+var ErrRangesOverlap = fmt.Errorf("%w: retention ranges overlap", ErrInvalidArgument)
+
+// validateRetention applies Validate to p's retention and each of its ranges, and
+// refuses ranges that overlap (ErrRangesOverlap).
 func (p *Prompt) validateRetention() error {
 	if err := p.Retention.Validate(); err != nil {
 		return err
@@ -66,7 +76,54 @@ func (p *Prompt) validateRetention() error {
 			return err
 		}
 	}
+	return rangesDisjoint(p.RetentionRanges)
+}
+
+// rangesDisjoint reports the first pair of rs that overlap, as an error wrapping
+// ErrRangesOverlap; rs are valid ranges (Validate). Ranges in Start order, the usual
+// case, take one pass; others are compared pair by pair, without sorting the caller's
+// slice or a copy of it, at a cost of the same order as committing a block per range
+// (retentionAt reads every range for each block).
+func rangesDisjoint(rs []RetentionRange) error {
+	sorted := true
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Start < rs[i-1].Start {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		for i := 1; i < len(rs); i++ {
+			if overlap(&rs[i-1], &rs[i]) {
+				return overlapError(&rs[i-1], &rs[i])
+			}
+		}
+		return nil
+	}
+	for i := range rs {
+		for j := i + 1; j < len(rs); j++ {
+			if overlap(&rs[i], &rs[j]) {
+				return overlapError(&rs[i], &rs[j])
+			}
+		}
+	}
 	return nil
+}
+
+// overlap reports whether a and b (valid ranges) share a token; End 0 runs to the end.
+func overlap(a, b *RetentionRange) bool {
+	return (b.End == 0 || a.Start < b.End) && (a.End == 0 || b.Start < a.End)
+}
+
+func overlapError(a, b *RetentionRange) error {
+	return fmt.Errorf("%w: [%d, %s) and [%d, %s)", ErrRangesOverlap, a.Start, rangeEnd(a.End), b.Start, rangeEnd(b.End))
+}
+
+func rangeEnd(e int) string {
+	if e == 0 {
+		return "end"
+	}
+	return strconv.Itoa(e)
 }
 
 // retentionAt is the retention of block b of p committed at time t.

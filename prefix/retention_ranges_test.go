@@ -22,15 +22,16 @@ func prioOf(x *Index, id blocks.ID) (uint8, uint64) {
 	return x.nodes[n].prio, until
 }
 
-// Token ranges give blocks their own retention, TensorRT-LLM's shape: the last range that
-// holds a block's first token wins, blocks in no range take Prompt.Retention, durations
-// count from the commit on the index's clock.
+// Token ranges give blocks their own retention, TensorRT-LLM's shape: the range that
+// holds a block's first token gives it its retention (ranges do not overlap:
+// retention_overlap_test.go), blocks in no range take Prompt.Retention, durations count
+// from the commit on the index's clock.
 func TestRetentionRanges(t *testing.T) {
 	pool, x := priorityIndex(t, 16)
 	p := Prompt{Tokens: toks(1, 4*testBS), Retention: Retention{Priority: 20},
 		RetentionRanges: []RetentionRange{
-			{Start: 0, End: 2 * testBS, Priority: 90},                   // blocks 0, 1: a system prompt
-			{Start: testBS, End: testBS + 1, Priority: 60, Duration: 5}, // block 1: later range wins
+			{Start: 0, End: testBS, Priority: 90},                       // block 0: a system prompt
+			{Start: testBS, End: testBS + 1, Priority: 60, Duration: 5}, // block 1: its first token
 			{Start: 3 * testBS, Priority: 10},                           // block 3 and beyond (decode)
 		}}
 	r := admit(t, x, pool, p)
