@@ -195,9 +195,13 @@ func (s *store) startStores() {
 // when the store's job finishes, whatever its outcome, and a freed block goes to the
 // tail of the free queue. At the front it would be the next allocation's victim, lost
 // with no copy anywhere, and the next TakePlans would retry its failing copy at once. A
-// failed store's source that goes to the tail, demoted or not (a write-through copy's),
-// takes its prefix waiting in the queue behind it (requeuePrefix), so that the queue stays
-// leaf first.
+// store's source that goes to the tail (a failed demotion's, a write-through or
+// hit-threshold copy's, whatever its outcome) takes its prefix waiting in the queue behind
+// it (requeuePrefix), so that the queue stays leaf first: under StreamOrdered it goes back
+// as TakePlans hands the store out, before its outcome is known, and with a copy below it
+// the lower tier may still drop that copy later. A source released leaf first stops the
+// walk at its parent when that is a source too, so a store costs O(its blocks + the depth
+// of its first waiting ancestors).
 func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	ts := s.tiers
 	if store && ts.demote[b] {
@@ -212,7 +216,7 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 		}
 	}
 	s.release(b)
-	if store && !ok && s.ref(b) == 0 {
+	if store && s.ref(b) == 0 {
 		s.requeuePrefix(b) // cached, now at the back: its waiting prefix goes behind it
 	}
 }

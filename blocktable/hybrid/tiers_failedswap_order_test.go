@@ -141,27 +141,34 @@ func TestCompletedStoreReleasesLeafFirst(t *testing.T) {
 // back of the free queue, and its waiting prefix goes with it (requeuePrefix), as a
 // failed demotion's does. Before, block 3 went behind its parent and grandparent (the
 // queue 2 1 3), the allocation below evicted both and left block 3 cached below a parent
-// no tier holds (ClosureBreaks [3]; the tier machine's closure check found it).
+// no tier holds (ClosureBreaks [3]; the tier machine's closure check found it). Under
+// StreamOrdered block 3 went back alone as TakePlans handed its store out, before the
+// copy's outcome was known (the stream-ordered row failed before the source of every
+// store took its prefix behind it).
 func TestFailedWriteThroughRequeuesItsPrefix(t *testing.T) {
-	m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}}, NumBlocks: 4,
-		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 1, Write: prefix.WriteThrough}},
-			BlockBytes: 16}})
-	require.NoError(t, err)
-	_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, MaxTokens: 17})
-	require.NoError(t, err)
-	fail := func() { // the host has room for one copy
-		plans := m.TakePlans(nil)
-		require.Len(t, plans, 1)
-		_, err := m.CompleteTransfer(plans[0].ID, false)
-		require.NoError(t, err)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream-ordered ", stream), func(t *testing.T) {
+			m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}}, NumBlocks: 4,
+				Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 1, Write: prefix.WriteThrough}},
+					BlockBytes: 16, StreamOrdered: stream}})
+			require.NoError(t, err)
+			_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, MaxTokens: 17})
+			require.NoError(t, err)
+			fail := func() { // the host has room for one copy
+				plans := m.TakePlans(nil)
+				require.Len(t, plans, 1)
+				_, err := m.CompleteTransfer(plans[0].ID, false)
+				require.NoError(t, err)
+			}
+			fail()                                                                            // block 1's copy
+			require.NoError(t, m.Append(0, []int32{12}))                                      // block 3 fills: cached, its copy prepared
+			require.NoError(t, m.Finish(0))                                                   // blocks 2 and 1 to the queue; 3 held by its copy
+			fail()                                                                            // block 3's copy
+			_, err = m.AdmitTiered(1, &Request{Prompt: []int32{9, 9, 9, 9, 9}, MaxTokens: 5}) // two cached blocks
+			require.NoError(t, err)
+			require.Empty(t, m.ClosureBreaks(), "no block cached below an evicted parent")
+			require.True(t, m.Block(blocks.ID(1)).Cached, "the root stays, its descendants went first")
+			require.NoError(t, m.CheckInvariants())
+		})
 	}
-	fail()                                                                            // block 1's copy
-	require.NoError(t, m.Append(0, []int32{12}))                                      // block 3 fills: cached, its copy prepared
-	require.NoError(t, m.Finish(0))                                                   // blocks 2 and 1 to the queue; 3 held by its copy
-	fail()                                                                            // block 3's copy
-	_, err = m.AdmitTiered(1, &Request{Prompt: []int32{9, 9, 9, 9, 9}, MaxTokens: 5}) // two cached blocks
-	require.NoError(t, err)
-	require.Empty(t, m.ClosureBreaks(), "no block cached below an evicted parent")
-	require.True(t, m.Block(blocks.ID(1)).Cached, "the root stays, its descendants went first")
-	require.NoError(t, m.CheckInvariants())
 }
