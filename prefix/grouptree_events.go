@@ -219,3 +219,13 @@ func (t *GroupTree) Clear() error {
 	}
 	return nil
 }
+
+// EventHash returns node n's event hash, the hash its blocks' BlockStored and BlockRemoved
+// events carry (read it, do not change it), or nil when the tree has no observer or n is
+// not a live node other than a root. It lets a caller name a node as its events do.
+func (t *GroupTree) EventHash(n Node) []byte {
+	if t.ev == nil || !t.IsLive(n) || t.IsRoot(n) {
+		return nil
+	}
+	return t.ev.hashOf(n)
+}

@@ -184,3 +184,25 @@ func TestGroupTreeTierEventsAllocateNothing(t *testing.T) {
 	require.Zero(t, failed)
 	require.NoError(t, g.CheckInvariants())
 }
+
+// EventHash names a node as its events do: the hash of each unit's node in the chain,
+// nil for a root, a node not live, and a tree with no observer.
+func TestGroupTreeEventHash(t *testing.T) {
+	g := newTestTree(t, 16, 2, 1)
+	require.NoError(t, g.SetObserver(&groupLog{}, nil, []int{1}))
+	ns := Namespace{LoRA: "a", Salt: "s"}
+	toks := []int32{1, 2, 3, 4, 5, 6}
+	root := g.Root(ns, true)
+	path := pathOf(g, root, toks)
+	chain := fast64Chain(toks, 2, ns)
+	for i, n := range path {
+		require.Equal(t, chain[i*8:(i+1)*8], g.EventHash(n), "unit %d", i)
+	}
+	require.Nil(t, g.EventHash(root))
+	require.Nil(t, g.EventHash(RootNode))
+	require.Nil(t, g.EventHash(Node(1000)))
+	require.Nil(t, g.EventHash(NoNode))
+
+	plain := newTestTree(t, 16, 2, 1)
+	require.Nil(t, plain.EventHash(pathOf(plain, RootNode, toks)[0]), "no observer, no hashes")
+}

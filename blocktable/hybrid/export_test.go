@@ -1,6 +1,8 @@
 package hybrid
 
 import (
+	"fmt"
+
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
 )
@@ -59,3 +61,24 @@ func (m *Manager) ClosureBreaks() []blocks.ID {
 // SwapFree is, for the tests, how many swap records (with their token buffers) the swap
 // free list keeps for later swap-outs.
 func (m *Manager) SwapFree() int { return len(m.swap.free) }
+
+// ClosureBreakKeys is ClosureBreaks' breaks named as events name them: each broken
+// (node, group)'s group and its node's event hash (prefix.GroupTree.EventHash), "" for a
+// node with none.
+func (m *Manager) ClosureBreakKeys() []string {
+	var out []string
+	for _, b := range m.ClosureBreaks() {
+		out = append(out, m.BlockKey(b))
+	}
+	return out
+}
+
+// BlockKey is, for the tests, cached device block b's (group, event hash) as "group|hash"
+// in hex, "" for a block not cached.
+func (m *Manager) BlockKey(b blocks.ID) string {
+	e, ok := m.st.t.Entry(b)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d|%x", e.Group, m.st.t.EventHash(e.Node))
+}

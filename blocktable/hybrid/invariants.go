@@ -28,8 +28,10 @@ import (
 //     no longer caches for its group has its parent in a lower tier, or is itself in one
 //     or being copied into one (the copy deferred its release); checked until a lower
 //     tier first drops a slot (an eviction by its policy, a move down, a failed copy or
-//     load), which may drop the copy the form relies on (the tests ask for the breaks
-//     themselves past that point: ClosureBreaks);
+//     load), which may drop the copy the form relies on: past that point only the
+//     drops' history tells a legitimate break from a bad one, which the tier machine's
+//     event model keeps (TestTierMachine's closureCheck asks for the breaks themselves,
+//     ClosureBreaks, and requires a drop of the block's copy or its parent's for each);
 //   - with lower tiers, every block's count includes the copies in flight holding it, each
 //     demoted block is held by one, every loading sequence is filed under its load, and
 //     the tree's holds (prefix.GroupTree's, checked there per slot) are the swapped

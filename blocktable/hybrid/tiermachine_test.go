@@ -18,12 +18,31 @@ import (
 // tierModel is the reference model of what every tier holds: the (medium, group, hash)
 // keys the Manager's events say are present. An event that stores a key already
 // present, or removes one that is not, is a duplicated or lost event.
+//
+// For full attention's closure past lower-tier drops (closureCheck) it also keeps, from
+// the same events, each key's parent (parent) and the keys a drop broke the closure for
+// (marked): a removal from a lower tier, or a failed store from the device (the machine
+// reports those, dropped), that leaves its key with no copy anywhere, or on the device
+// below a parent the device no longer holds with no lower-tier copy of its own. A mark
+// lasts until its key is stored again into some tier. Events name (prefix, group)
+// presence, not block copies (a duplicate block on the device has no event of its own),
+// so the model names a device block by its key (hybrid's BlockKey), never by its ID.
 type tierModel struct {
-	held map[string]bool
-	bad  error
+	held   map[string]bool
+	bad    error
+	lower  []string // the lower tiers' media
+	parent map[string]string
+	marked map[string]bool
+}
+
+func newTierModel(lower []string) *tierModel {
+	return &tierModel{held: map[string]bool{}, lower: lower, parent: map[string]string{}, marked: map[string]bool{}}
 }
 
 func tierKey(medium string, g int, h []byte) string { return fmt.Sprintf("%s|%d|%x", medium, g, h) }
+
+// groupKey names a block by its group and hash, whatever tier holds it.
+func groupKey(g int, h []byte) string { return fmt.Sprintf("%d|%x", g, h) }
 
 func (tm *tierModel) BlockStored(e *prefix.BlockStored) {
 	for i := range e.Blocks {
@@ -32,6 +51,14 @@ func (tm *tierModel) BlockStored(e *prefix.BlockStored) {
 			tm.bad = fmt.Errorf("stored twice: %s", k)
 		}
 		tm.held[k] = true
+		gk, parent := groupKey(e.Group, e.Hash(i)), ""
+		if i > 0 {
+			parent = groupKey(e.Group, e.Hash(i-1))
+		} else if len(e.Parent) > 0 {
+			parent = groupKey(e.Group, e.Parent)
+		}
+		tm.parent[gk] = parent
+		delete(tm.marked, gk)
 	}
 }
 
@@ -42,10 +69,47 @@ func (tm *tierModel) BlockRemoved(e *prefix.BlockRemoved) {
 			tm.bad = fmt.Errorf("removed but not held: %s", k)
 		}
 		delete(tm.held, k)
+		if e.Medium != "" {
+			tm.dropped(groupKey(e.Group, e.Hash(i)))
+		}
 	}
 }
 
-func (tm *tierModel) AllBlocksCleared() { clear(tm.held) }
+func (tm *tierModel) AllBlocksCleared() {
+	clear(tm.held)
+	clear(tm.marked)
+}
+
+// dropped marks key gk (a group key) if the drop of one of its lower-tier copies, or of
+// its store from the device, broke the closure for it: no tier holds it now, or the
+// device does, below a parent the device does not, with no lower-tier copy.
+func (tm *tierModel) dropped(gk string) {
+	for _, m := range tm.lower {
+		if tm.held[m+"|"+gk] {
+			return
+		}
+	}
+	if !tm.held["|"+gk] || !tm.held["|"+tm.parent[gk]] {
+		tm.marked[gk] = true
+	}
+}
+
+// closureCheck holds full attention's closure in CheckInvariants' tiered form on after
+// lower-tier drops, where CheckInvariants stops checking it: every (node, group) that
+// breaks it (breaks, named by their group keys) must have a drop to explain it, of its
+// own copy or its parent's (marked). Any other break (a parent evicted from the device
+// with no copy below while its child stayed) fails.
+func (tm *tierModel) closureCheck(breaks []string) error {
+	for _, c := range breaks {
+		if !tm.held["|"+c] {
+			return fmt.Errorf("closure broken at %s, which the events do not hold on the device", c)
+		}
+		if !tm.marked[c] && !tm.marked[tm.parent[c]] {
+			return fmt.Errorf("device block %s below a parent no tier holds, and no drop explains it", c)
+		}
+	}
+	return nil
+}
 
 // count is the number of keys held in medium.
 func (tm *tierModel) count(medium string) int {
@@ -114,7 +178,11 @@ func TestTierMachine(t *testing.T) {
 		}
 		cfg := prefix.TierConfig{Tiers: tiers, BlockBytes: 16, FreeTarget: rapid.IntRange(0, nb/2).Draw(rt, "free target"),
 			StreamOrdered: rapid.Bool().Draw(rt, "stream ordered")}
-		model := &tierModel{held: map[string]bool{}}
+		var media []string
+		for _, t := range tiers {
+			media = append(media, t.Medium)
+		}
+		model := newTierModel(media)
 		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Observer: model, Tiers: &cfg})
 		if err != nil {
 			rt.Fatal(err)
@@ -126,6 +194,35 @@ func TestTierMachine(t *testing.T) {
 		// swapped (finished, preempted in Recompute mode) is unknown to the Manager.
 		toks := map[blocktable.SeqID][]int32{}
 		pending := map[prefix.TransferID]bool{}
+		// stores are the keys each store from the device copies, as it was handed out: if
+		// it fails, they are dropped from the lower tiers they were going to (closureCheck).
+		stores := map[prefix.TransferID][]string{}
+		takePlans := func() []prefix.Plan {
+			plans := m.TakePlans(nil)
+			for _, p := range plans {
+				if p.Kind != prefix.Store || p.From != prefix.Device {
+					continue
+				}
+				for _, r := range p.Runs {
+					for i := range r.Blocks {
+						if k := m.BlockKey(blocks.ID(r.Src + i)); k != "" {
+							stores[p.ID] = append(stores[p.ID], k)
+						}
+					}
+				}
+			}
+			return plans
+		}
+		complete := func(id prefix.TransferID, ok bool) (hybrid.LoadDone, error) {
+			d, err := m.CompleteTransfer(id, ok)
+			if !ok {
+				for _, k := range stores[id] {
+					model.dropped(k)
+				}
+			}
+			delete(stores, id)
+			return d, err
+		}
 		var order []prefix.TransferID
 		next := blocktable.SeqID(0)
 		bases := [][]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 2, 3, 4, 9, 9, 9, 9}, {5, 5, 5, 5, 5, 5, 5, 5}}
@@ -136,6 +233,9 @@ func TestTierMachine(t *testing.T) {
 			}
 			if model.bad != nil {
 				rt.Fatalf("%s: events: %v", what, model.bad)
+			}
+			if err := model.closureCheck(m.ClosureBreakKeys()); err != nil {
+				rt.Fatalf("%s: %v", what, err)
 			}
 			dev := 0
 			for _, c := range m.Stats().CachedPrefixes {
@@ -343,14 +443,14 @@ func TestTierMachine(t *testing.T) {
 					check("resume in flight")
 					// Liveness: once every transfer outstanding completes (ok or not), no
 					// held block is in flight and Resume fails only for want of blocks.
-					for _, p := range m.TakePlans(nil) {
+					for _, p := range takePlans() {
 						if !pending[p.ID] {
 							pending[p.ID] = true
 							order = append(order, p.ID)
 						}
 					}
 					for _, tid := range order {
-						if _, err := m.CompleteTransfer(tid, rapid.IntRange(0, 3).Draw(rt, "drain ok") > 0); err != nil {
+						if _, err := complete(tid, rapid.IntRange(0, 3).Draw(rt, "drain ok") > 0); err != nil {
 							rt.Fatal(err)
 						}
 						delete(pending, tid)
@@ -377,7 +477,7 @@ func TestTierMachine(t *testing.T) {
 				check("resume")
 			},
 			"take plans": func(rt *rapid.T) {
-				for _, p := range m.TakePlans(nil) {
+				for _, p := range takePlans() {
 					if p.Bytes != int64(p.Blocks)*cfg.BlockBytes || len(p.Runs) == 0 {
 						rt.Fatalf("plan %+v", p)
 					}
@@ -395,7 +495,7 @@ func TestTierMachine(t *testing.T) {
 				i := rapid.IntRange(0, len(order)-1).Draw(rt, "which")
 				id := order[i]
 				ok := rapid.IntRange(0, 3).Draw(rt, "ok") > 0
-				d, err := m.CompleteTransfer(id, ok)
+				d, err := complete(id, ok)
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -440,11 +540,11 @@ func TestTierMachine(t *testing.T) {
 			if round > 10 {
 				rt.Fatalf("%d transfers never complete", m.PendingTransfers())
 			}
-			for _, p := range m.TakePlans(nil) {
+			for _, p := range takePlans() {
 				pending[p.ID] = true
 			}
 			for id := range pending {
-				if _, err := m.CompleteTransfer(id, true); err != nil {
+				if _, err := complete(id, true); err != nil {
 					rt.Fatal(err)
 				}
 				delete(pending, id)
