@@ -189,7 +189,13 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 		countDone(&ts.stats, r.kind, op, opOK, bb)
 		switch {
 		case r.kind == Store && opOK:
-			t.slotResidentNow(op.to, op.dst)
+			// A copy from the device is the content's first use here (the tree sees no
+			// device hits); one between lower tiers keeps the source slot's count.
+			hits := uint32(1)
+			if op.from != Device {
+				hits = ts.lv[op.from-1].hits[op.src]
+			}
+			t.slotResidentNow(op.to, op.dst, hits)
 		case r.kind == Store:
 			if op.from == Device && r.srcFreed {
 				t.countStreamLost(op.dst)
@@ -198,7 +204,9 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 			}
 			t.dropSlot(op.to, op.dst)
 		case ok:
-			ts.lv[op.from-1].touched[op.src] = ts.clock.Tick()
+			l := &ts.lv[op.from-1]
+			l.touched[op.src] = ts.clock.Tick()
+			l.hits[op.src]++ // a load is a use (the slot is pinned: its policy sees it at unpinSlot)
 		default:
 			failSlot(t, op.from, op.src)
 		}

@@ -54,6 +54,7 @@ type gtierLevel struct {
 	pins    []int32 // copies in flight reading the slot
 	leaving []bool  // drop the slot when its last pin goes
 	touched []uint64
+	hits    []uint32 // per slot: its content's uses, 1 stored and one per load (evict.Entry.Hits)
 	holds   []int32  // holds on the slot (grouptree_tierhold.go): no eviction candidate
 	hgen    []uint32 // bumped when the slot is freed, so that a stale hold names it no more
 }
@@ -89,7 +90,7 @@ func (t *GroupTree) SetTiers(c TierConfig) error {
 		n := s.Capacity
 		ts.lv = append(ts.lv, gtierLevel{slotLevel: sl, at: make([]int32, t.ng, cap(t.nodes)*t.ng),
 			node: make([]Node, n), group: make([]uint8, n), st: make([]uint8, n), pins: make([]int32, n),
-			leaving: make([]bool, n), touched: make([]uint64, n), holds: make([]int32, n), hgen: make([]uint32, n)})
+			leaving: make([]bool, n), touched: make([]uint64, n), hits: make([]uint32, n), holds: make([]int32, n), hgen: make([]uint32, n)})
 	}
 	t.tiers = ts
 	t.extras = true
@@ -322,7 +323,7 @@ func (t *GroupTree) dropSlot(tier Tier, s int32) {
 	l.put(s, res)
 	l.at[int(n)*t.ng+g] = 0
 	l.node[s], l.group[s], l.st[s], l.pins[s], l.leaving[s] = 0, 0, slotNone, 0, false
-	l.holds[s] = 0
+	l.holds[s], l.hits[s] = 0, 0
 	l.hgen[s]++
 	t.nodes[n].entries--
 	t.maybeFree(n)
@@ -344,7 +345,7 @@ func (l *gtierLevel) candidate(s int32) bool {
 }
 
 func (l *gtierLevel) addCandidate(s int32) {
-	l.policy.Add(evict.Entry{Key: s, LastAccess: l.touched[s]})
+	l.policy.Add(evict.Entry{Key: s, LastAccess: l.touched[s], Hits: l.hits[s]})
 }
 
 // pinSlot marks one more copy reading slot s of lower tier tier.
@@ -371,14 +372,16 @@ func (t *GroupTree) unpinSlot(tier Tier, s int32) {
 	}
 }
 
-// slotResidentNow turns pending slot s of lower tier tier resident after a confirmed copy,
-// reports it, and starts a write-through copy into the tier below.
-func (t *GroupTree) slotResidentNow(tier Tier, s int32) {
+// slotResidentNow turns pending slot s of lower tier tier resident after a confirmed copy
+// of content used hits times, reports it, and starts a write-through copy into the tier
+// below.
+func (t *GroupTree) slotResidentNow(tier Tier, s int32, hits uint32) {
 	ts := t.tiers
 	l := &ts.lv[tier-1]
 	n, g := l.node[s], int(l.group[s])
 	l.st[s] = slotResident
 	l.touched[s] = ts.clock.Tick()
+	l.hits[s] = hits
 	l.landed()
 	if t.ev != nil {
 		t.tierStored(tier, s, n, g)
