@@ -82,7 +82,7 @@ func runFleet(args []string, stdout, stderr io.Writer) error {
 		byContext = append(byContext, r)
 	}
 	if !in.bytesOnly {
-		own := in.cfg.Model.ServingDType()
+		own := in.cfg.Model.AutoCacheDType()
 		for _, d := range []sizing.DType{own, sizing.FP8E4M3} {
 			if d == 0 || (d == sizing.FP8E4M3 && own == d) {
 				continue

@@ -166,6 +166,8 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 // torch_dtype, or vLLM's --dtype auto reading of it (sizing.ModelSpec.ServingDType).
 func autoDTypeWhy(m sizing.ModelSpec) string {
 	switch {
+	case m.KVDType != 0:
+		return "the KV cache data type the checkpoint's quantization_config declares"
 	case m.RunDType != 0:
 		return "the data type the model runs in: --dtype " + m.RunDType.String()
 	case m.DType == 0:

@@ -141,3 +141,31 @@ func TestSimHybridStateInDType(t *testing.T) {
 	assert.Greater(t, share["float32"], 1.15*share["auto"], "%v", share)
 	assert.Equal(t, full["auto"], full["float32"])
 }
+
+// A checkpoint that declares an fp8 KV cache (ModelOpt's kv_cache_quant_algo, or
+// llm-compressor's compressed-tensors kv_cache_scheme) plans in fp8 under
+// --kv-cache-dtype auto, as vLLM runs it, whatever --dtype; an explicit --kv-cache-dtype
+// wins. Llama 3.1 8B's shape: 65,536 B of KV a token in fp8, 131,072 in bf16.
+func TestPlanAutoTakesTheCheckpointsKVCacheDType(t *testing.T) {
+	for _, qc := range []string{
+		`{"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}`,
+		`{"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": true, "dynamic": false}}`,
+	} {
+		cfg := filepath.Join(t.TempDir(), "config.json")
+		require.NoError(t, os.WriteFile(cfg, []byte(`{"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+			"num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 131072, "torch_dtype": "bfloat16", "quantization_config": `+qc+`}`), 0o600))
+		for _, dtype := range []string{"auto", "float32"} {
+			obj := planJSONOf(t, 0, "plan", "--config", cfg, "--params", "8030261248", "--gpu", "h100", "--max-model-len", "32k", "--dtype", dtype)
+			assert.Equal(t, "fp8_e4m3", obj["kv_cache_dtype"], qc)
+			assert.Equal(t, "65536", num(t, obj, "bytes_per_token"), qc)
+			var lines []string
+			for _, a := range obj["assumptions"].([]any) {
+				lines = append(lines, a.(string))
+			}
+			assert.Contains(t, strings.Join(lines, "\n"),
+				"kv cache dtype fp8_e4m3: --kv-cache-dtype auto, the KV cache data type the checkpoint's quantization_config declares", qc)
+		}
+		obj := planJSONOf(t, 0, "plan", "--config", cfg, "--params", "8030261248", "--gpu", "h100", "--max-model-len", "32k", "--kv-cache-dtype", "bf16")
+		assert.Equal(t, "131072", num(t, obj, "bytes_per_token"), "an explicit --kv-cache-dtype wins")
+	}
+}
