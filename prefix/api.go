@@ -39,7 +39,8 @@ type Prompt struct {
 	// cached keep theirs.
 	Retention Retention
 	// RetentionRanges gives token ranges of the prompt their own retention (see
-	// RetentionRange); nil gives every block Retention.
+	// RetentionRange); nil gives every block Retention. At most MaxRetentionRanges,
+	// none overlapping.
 	RetentionRanges []RetentionRange
 }
 

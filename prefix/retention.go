@@ -65,11 +65,21 @@ func priorityError(p uint8) error {
 // overlaps every range that starts at or after its Start). It wraps ErrInvalidArgument.
 var ErrRangesOverlap = fmt.Errorf("%w: retention ranges overlap", ErrInvalidArgument)
 
-// validateRetention applies Validate to p's retention and each of its ranges, and
-// refuses ranges that overlap (ErrRangesOverlap).
+// MaxRetentionRanges is the most RetentionRanges a Prompt may give. A commit reads every
+// range for each block it stores (retentionAt) and the overlap check compares unsorted
+// ranges pair by pair, so a prompt's ranges are bounded like any other size a caller
+// gives: TensorRT-LLM's retention configs hold a handful (a system prompt, a few turns).
+const MaxRetentionRanges = 1024
+
+// validateRetention applies Validate to p's retention and each of its ranges, refuses more
+// than MaxRetentionRanges ranges (a *SizeError) and ranges that overlap
+// (ErrRangesOverlap).
 func (p *Prompt) validateRetention() error {
 	if err := p.Retention.Validate(); err != nil {
 		return err
+	}
+	if n := len(p.RetentionRanges); n > MaxRetentionRanges {
+		return &SizeError{What: "retention ranges", N: int64(n), Max: MaxRetentionRanges}
 	}
 	for i := range p.RetentionRanges {
 		if err := p.RetentionRanges[i].Validate(); err != nil {

@@ -65,3 +65,31 @@ func TestCommitRefusesOverlappingRanges(t *testing.T) {
 		})
 	}
 }
+
+// A prompt gives at most MaxRetentionRanges ranges: one more is refused with a *SizeError
+// before any range is read pair by pair, and nothing changes; the most are accepted.
+func TestCommitBoundsRetentionRanges(t *testing.T) {
+	for _, n := range []int{MaxRetentionRanges, MaxRetentionRanges + 1} {
+		pool, x := newTestIndex(t, 8)
+		ranges := make([]RetentionRange, n)
+		for i := range ranges {
+			ranges[i] = RetentionRange{Start: n - i, End: n - i + 1, Priority: 50} // unsorted, disjoint
+		}
+		p := Prompt{Tokens: toks(1, 2*testBS), RetentionRanges: ranges}
+		ids, err := pool.Allocate(nil, 2)
+		require.NoError(t, err)
+		var cur Cursor
+		before := snap(x, pool)
+		_, err = x.Commit(&cur, &p, ids)
+		if n <= MaxRetentionRanges {
+			require.NoError(t, err, "%d ranges", n)
+			continue
+		}
+		var se *SizeError
+		require.ErrorAs(t, err, &se)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		assert.EqualValues(t, n, se.N)
+		assert.Equal(t, before, snap(x, pool), "nothing changed")
+		assert.Equal(t, Cursor{}, cur)
+	}
+}
