@@ -63,6 +63,8 @@ type tierMachine struct {
 	// lostCheck: the host's Lost and whether a write-back disk had room after the last
 	// step, and whether the current step failed a transfer or reset the tiers.
 	lostCheck
+	// focus draws the write-back pressure the hidden-below case needs (newTierMachine).
+	focus bool
 }
 
 // lostCheck is both tier machines' check that, under a write-back disk, making room in
@@ -175,19 +177,34 @@ func (mc *tierMachine) AllBlocksCleared() {
 
 var tierNamespaces = []Namespace{{}, {Salt: "s"}}
 
-func newTierMachine(t *rapid.T) *tierMachine {
-	mc := &tierMachine{bs: testBS, holds: map[HoldID][]string{}}
+// newTierMachine draws the machine's pool and tiers. With focus it draws the pressure
+// under which a host victim's disk slot is a failed load's (the hidden-below case of
+// makeRoom): a write-through host of two blocks over a write-back disk of three to six,
+// and three prompts of one block (drawPrompt), so that the few keys move between
+// the tiers often.
+func newTierMachine(t *rapid.T, focus bool) *tierMachine {
+	mc := &tierMachine{bs: testBS, holds: map[HoldID][]string{}, focus: focus}
 	n := rapid.IntRange(6, 16).Draw(t, "poolBlocks")
 	var err error
 	if mc.pool, err = blocks.New(n, blocks.WithNullBlock()); err != nil {
 		t.Fatal(err)
 	}
 	cfg := TierConfig{BlockBytes: 100, FreeTarget: rapid.IntRange(0, 4).Draw(t, "freeTarget"), StreamOrdered: rapid.Bool().Draw(t, "stream")}
+	host := rapid.IntRange(2, 10)
+	if focus {
+		host = rapid.IntRange(2, 2)
+	}
+	write := rapid.IntRange(0, 2)
+	if focus {
+		write = rapid.IntRange(int(WriteThrough), int(WriteThrough)) // every computed block goes down
+	}
 	cfg.Tiers = append(cfg.Tiers, TierSpec{
-		Medium: MediumCPU, Capacity: rapid.IntRange(2, 10).Draw(t, "host"),
-		Write: WritePolicy(rapid.IntRange(0, 2).Draw(t, "hostWrite")), Hits: uint32(rapid.IntRange(1, 3).Draw(t, "hits")),
+		Medium: MediumCPU, Capacity: host.Draw(t, "host"),
+		Write: WritePolicy(write.Draw(t, "hostWrite")), Hits: uint32(rapid.IntRange(1, 3).Draw(t, "hits")),
 	})
-	if rapid.Bool().Draw(t, "disk") {
+	if focus {
+		cfg.Tiers = append(cfg.Tiers, TierSpec{Medium: MediumDisk, Capacity: rapid.IntRange(3, 6).Draw(t, "diskBlocks"), Write: WriteBack})
+	} else if rapid.Bool().Draw(t, "disk") {
 		cfg.Tiers = append(cfg.Tiers, TierSpec{
 			Medium: MediumDisk, Capacity: rapid.IntRange(2, 14).Draw(t, "diskBlocks"),
 			Write: WritePolicy(rapid.IntRange(0, 1).Draw(t, "diskWrite")),
@@ -230,6 +247,12 @@ func (mc *tierMachine) hashes(p *Prompt) []string {
 }
 
 func (mc *tierMachine) drawPrompt(t *rapid.T) Prompt {
+	if mc.focus { // three keys of one block each, found under LeaveOne, over a host of two
+		k := rapid.IntRange(0, 2).Draw(t, "key")
+		p := Prompt{Tokens: []int32{int32(k), int32(k), int32(k), int32(k), 9}}
+		mc.prompts = append(mc.prompts, p)
+		return p
+	}
 	if len(mc.prompts) > 0 && rapid.IntRange(0, 2).Draw(t, "reuse") > 0 {
 		return mc.prompts[rapid.IntRange(0, len(mc.prompts)-1).Draw(t, "which")]
 	}
@@ -279,8 +302,16 @@ func (mc *tierMachine) predict(p *Prompt, d int, limit HitLimit) [MaxTiers]int {
 
 func (mc *tierMachine) Admit(t *rapid.T) {
 	mc.beginStep()
-	r := &tierReq{p: mc.drawPrompt(t)}
+	p := mc.drawPrompt(t)
 	limit := HitLimit(rapid.Bool().Draw(t, "leaveOne"))
+	mc.admit(t, p, limit, func(lower int) int { return rapid.IntRange(0, lower).Draw(t, "load") })
+	mc.check(t)
+}
+
+// admit admits prompt p, loading load(n) of the n blocks past its device hit that lower
+// tiers hold, and returns the request (nil when the pool has no room for it).
+func (mc *tierMachine) admit(t *rapid.T, p Prompt, limit HitLimit, load func(lower int) int) *tierReq {
+	r := &tierReq{p: p}
 	r.ids, r.cur = mc.x.Peek(nil, &r.p, limit)
 	r.hit = len(r.ids)
 	h := mc.x.PeekLower(&r.p, r.cur, limit, 0)
@@ -290,14 +321,14 @@ func (mc *tierMachine) Admit(t *rapid.T) {
 	full := len(r.p.Tokens) / mc.bs
 	need := (len(r.p.Tokens)+mc.bs-1)/mc.bs - r.hit
 	if mc.pool.Available()-mc.x.ReclaimableOf(r.ids) < need {
-		return
+		return nil
 	}
 	must(t, mc.x.Acquire(r.ids))
 	var err error
 	if r.ids, err = mc.pool.Allocate(r.ids, need); err != nil {
 		t.Fatalf("allocate %d: %v", need, err)
 	}
-	r.loadN = min(h.Lower, rapid.IntRange(0, h.Lower).Draw(t, "load"))
+	r.loadN = min(h.Lower, load(h.Lower))
 	if r.loadN > 0 {
 		hs := mc.hashes(&r.p)
 		for b := r.hit; b < r.hit+r.loadN; b++ {
@@ -317,7 +348,7 @@ func (mc *tierMachine) Admit(t *rapid.T) {
 		must(t, err)
 	}
 	mc.reqs = append(mc.reqs, r)
-	mc.check(t)
+	return r
 }
 
 func must(t *rapid.T, err error) {
@@ -368,11 +399,15 @@ func (mc *tierMachine) Complete(t *rapid.T) {
 	if len(mc.plans) == 0 {
 		t.Skip("no plan")
 	}
-	mc.beginStep()
 	i := rapid.IntRange(0, len(mc.plans)-1).Draw(t, "plan")
+	mc.complete(t, i, rapid.IntRange(0, 3).Draw(t, "ok") > 0)
+}
+
+// complete completes plan mc.plans[i] with outcome ok, and checks what it did.
+func (mc *tierMachine) complete(t *rapid.T, i int, ok bool) {
+	mc.beginStep()
 	p := mc.plans[i]
 	mc.plans = slices.Delete(mc.plans, i, i+1)
-	ok := rapid.IntRange(0, 3).Draw(t, "ok") > 0
 	mc.mayDrop = !ok
 	mc.failing = true // a completion may end a copy an earlier failed load doomed
 	failedBefore := mc.x.TierStatsOf(p.To).StoreFailed
@@ -483,10 +518,14 @@ func (mc *tierMachine) Hold(t *rapid.T) {
 	if len(live) == 0 {
 		t.Skip("no request")
 	}
-	mc.beginStep()
 	r := rapid.SampledFrom(live).Draw(t, "req")
 	full := len(r.p.Tokens) / mc.bs
-	ids := r.ids[:rapid.IntRange(0, full).Draw(t, "holdBlocks")]
+	mc.hold(t, r, r.ids[:rapid.IntRange(0, full).Draw(t, "holdBlocks")])
+}
+
+// hold holds ids, the first blocks of request r, and checks what it did.
+func (mc *tierMachine) hold(t *rapid.T, r *tierReq, ids []blocks.ID) {
+	mc.beginStep()
 	for _, id := range ids {
 		if !mc.x.IsCached(id) {
 			t.Skip("a duplicate commit left the request an uncached copy")
@@ -734,9 +773,77 @@ func (mc *tierMachine) drain(t *rapid.T) {
 	}
 }
 
-func runTierMachine(t *rapid.T) {
-	mc := newTierMachine(t)
-	t.Repeat(neverStuck(map[string]func(*rapid.T){
+// StoresSettled hands out the plans due and completes every store among them ok, loads
+// left in flight: the steps of an owner whose copies go down while its loads are still
+// under way.
+func (mc *tierMachine) StoresSettled(t *rapid.T) {
+	mc.TakePlans(t)
+	for i := 0; i < len(mc.plans); {
+		if mc.plans[i].Kind == Load {
+			i++
+			continue
+		}
+		mc.complete(t, i, true)
+	}
+}
+
+// LoadTwiceFailOne admits a prompt whose block a lower tier holds and the device does not
+// twice, each loading it in a transfer of its own, and fails the first: the slot both read
+// is hidden (its bytes bad), and stays busy until the second load, left in flight, ends.
+// The first request computes the block again and holds it (a swap-out's Hold), so that
+// the host takes a copy while the disk's slot is hidden. With no
+// such prompt it first finishes every request not loading and evicts every evictable
+// device block.
+func (mc *tierMachine) LoadTwiceFailOne(t *rapid.T) {
+	var ps []Prompt
+	for range 2 { // the second time with the device emptied
+		for _, p := range mc.prompts {
+			ids, cur := mc.x.Peek(nil, &p, LeaveOne)
+			if len(ids) == 0 && mc.x.PeekLower(&p, cur, LeaveOne, 0).Lower > 0 {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) > 0 {
+			break
+		}
+		mc.beginStep()
+		mc.reqs = slices.DeleteFunc(mc.reqs, func(r *tierReq) bool {
+			if !r.pending {
+				must(t, mc.x.Release(r.ids))
+			}
+			return !r.pending
+		})
+		mc.x.Evict(mc.pool.Capacity())
+		mc.check(t)
+	}
+	if len(ps) == 0 {
+		t.Skip("no prompt held below alone")
+	}
+	p := rapid.SampledFrom(ps).Draw(t, "twice")
+	all := func(lower int) int { return lower }
+	mc.beginStep()
+	r1 := mc.admit(t, p, LeaveOne, all)
+	if r1 == nil {
+		t.Skip("no room")
+	}
+	if r2 := mc.admit(t, p, LeaveOne, all); r2 == nil || r2.load == 0 {
+		t.Skip("no room, or nothing left to load") // r1 stays, as an Admit
+	}
+	mc.check(t)
+	mc.TakePlans(t)
+	i := slices.IndexFunc(mc.plans, func(pl Plan) bool { return pl.ID == r1.load })
+	if i < 0 {
+		t.Fatalf("load %d not handed out", r1.load)
+	}
+	mc.complete(t, i, false) // r1 computes the block: its copy down is a Hold's
+	mc.hold(t, r1, r1.ids[:len(r1.p.Tokens)/mc.bs])
+}
+
+func runTierMachine(t *rapid.T) { runTierMachineWith(t, false) }
+
+func runTierMachineWith(t *rapid.T, focus bool) {
+	mc := newTierMachine(t, focus)
+	steps := map[string]func(*rapid.T){
 		"admit":    mc.Admit,
 		"finish":   mc.Finish,
 		"plans":    mc.TakePlans,
@@ -747,12 +854,26 @@ func runTierMachine(t *rapid.T) {
 		"release":  mc.ReleaseHold,
 		"refused":  mc.Refused,
 		"":         mc.check,
-	}))
+	}
+	if focus {
+		delete(steps, "reset")
+		delete(steps, "refused")
+		steps["storesSettled"] = mc.StoresSettled
+		steps["loadTwiceFailOne"] = mc.LoadTwiceFailOne
+	}
+	t.Repeat(neverStuck(steps))
 	mc.drain(t)
 }
 
 func TestTierStateMachine(t *testing.T) {
 	rapid.Check(t, runTierMachine)
+}
+
+// TestTierStateMachineUnderWriteBack runs the machine focused on write-back pressure and
+// failed loads (newTierMachine, StoresSettled, LoadTwiceFailOne), so that its default run
+// reaches the hidden-below case of makeRoom that the unfocused one reaches rarely.
+func TestTierStateMachineUnderWriteBack(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { runTierMachineWith(t, true) })
 }
 
 // FuzzTierHolds runs the tier machine (holds, prepared stores and loads, completions ok
