@@ -220,12 +220,13 @@ func (t *GroupTree) Clear() error {
 	return nil
 }
 
-// EventHash returns node n's event hash, the hash its blocks' BlockStored and BlockRemoved
-// events carry (read it, do not change it), or nil when the tree has no observer or n is
-// not a live node other than a root. It lets a caller name a node as its events do.
-func (t *GroupTree) EventHash(n Node) []byte {
+// EventHash appends to dst node n's event hash, the hash its blocks' BlockStored and
+// BlockRemoved events carry, and reports whether n has one: false (dst unchanged) when the
+// tree has no observer or n is not a live node other than a root. It lets a caller name a
+// node as its events do; like Index.Hash, it copies, so the caller may keep or change it.
+func (t *GroupTree) EventHash(dst []byte, n Node) ([]byte, bool) {
 	if t.ev == nil || !t.IsLive(n) || t.IsRoot(n) {
-		return nil
+		return dst, false
 	}
-	return t.ev.hashOf(n)
+	return append(dst, t.ev.hashOf(n)...), true
 }

@@ -185,8 +185,8 @@ func TestGroupTreeTierEventsAllocateNothing(t *testing.T) {
 	require.NoError(t, g.CheckInvariants())
 }
 
-// EventHash names a node as its events do: the hash of each unit's node in the chain,
-// nil for a root, a node not live, and a tree with no observer.
+// EventHash names a node as its events do: it appends a copy of the hash of each unit's
+// node in the chain, and none for a root, a node not live, or a tree with no observer.
 func TestGroupTreeEventHash(t *testing.T) {
 	g := newTestTree(t, 16, 2, 1)
 	require.NoError(t, g.SetObserver(&groupLog{}, nil, []int{1}))
@@ -196,13 +196,25 @@ func TestGroupTreeEventHash(t *testing.T) {
 	path := pathOf(g, root, toks)
 	chain := fast64Chain(toks, 2, ns)
 	for i, n := range path {
-		require.Equal(t, chain[i*8:(i+1)*8], g.EventHash(n), "unit %d", i)
+		h, ok := g.EventHash([]byte{0xaa}, n)
+		require.True(t, ok, "unit %d", i)
+		require.Equal(t, append([]byte{0xaa}, chain[i*8:(i+1)*8]...), h, "unit %d: appended to dst", i)
+		h[1] ^= 0xff // a copy: changing it changes nothing of the tree's
+		again, _ := g.EventHash(nil, n)
+		require.Equal(t, chain[i*8:(i+1)*8], again, "unit %d: the tree's hash is unchanged", i)
 	}
-	require.Nil(t, g.EventHash(root))
-	require.Nil(t, g.EventHash(RootNode))
-	require.Nil(t, g.EventHash(Node(1000)))
-	require.Nil(t, g.EventHash(NoNode))
+	requireNoHash(t, g, root)
+	requireNoHash(t, g, RootNode)
+	requireNoHash(t, g, Node(1000))
+	requireNoHash(t, g, NoNode)
 
 	plain := newTestTree(t, 16, 2, 1)
-	require.Nil(t, plain.EventHash(pathOf(plain, RootNode, toks)[0]), "no observer, no hashes")
+	requireNoHash(t, plain, pathOf(plain, RootNode, toks)[0]) // no observer, no hashes
+}
+
+func requireNoHash(t *testing.T, g *GroupTree, n Node) {
+	t.Helper()
+	h, ok := g.EventHash([]byte{1}, n)
+	require.False(t, ok)
+	require.Equal(t, []byte{1}, h, "dst unchanged")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
+	"github.com/kvpage/kvpage/prefix"
 )
 
 // HoldInFlight is, for the tests, how many of swapped sequence id's held blocks have
@@ -80,5 +81,10 @@ func (m *Manager) BlockKey(b blocks.ID) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d|%x", e.Group, m.st.t.EventHash(e.Node))
+	return fmt.Sprintf("%d|%x", e.Group, eventHash(m, e.Node))
+}
+
+func eventHash(m *Manager, n prefix.Node) []byte {
+	h, _ := m.st.t.EventHash(nil, n)
+	return h
 }
