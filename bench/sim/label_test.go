@@ -37,3 +37,29 @@ func TestLabelNamesTheKVDTypeOnEveryScheme(t *testing.T) {
 		assert.Equal(t, c.kv, c.s.Label())
 	}
 }
+
+// A model data type other than bf16 is named on every scheme, before the KV cache's:
+// a float32 run's rows (whose weights leave a smaller budget) read differently from a
+// bf16 run's. Without one, or with bf16, the labels are unchanged.
+func TestLabelNamesTheModelDTypeOnEveryScheme(t *testing.T) {
+	for _, c := range []struct {
+		s          Scheme
+		plain, f32 string
+	}{
+		{Scheme{Name: OrcaMax}, "orca-max", "orca-max dtype=fp32"},
+		{Scheme{Name: Paged, BlockSize: 16}, "paged/16", "paged/16 dtype=fp32"},
+		{Scheme{Name: Paged, BlockSize: 32, PrefixSharing: true, Preemption: "priority"},
+			"paged/32+lru preempt=priority", "paged/32 dtype=fp32+lru preempt=priority"},
+		{Scheme{Name: Hybrid, Model: "jamba-1.5-mini", Layout: LayoutCarved, BlockSize: 16, StateBlock: 64, MambaMode: "align"},
+			"hybrid/carved/16 state=64 align", "hybrid/carved/16 state=64 align dtype=fp32"},
+	} {
+		for _, d := range []sizing.DType{0, sizing.BF16} {
+			c.s.ModelDType = d
+			assert.Equal(t, c.plain, c.s.Label(), "%s in %v", c.plain, d)
+		}
+		c.s.ModelDType = sizing.FP32
+		assert.Equal(t, c.f32, c.s.Label())
+	}
+	s := Scheme{Name: Paged, BlockSize: 16, PrefixSharing: true, ModelDType: sizing.FP16, KVCacheDType: sizing.FP16}
+	assert.Equal(t, "paged/16 dtype=fp16 kv=fp16+lru", s.Label())
+}

@@ -111,9 +111,11 @@ type Scheme struct {
 	// tokens (Config.Capacity), sized by the caller in some data type: for them it only
 	// names that data type in Label, so that every row of a run says it alike.
 	KVCacheDType sizing.DType
-	// ModelDType is the data type the hybrid model runs in (vLLM's --dtype; 0 means auto,
-	// sizing.ModelSpec.ServingDType): its Mamba / linear-attention state is sized in it.
-	// fp16, bf16 or fp32; the other schemes ignore it.
+	// ModelDType is the data type the model runs in (vLLM's --dtype; 0 means auto,
+	// sizing.ModelSpec.ServingDType): fp16, bf16 or fp32. The hybrid model's Mamba /
+	// linear-attention state is sized in it. The other schemes count KV in tokens sized by
+	// the caller, whose weights (and so budget) were sized in some data type: for them it
+	// only names that data type in Label, as KVCacheDType does.
 	ModelDType sizing.DType
 	// Tiers gives the paged or hybrid scheme with prefix sharing lower tiers (tiers.go):
 	// host memory and disk below the device's KV budget, in blocks for paged and in bytes
@@ -122,13 +124,17 @@ type Scheme struct {
 }
 
 // Label is a short unique description for tables and charts: "orca-max", "paged/16",
-// "paged/16+lru", with " kv=fp8" after the scheme's name and sizes for a KVCacheDType
-// other than bf16 (the default), on every scheme alike: "orca-max kv=fp8",
-// "paged/16 kv=fp8+lru".
+// "paged/16+lru", with " dtype=fp32" and " kv=fp8" after the scheme's name and sizes for
+// a ModelDType and a KVCacheDType other than bf16 (the default), on every scheme alike:
+// "orca-max kv=fp8", "paged/16 dtype=fp32+lru", "paged/16 dtype=fp16 kv=fp16+lru". Two
+// runs that differ only in their data types then give rows of different labels.
 func (s Scheme) Label() string {
 	kv := ""
+	if s.ModelDType != 0 && s.ModelDType != sizing.BF16 {
+		kv = " dtype=" + s.ModelDType.String()
+	}
 	if s.KVCacheDType != 0 && s.KVCacheDType != sizing.BF16 {
-		kv = " kv=" + s.KVCacheDType.String()
+		kv += " kv=" + s.KVCacheDType.String()
 	}
 	if !s.allocatesBlocks() {
 		return s.Name + kv

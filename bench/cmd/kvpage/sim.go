@@ -555,14 +555,25 @@ func (f *simFlags) budget(r *simRun, maxLen int) (int, error) {
 	}
 	bpt := p.BytesPerTokenPerGPU.Bytes()
 	c := p.Config
-	r.memory = fmt.Sprintf("%s tokens = %s KV bytes / %s bytes per token: %s (%s KV cache) on %s, %s x %.2f - %s weights - %s overhead",
-		commas(int64(tokens)), commas(p.KVBudget), strconv.FormatFloat(bpt, 'f', -1, 64), c.Model.Name, cacheLabel(c),
+	r.memory = fmt.Sprintf("%s tokens = %s KV bytes / %s bytes per token: %s%s (%s KV cache) on %s, %s x %.2f - %s weights - %s overhead",
+		commas(int64(tokens)), commas(p.KVBudget), strconv.FormatFloat(bpt, 'f', -1, 64), c.Model.Name, runLabel(c), cacheLabel(c),
 		c.GPU.Name, human(float64(p.GPUMemory)), c.GPUMemoryUtilization, sizing.GiB(p.WeightsPerGPU), sizing.GiB(c.RuntimeOverhead))
 	if c.TensorParallel > 1 {
 		r.memory += fmt.Sprintf(", one GPU of %d", c.TensorParallel)
 	}
-	r.memoryShort = fmt.Sprintf("%s on %s (%s), KV budget %s tokens", c.Model.Name, c.GPU.Name, cacheLabel(c), commas(int64(tokens)))
+	r.memoryShort = fmt.Sprintf("%s%s on %s (%s), KV budget %s tokens", c.Model.Name, runLabel(c), c.GPU.Name, cacheLabel(c), commas(int64(tokens)))
 	return tokens, nil
+}
+
+// runLabel names the data type the model runs in (--dtype, or vLLM's auto reading of the
+// checkpoint) after its name in the budget line, " in fp32", when it is not bf16: the
+// default's, which the default output has never named. The weights the budget subtracts
+// are sized in it, so two runs that differ only in it read differently.
+func runLabel(c sizing.PlanConfig) string {
+	if d := c.Model.ServingDType(); d != sizing.BF16 {
+		return " in " + d.String()
+	}
+	return ""
 }
 
 // kvSizing is what the sizing flags resolve to for a run of at most maxLen tokens: the
@@ -659,13 +670,15 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 	if f.stateBlock < 0 {
 		return nil, badFlag("--state-block must not be negative, got %d", f.stateBlock)
 	}
-	// Every row's label names the KV cache data type the sizing flags resolve to
-	// (Scheme.KVCacheDType): the hybrid rows size their pages in it and the others' tokens
-	// are sized in it. None when they give none (--kv-bytes-per-token), or cannot resolve
-	// one while the rows take bare --kv-budget-tokens (the hybrid rows then refuse below).
-	var kv sizing.DType
+	// Every row's label names the KV cache data type and the model's data type (--dtype,
+	// resolved as vLLM's auto) the sizing flags resolve to (Scheme.KVCacheDType,
+	// ModelDType): the hybrid rows size their pages and state in them, and the others'
+	// tokens are sized in the one and the weights they leave room for in the other. None
+	// when they give none (--kv-bytes-per-token), or cannot resolve one while the rows
+	// take bare --kv-budget-tokens (the hybrid rows then refuse below).
+	var kv, run sizing.DType
 	if in, err := f.kvSizing(0); err == nil && !in.bytesOnly {
-		kv = in.cfg.CacheDType
+		kv, run = in.cfg.CacheDType, in.cfg.Model.ServingDType()
 	}
 	var out []sim.Scheme
 	for _, k := range kinds {
@@ -688,7 +701,7 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 				for _, l := range layouts {
 					s := sim.Scheme{Name: sim.Hybrid, Model: m.Name, Layout: l, BlockSize: blockSize,
 						PrefixSharing: share, Preemption: f.preemption, StateBlock: f.stateBlock, KVCacheDType: in.cfg.CacheDType,
-						ModelDType: in.cfg.Model.RunDType}
+						ModelDType: in.cfg.Model.ServingDType()}
 					if f.mambaMode != "all" {
 						s.MambaMode = f.mambaMode
 					}
@@ -698,11 +711,11 @@ func (f *simFlags) schemeList() ([]sim.Scheme, error) {
 			continue
 		}
 		if k != sim.Paged {
-			out = append(out, sim.Scheme{Name: k, KVCacheDType: kv})
+			out = append(out, sim.Scheme{Name: k, KVCacheDType: kv, ModelDType: run})
 			continue
 		}
 		for i, share := range sharing {
-			base := sim.Scheme{Name: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark, KVCacheDType: kv}
+			base := sim.Scheme{Name: sim.Paged, PrefixSharing: share, Preemption: f.preemption, Watermark: f.watermark, KVCacheDType: kv, ModelDType: run}
 			evictions := []string{""}
 			if share {
 				evictions = policies
