@@ -199,9 +199,7 @@ func (s *store) startStores() {
 // hit-threshold copy's, whatever its outcome) takes its prefix waiting in the queue behind
 // it (requeuePrefix), so that the queue stays leaf first: under StreamOrdered it goes back
 // as TakePlans hands the store out, before its outcome is known, and with a copy below it
-// the lower tier may still drop that copy later. A source released leaf first stops the
-// walk at its parent when that is a source too, so a store costs O(its blocks + the depth
-// of its first waiting ancestors).
+// the lower tier may still drop that copy later.
 func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	ts := s.tiers
 	if store && ts.demote[b] {
@@ -225,23 +223,32 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 // b's group, to its back behind b, nearest first: b, a failed demotion's block, went to
 // the back ranked as used now, and its prefix goes with it, as a hit ranks a whole prefix,
 // so that the queue stays leaf first. Before, b went behind its parent, and the next
-// allocation evicted the parent first and left b cached below it. It stops at the first
-// ancestor with no block waiting (held by a sequence, being copied, or not cached).
+// allocation evicted the parent first and left b cached below it.
+//
+// The walk goes past an ancestor that only copies hold (another store's source, back
+// later with its own prefix behind it; before, it stopped there and left the ancestors
+// above ahead of b). It stops at the first ancestor with no block cached, or with one held
+// otherwise: a sequence holds its prefix too, and a source of the same completion,
+// released after b (leaf first), takes the rest behind it, so a store costs O(its blocks
+// + the depth of its first waiting or copied ancestors).
 func (s *store) requeuePrefix(b blocks.ID) {
 	e, ok := s.t.Entry(b)
 	if !ok {
 		return
 	}
 	for n := s.t.Parent(e.Node); n != prefix.NoNode && !s.t.IsRoot(n); n = s.t.Parent(n) {
-		moved := false
+		cached, held := false, false
 		for x := s.t.First(n, e.Group); x != blocks.NullID; x = s.t.NextCached(x) {
-			if s.ref(x) == 0 {
+			cached = true
+			switch r := s.ref(x); {
+			case r == 0:
 				must(s.q.Retain(x))
 				s.release(x)
-				moved = true
+			case r > s.t.TransferRefs(x):
+				held = true
 			}
 		}
-		if !moved {
+		if !cached || held {
 			return
 		}
 	}
