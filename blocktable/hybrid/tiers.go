@@ -50,7 +50,12 @@ type tierState struct {
 	lfChain    []int32
 	loads      []prefix.GroupLoad
 	before     []int // commitTiered's scratch: blocks cached per group before
-	committing bool  // commitTiered is running commit's device pass
+	// chain is, per group, the match units per block when the group's blocks keep their
+	// waiting prefix behind them in the free queue (full attention: requeuePrefix), 0
+	// for a group whose blocks keep the order they were freed in. Filled from the specs
+	// by the first TakePlans or CompleteTransfer (chains), the only ways to requeuePrefix.
+	chain      []int
+	committing bool // commitTiered is running commit's device pass
 	// kept are the demoted blocks a StreamOrdered store released as TakePlans handed it
 	// out and left cached at the free queue's front (releaseHandedOut), until the store
 	// completes. They are in order of store: TakePlans numbers the stores it hands out in
@@ -195,11 +200,11 @@ func (s *store) startStores() {
 // when the store's job finishes, whatever its outcome, and a freed block goes to the
 // tail of the free queue. At the front it would be the next allocation's victim, lost
 // with no copy anywhere, and the next TakePlans would retry its failing copy at once. A
-// store's source that goes to the tail (a failed demotion's, a write-through or
-// hit-threshold copy's, whatever its outcome) takes its prefix waiting in the queue behind
-// it (requeuePrefix), so that the queue stays leaf first: under StreamOrdered it goes back
-// as TakePlans hands the store out, before its outcome is known, and with a copy below it
-// the lower tier may still drop that copy later.
+// full-attention store's source that goes to the tail (a failed demotion's, a
+// write-through or hit-threshold copy's, whatever its outcome) takes its prefix waiting in
+// the queue behind it (requeuePrefix), so that the queue stays leaf first: under
+// StreamOrdered it goes back as TakePlans hands the store out, before its outcome is
+// known, and with a copy below it the lower tier may still drop that copy later.
 func (s *store) transferDone(b blocks.ID, store, ok bool) {
 	ts := s.tiers
 	if store && ts.demote[b] {
@@ -220,23 +225,38 @@ func (s *store) transferDone(b blocks.ID, store, ok bool) {
 }
 
 // requeuePrefix moves the cached blocks of b's prefix that wait in the free queue, for
-// b's group, to its back behind b, nearest first: b, a failed demotion's block, went to
-// the back ranked as used now, and its prefix goes with it, as a hit ranks a whole prefix,
-// so that the queue stays leaf first. Before, b went behind its parent, and the next
-// allocation evicted the parent first and left b cached below it.
+// b's group, to its back behind b, nearest first: b, a store's source, went to the back,
+// and its prefix goes with it, so that the queue stays leaf first. This is the order
+// vLLM's free queue has: a request with a store in flight keeps all its blocks until the
+// store ends (the offloading connector's request_finished delays their free), then frees
+// them last block first to the queue's tail, its prefix ranked as freed now behind its
+// leaf. Before, b went behind its parent, and the next allocation evicted the parent
+// first and left b cached below it.
 //
-// The walk goes past an ancestor that only copies hold (another store's source, back
-// later with its own prefix behind it; before, it stopped there and left the ancestors
-// above ahead of b). It stops at the first ancestor with no block cached, or with one held
-// otherwise: a sequence holds its prefix too, and a source of the same completion,
-// released after b (leaf first), takes the rest behind it, so a store costs O(its blocks
-// + the depth of its first waiting or copied ancestors).
+// The walk steps from block to block of the group (ts.chain units: a block of 8 tokens
+// over units of 4 has its parent two nodes up; before, the walk looked one node up, found
+// no block of the group and stopped). It goes past an ancestor that only copies hold
+// (another store's source, back later with its own prefix behind it; before, it stopped
+// there and left the ancestors above ahead of b). It stops at the first ancestor with no
+// block cached, or with one held otherwise: a sequence holds its prefix too, and a source
+// of the same completion, released after b (leaf first), takes the rest behind it, so a
+// store costs O(its blocks + the depth of its first waiting or copied ancestors).
+//
+// Only full attention keeps its prefix behind its blocks: a hit reads every block before
+// its end, and CheckInvariants keeps its closure. A sliding window's, a chunk's or a Mamba
+// state's block goes back alone, as vLLM frees one: its earlier blocks were released as
+// the window moved, oldest first, and keep those places. Before, the walk moved them too,
+// ranked as used now, up to the root, after every such store.
 func (s *store) requeuePrefix(b blocks.ID) {
 	e, ok := s.t.Entry(b)
 	if !ok {
 		return
 	}
-	for n := s.t.Parent(e.Node); n != prefix.NoNode && !s.t.IsRoot(n); n = s.t.Parent(n) {
+	k := s.tiers.chain[e.Group]
+	if k == 0 {
+		return
+	}
+	for n := s.up(e.Node, k); n != prefix.NoNode && !s.t.IsRoot(n); n = s.up(n, k) {
 		cached, held := false, false
 		for x := s.t.First(n, e.Group); x != blocks.NullID; x = s.t.NextCached(x) {
 			cached = true
@@ -250,6 +270,28 @@ func (s *store) requeuePrefix(b blocks.ID) {
 		}
 		if !cached || held {
 			return
+		}
+	}
+}
+
+// up returns the node k levels above n, or the root (or prefix.NoNode) it reaches first.
+func (s *store) up(n prefix.Node, k int) prefix.Node {
+	for ; k > 0 && n != prefix.NoNode && !s.t.IsRoot(n); k-- {
+		n = s.t.Parent(n)
+	}
+	return n
+}
+
+// chains fills ts.chain from the groups' specs once (tierState.chain).
+func (m *Manager) chains() {
+	ts := m.st.tiers
+	if ts.chain != nil {
+		return
+	}
+	ts.chain = make([]int, len(m.specs))
+	for g, sp := range m.specs {
+		if sp.Downward() {
+			ts.chain[g] = m.k[g]
 		}
 	}
 }
@@ -479,6 +521,7 @@ func (m *Manager) TakePlans(dst []prefix.Plan) []prefix.Plan {
 	if m.st.tiers == nil {
 		return dst
 	}
+	m.chains()
 	m.st.startStores()
 	from := len(dst)
 	dst = m.st.t.TakePlans(dst)
@@ -606,6 +649,7 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 	if err != nil {
 		return LoadDone{}, err
 	}
+	m.chains()
 	ts.done = dev
 	if r.Kind == prefix.Store {
 		m.st.leafFirst(dev)

@@ -56,3 +56,63 @@ func TestRequeuePrefixPassesACopyHeldParent(t *testing.T) {
 	require.Empty(t, m.ClosureBreaks())
 	require.NoError(t, m.CheckInvariants())
 }
+
+// A sliding window's block whose store completes after the window released it goes to
+// the free queue's back alone, as vLLM frees a window's block: the window's earlier
+// blocks keep the places their release gave them (oldest first), since no hit needs a
+// window block's prefix kept behind it (a window hit reads only the blocks inside it, and
+// CheckInvariants keeps no closure for it). Before, requeuePrefix walked the window's
+// chain too and moved every earlier block that waited (4, then 3) behind block 6, ranked
+// as used now: the queue 13 14 15 6 4 3, where vLLM's is 13 14 15 3 4 6.
+func TestRequeuePrefixLeavesAWindowsBlocksInPlace(t *testing.T) {
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}, SlidingWindow{Block: 4, Window: 4}}, NumBlocks: 16,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 32, Write: prefix.WriteThrough}},
+			BlockBytes: 16}})
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5}, MaxTokens: 40})
+	require.NoError(t, err)
+	var last prefix.Plan
+	for i := range 3 { // a block of each group fills each step; the window releases its older ones
+		plans := m.TakePlans(nil)
+		require.Len(t, plans, 1)
+		if last = plans[0]; i < 2 {
+			_, err = m.CompleteTransfer(last.ID, true)
+			require.NoError(t, err)
+		}
+		require.NoError(t, m.Append(0, []int32{9, 9, 9, 9}))
+	}
+	require.Equal(t, []prefix.Run{{Src: 5, Dst: 4, Blocks: 2}}, last.Runs, "full attention's block 5, the window's block 6")
+	require.NoError(t, m.Append(0, []int32{9, 9, 9, 9})) // the window releases block 6, its copy still running
+	require.Equal(t, []blocks.ID{13, 14, 15, 3, 4}, freeOrder(m), "the window's blocks 3 and 4, oldest first")
+	require.Equal(t, 1, m.Block(6).Group)
+	_, err = m.CompleteTransfer(last.ID, true)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{13, 14, 15, 3, 4, 6}, freeOrder(m))
+	require.NoError(t, m.CheckInvariants())
+}
+
+// A full-attention group whose block spans several match units (MatchUnit 4, blocks of
+// 8) keeps its queue leaf first too: a failed demotion's block takes its parent block,
+// two nodes up, behind it. Before, the walk looked one node up, found no block of the
+// group at the unit between, and stopped: the queue 4 3 1 2, and the allocation below
+// evicted the parent, block 1, leaving block 2 cached below it, unreachable.
+func TestRequeuePrefixWalksBlocksOfSeveralUnits(t *testing.T) {
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 8}}, NumBlocks: 5, MatchUnit: 4,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 1, Write: prefix.WriteBack}},
+			BlockBytes: 16, FreeTarget: 4}})
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}, MaxTokens: 17})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(0)) // blocks 1 and 2, a parent and its child, cached
+	plans := m.TakePlans(nil)       // the host has room for one demotion: block 2's
+	require.Len(t, plans, 1)
+	require.Equal(t, []prefix.Run{{Src: 2, Dst: 0, Blocks: 1}}, plans[0].Runs)
+	_, err = m.CompleteTransfer(plans[0].ID, false)
+	require.NoError(t, err)
+	require.Equal(t, []blocks.ID{4, 3, 2, 1}, freeOrder(m))
+	_, err = m.AdmitTiered(1, &Request{Prompt: []int32{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}, MaxTokens: 17}) // three blocks
+	require.NoError(t, err)
+	require.True(t, m.Block(1).Cached, "the parent stays, its child went first")
+	require.False(t, m.Block(2).Cached)
+	require.NoError(t, m.CheckInvariants())
+}
