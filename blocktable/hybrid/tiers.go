@@ -358,14 +358,15 @@ func (s *store) leafFirst(bs []blocks.ID) {
 	slices.SortStableFunc(bs, func(a, b blocks.ID) int { return cmp.Compare(depth(b), depth(a)) })
 }
 
-// parentIn returns the index in ids (sorted) of a block cached for b's group at the parent
-// of b's node, or -1 when there is none (or b is not cached).
+// parentIn returns the index in ids (sorted) of a block cached for b's group at the node
+// of b's parent block (its group's units per block up: tierState.chain, one node for a
+// group that keeps no prefix), or -1 when there is none (or b is not cached).
 func (s *store) parentIn(ids []blocks.ID, b blocks.ID) int {
 	e, ok := s.t.Entry(b)
 	if !ok {
 		return -1
 	}
-	p := s.t.Parent(e.Node)
+	p := s.up(e.Node, max(s.tiers.chain[e.Group], 1))
 	if p == prefix.NoNode || s.t.IsRoot(p) {
 		return -1
 	}

@@ -116,3 +116,27 @@ func TestRequeuePrefixWalksBlocksOfSeveralUnits(t *testing.T) {
 	require.False(t, m.Block(2).Cached)
 	require.NoError(t, m.CheckInvariants())
 }
+
+// A stream-ordered demotion's sources go to the free queue's front root first, so that
+// the allocations evict the child before its parent, for a group whose blocks span
+// several match units too: leafFirst finds a block's parent block two nodes up. Before,
+// it looked one node up, found none and kept the plan's order, by ID: the queue 1 2 4 3,
+// and the allocation below evicted block 1, the parent, leaving block 2 cached below it.
+func TestLeafFirstWalksBlocksOfSeveralUnits(t *testing.T) {
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 8}}, NumBlocks: 5, MatchUnit: 4,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 2, Write: prefix.WriteBack}},
+			BlockBytes: 16, FreeTarget: 4, StreamOrdered: true}})
+	require.NoError(t, err)
+	_, err = m.AdmitTiered(0, &Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}, MaxTokens: 17})
+	require.NoError(t, err)
+	require.NoError(t, m.Finish(0))
+	plans := m.TakePlans(nil) // both demoted, handed out: kept cached at the front
+	require.Len(t, plans, 1)
+	require.Equal(t, []prefix.Run{{Src: 1, Dst: 0, Blocks: 2}}, plans[0].Runs)
+	require.Equal(t, []blocks.ID{2, 1, 4, 3}, freeOrder(m), "the child first")
+	_, err = m.AdmitTiered(1, &Request{Prompt: []int32{9}, MaxTokens: 1}) // one block
+	require.NoError(t, err)
+	require.True(t, m.Block(1).Cached, "the parent stays, its child went first")
+	require.False(t, m.Block(2).Cached)
+	require.NoError(t, m.CheckInvariants())
+}
