@@ -87,6 +87,9 @@ func (m *Manager) CheckInvariants() error {
 	if err := m.checkSoleHeld(); err != nil {
 		return err
 	}
+	if n, most := len(m.spare), m.maxSpare(); n > most {
+		return fmt.Errorf("%d spare sequence records for %d sequences (at most %d)", n, len(m.seqs), most)
+	}
 	for i, s := range m.near {
 		if s != nil && (m.seqs[s.id] != s || uint64(s.id)&uint64(len(m.near)-1) != uint64(i)) {
 			return fmt.Errorf("near-cache slot %d names seq %d, which is not filed there", i, s.id)

@@ -33,8 +33,14 @@ type Manager struct {
 	// release is m.releaseBlocks bound once: a method value allocates each time it is made.
 	release func([]blocks.ID) error
 
-	seqs  map[SeqID]*sequence
-	spare []*sequence // finished sequences kept for reuse, so steady state allocates nothing
+	seqs map[SeqID]*sequence
+	// spare keeps finished sequences' records, with their token, table and input buffers,
+	// for the next admissions, so that steady state allocates nothing. It keeps at most
+	// one record more than the Manager has sequences (maxSpare): a server whose batch
+	// shrinks after a burst gives the burst's records and buffers back as its sequences
+	// finish, where it used to keep one for the most sequences ever alive, for as long as
+	// the Manager lived; and a server that runs one sequence at a time still reuses one.
+	spare []*sequence
 	// last is the sequence the previous lookup found (nil after it is dropped): a scheduler
 	// usually makes several calls in a row on one sequence (Append, then Slot or FillSlots
 	// or FillRow; every chunk of a chunked prefill), and this skips the map for them.
@@ -226,6 +232,7 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 	var s *sequence
 	if n := len(m.spare); n > 0 {
 		s = m.spare[n-1]
+		m.spare[n-1] = nil // the list's array keeps no record it no longer owns
 		m.spare = m.spare[:n-1]
 	} else {
 		s = &sequence{}
@@ -237,6 +244,8 @@ func (m *Manager) newSequence(id SeqID) *sequence {
 	return s
 }
 
+// recycle keeps s, a record no sequence uses any more, for reuse, and trims the spare
+// records to maxSpare: a record past it goes to the collector with its buffers.
 func (m *Manager) recycle(s *sequence) {
 	poisonRecord(s)
 	mm := s.prompt.MM
@@ -244,7 +253,17 @@ func (m *Manager) recycle(s *sequence) {
 	s.prompt = prefix.Prompt{MM: mm[:0]}
 	s.t.release = nil
 	m.spare = append(m.spare, s)
+	// A drop leaves one sequence fewer and one record more: at most two past the bound.
+	for n := len(m.spare); n > m.maxSpare(); n-- {
+		m.spare[n-1] = nil
+		m.spare = m.spare[:n-1]
+	}
 }
+
+// maxSpare bounds the spare records: one for each sequence the Manager has (running or
+// swapped), which a steady batch that finishes and admits in turn reuses, plus one, so
+// that the last sequence's finish keeps a record for the next admission.
+func (m *Manager) maxSpare() int { return len(m.seqs) + 1 }
 
 func (m *Manager) lookup(op string, id SeqID) (*sequence, error) {
 	if s := m.last; s != nil && s.id == id {
