@@ -88,3 +88,10 @@ func eventHash(m *Manager, n prefix.Node) []byte {
 	h, _ := m.st.t.EventHash(nil, n)
 	return h
 }
+
+// SpareRecords is, for the tests, how many sequence records (with their buffers) the
+// spare list keeps, and Slots how many Freeable slots the Manager has handed out.
+func (m *Manager) SpareRecords() int { return len(m.spare) }
+
+// Slots is how many Freeable slots the Manager has made: the accounting's rows.
+func (m *Manager) Slots() int { return int(m.fa.slots) }

@@ -42,6 +42,10 @@ type freeAcct struct {
 	sole  []int32  // per (slot, group): blocks the slot's sequence alone holds
 	held  []int32  // per slot: blocks (not the null block) its tables hold
 	slots uint32   // slots handed out; slot 0 is unused
+	// free are slots of records the spare list dropped, for the next records made: the
+	// rows above stay sized for the most records ever kept, 4 x (groups + 1) bytes each,
+	// where without reuse they would grow with every record made.
+	free []uint32
 }
 
 // initFreeable turns the accounting on when the policy is not ordered.
@@ -55,8 +59,14 @@ func (m *Manager) initFreeable(numBlocks int) {
 	m.fa.held = make([]int32, 1)
 }
 
-// newSlot gives a new sequence record its slot (records are reused, slots with them).
+// newSlot gives a new sequence record its slot (records are reused, slots with them,
+// and a dropped record's slot is reused by the next record made).
 func (m *Manager) newSlot() uint32 {
+	if n := len(m.fa.free); n > 0 {
+		slot := m.fa.free[n-1]
+		m.fa.free = m.fa.free[:n-1]
+		return slot
+	}
 	m.fa.slots++
 	if m.fa.on {
 		m.fa.sole = append(m.fa.sole, make([]int32, m.ng)...)
@@ -64,6 +74,10 @@ func (m *Manager) newSlot() uint32 {
 	}
 	return m.fa.slots
 }
+
+// freeSlot takes back the slot of a record the spare list dropped: it holds nothing
+// (CheckInvariants checks every spare record), so its rows are zero already.
+func (m *Manager) freeSlot(slot uint32) { m.fa.free = append(m.fa.free, slot) }
 
 // hold notes that s holds b in group g, a block just allocated (count 1).
 func (m *Manager) hold(s *seq, g int, b blocks.ID) {
@@ -229,6 +243,27 @@ func (m *Manager) checkFreeable() error {
 		if a.held[s.slot] != 0 || m.soleCount(s) != 0 {
 			return fmt.Errorf("a spare sequence record keeps %d blocks held, %d alone", a.held[s.slot], m.soleCount(s))
 		}
+	}
+	for _, slot := range a.free { // nor do the slots of records dropped
+		row := a.sole[int(slot)*m.ng:][:m.ng]
+		for _, c := range row {
+			if c != 0 || a.held[slot] != 0 {
+				return fmt.Errorf("free slot %d keeps %d blocks held, %v alone", slot, a.held[slot], row)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSpare verifies the spare records' bound, and that every slot handed out is one
+// record's, in use or spare, or free: none is lost, so the accounting's rows stay
+// sized for the most records kept.
+func (m *Manager) checkSpare() error {
+	if n, most := len(m.spare), m.maxSpare(); n > most {
+		return fmt.Errorf("%d spare sequence records for %d sequences (at most %d)", n, m.live(), most)
+	}
+	if n := len(m.seqs) + len(m.spare) + len(m.fa.free); uint32(n) != m.fa.slots {
+		return fmt.Errorf("%d slots handed out, %d records and %d free slots", m.fa.slots, len(m.seqs)+len(m.spare), len(m.fa.free))
 	}
 	return nil
 }

@@ -38,7 +38,9 @@ import (
 //     sequences', one each;
 //   - with a policy that reads Freeable, the kept figures (freeable.go) are each running
 //     sequence's blocks, those it holds alone per group, and what a plan of its release
-//     frees; records not in use keep nothing.
+//     frees; records not in use keep nothing;
+//   - the spare records are at most one more than the sequences, running and swapped out,
+//     and every Freeable slot handed out is a record's or free.
 func (m *Manager) CheckInvariants() error {
 	q, t := m.st.q, m.st.t
 	if err := q.CheckInvariants(); err != nil {
@@ -123,6 +125,9 @@ func (m *Manager) CheckInvariants() error {
 		}
 	}
 	if err := m.checkFreeable(); err != nil {
+		return err
+	}
+	if err := m.checkSpare(); err != nil {
 		return err
 	}
 	return m.checkOrder()

@@ -152,7 +152,14 @@ type Manager struct {
 	align    []bool
 	anyAlign bool
 
-	seqs  map[blocktable.SeqID]*seq
+	seqs map[blocktable.SeqID]*seq
+	// spare keeps records no sequence uses, each with its token, path and table buffers,
+	// for the next admission or the next query's scratch (Match, Explain, AdmitCost), so
+	// that steady state allocates nothing. It keeps at most one record more than the
+	// Manager has sequences, running and swapped out (drop trims it to maxSpare), where it
+	// used to keep one for the most sequences ever alive, for as long as the Manager
+	// lived. A call that takes a record and gives it back (a query, a refused admission)
+	// leaves it as long as it was, or at one record when it was empty.
 	spare []*seq
 	// The sequence looked up last: a decode loop appends to one sequence many times.
 	lastID  blocktable.SeqID
@@ -451,7 +458,9 @@ func (m *Manager) blockAt(s *seq, g, i int) blocks.ID {
 func (m *Manager) newSeq(req *Request) *seq {
 	var s *seq
 	if n := len(m.spare); n > 0 {
-		s, m.spare = m.spare[n-1], m.spare[:n-1]
+		s = m.spare[n-1]
+		m.spare[n-1] = nil // the list's array keeps no record it no longer owns
+		m.spare = m.spare[:n-1]
 	} else {
 		s = &seq{tables: make([][]blocks.ID, m.ng), numCached: make([]int, m.ng), lastState: make([]int, m.ng), slot: m.newSlot()}
 	}
@@ -943,6 +952,7 @@ func (m *Manager) Finish(id blocktable.SeqID) error {
 			delete(m.swapped, id) // swapped out: nothing held but its tokens and its hold
 			m.releaseHold(id, rec.hold)
 			m.swap.freeRec(rec, m.live())
+			m.trimSpare()
 			return nil
 		}
 		return seqErr("finish", id, errUnknown)
@@ -979,8 +989,27 @@ func (m *Manager) drop(id blocktable.SeqID, s *seq) {
 	delete(m.seqs, id)
 	m.lastSeq = nil
 	m.spare = append(m.spare, s)
+	m.trimSpare()
 	m.swap.trimFree(m.live())
 }
+
+// trimSpare drops spare records past maxSpare when a sequence leaves (a drop leaves one
+// sequence fewer and one record more: at most two past the bound; a swapped sequence
+// finished, one sequence fewer). A record dropped goes to the collector with its
+// buffers, its Freeable slot back to the accounting for the next record made.
+func (m *Manager) trimSpare() {
+	for n := len(m.spare); n > m.maxSpare(); n-- {
+		m.freeSlot(m.spare[n-1].slot)
+		m.spare[n-1] = nil
+		m.spare = m.spare[:n-1]
+	}
+}
+
+// maxSpare bounds the spare records: one for each sequence the Manager has, running or
+// swapped out (a swapped one's Resume takes a record), which a steady batch that
+// finishes and admits in turn reuses, plus one, so that the last sequence's finish keeps
+// a record for the next admission and a query on an idle Manager allocates nothing.
+func (m *Manager) maxSpare() int { return m.live() + 1 }
 
 // EvictBlocks drops the given blocks from the prefix index (vLLM's evict_blocks, used when
 // a KV connector failed to load them): later lookups miss them on the device; a block a
