@@ -25,6 +25,9 @@ func (m *Manager) CheckInvariants() error {
 		if s.id != id {
 			return fmt.Errorf("seq %d is filed under %d", s.id, id)
 		}
+		if s.plain != isPlain(&s.prompt) {
+			return fmt.Errorf("seq %d is marked plain=%v for a prompt whose plainness is %v", id, s.plain, !s.plain)
+		}
 		if s.state == Swapped {
 			// Swapped out into the tiers (tiers.go): its tokens and its hold only, no table,
 			// no cursor.

@@ -95,20 +95,20 @@ type Manager struct {
 }
 
 // sequence is the Manager's record of one sequence.
+//
+// Its fields are ordered by when they are read, not by topic: a decode loop visits every
+// running sequence each step, and a record's lines are cold again by its next visit.
+// The first line holds what a decode step (lookup, step) and a decode commit
+// (commitFull's plain path) read, the second the table's own hot fields (Table), the third
+// what a block's fill reads in every run (markFresh, the table's sizes); the prompt and
+// the rest follow. TestSequenceLayout keeps it so.
 type sequence struct {
-	id     SeqID
-	state  SeqState
-	t      Table
-	tokens []int32
-	prompt prefix.Prompt // Namespace, MM, and Tokens = tokens, for the index
-	cur    prefix.Cursor
-	hit    int
-	// promptLen is the prompt's length at admission: tokens past it are decode output.
-	promptLen int
-	priority  int
-	arrival   uint64
-	pos       int32           // position in Manager.order, -1 when not in it
-	info      evict.Candidate // scratch for the ordered policy's comparisons (order.go)
+	id    SeqID
+	state SeqState
+	// plain marks a prompt with nothing but tokens: the default namespace, no multimodal
+	// inputs, no retention and no retention ranges (setPrompt). Its decode commits take
+	// the index's plain path, which reads none of the prompt's two lines.
+	plain bool
 	// stale marks a sequence computed with the weights of an earlier epoch of its
 	// namespace: it commits nothing more (epoch.go).
 	stale bool
@@ -117,19 +117,41 @@ type sequence struct {
 	// block under such a cursor, alone; fam is its fork family (0: none), which carries the
 	// mark for all its members instead (freeable.go).
 	dup, tangled bool
-	fam          int32
+	resumed      bool
+	tokens       []int32
+	cur          prefix.Cursor
+	t            Table
 	// loading is the load transfer of the blocks after its device hit (tiers.go), 0 for
 	// none: until it completes those blocks hold no KV, and nothing past the hit commits.
-	loading    prefix.TransferID
+	loading prefix.TransferID
+	// fresh is how many of its tokens had their KV computed when a block of it first
+	// filled in the step freshStep names (NewStep calls + 1; computed.go).
+	fresh      int
+	freshStep  uint64
 	loadBlocks int
-	resumed    bool
+	prompt     prefix.Prompt // Namespace, MM, and Tokens = tokens, for the index (setPrompt)
+	hit        int
+	// promptLen is the prompt's length at admission: tokens past it are decode output.
+	promptLen int
+	priority  int
+	arrival   uint64
+	pos       int32 // position in Manager.order, -1 when not in it
+	fam       int32
+	info      evict.Candidate // scratch for the ordered policy's comparisons (order.go)
 	// hold keeps a swapped sequence's KV in the lower tiers until it resumes, finishes
 	// or is aborted (tiers.go).
 	hold prefix.HoldID
-	// fresh is how many of its tokens had their KV computed when a block of it first
-	// filled in the step freshStep names (NewStep calls + 1; computed.go).
-	fresh     int
-	freshStep uint64
+}
+
+// setPlain records whether s's prompt is plain (see sequence.plain): call it after every
+// change of the prompt's namespace, inputs or retention.
+func (s *sequence) setPlain() { s.plain = isPlain(&s.prompt) }
+
+// isPlain reports whether p has nothing but tokens: the default namespace, no multimodal
+// inputs, no retention and no retention ranges.
+func isPlain(p *prefix.Prompt) bool {
+	return p.Namespace == (prefix.Namespace{}) && len(p.MM) == 0 && p.Retention == (prefix.Retention{}) &&
+		len(p.RetentionRanges) == 0
 }
 
 // committed is how many of the sequence's blocks lie on its path in the index.
@@ -442,6 +464,7 @@ func (m *Manager) Admit(seq SeqID, req *Request) (AdmitResult, error) {
 	}
 	s.tokens = append(s.tokens, req.Prompt[:p.tokens]...)
 	s.prompt = prefix.Prompt{Namespace: req.Namespace, Tokens: s.tokens, MM: ownMM(s.prompt.MM, req.MM), Retention: req.Retention}
+	s.setPlain()
 
 	if len(p.hits) > 0 {
 		// Peek matched them just now and plan checked their refcounts (internal/trusted).
@@ -503,6 +526,9 @@ func (m *Manager) commitFull(s *sequence) int {
 		return 0 // the common decode step: no new full block, and no division to find out
 	}
 	full := len(s.tokens) / m.bs
+	if full == from+1 && s.plain && !s.dup && trusted.CommitNext(m.index, &s.cur, s.tokens, s.t.ids[from]) {
+		return 1 // a decode step's block: nothing read of the prompt (sequence.plain)
+	}
 	s.prompt.Tokens = s.tokens
 	res, err := m.commitHeld(s, s.t.ids[from:full])
 	if err != nil {
@@ -748,6 +774,7 @@ func (m *Manager) Fork(parent, child SeqID) error {
 	c.prompt = p.prompt
 	c.prompt.Tokens = c.tokens
 	c.prompt.MM = ownMM(mm, p.prompt.MM) // its own: p's record may be reused while c lives
+	c.setPlain()
 	c.cur = p.cur
 	c.hit, c.priority, c.promptLen = p.hit, p.priority, p.promptLen
 	c.dup = p.dup
@@ -786,6 +813,7 @@ func (m *Manager) Truncate(seq SeqID, n int) error {
 	}
 	if n < len(s.tokens) && len(s.prompt.MM) > 0 {
 		s.prompt.MM = ownMM(s.prompt.MM, mmUpTo(s.prompt.MM, n, m.bs))
+		s.setPlain()
 	}
 	poisonTokens(s.tokens[n:])
 	s.tokens = s.tokens[:n]

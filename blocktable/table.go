@@ -23,21 +23,9 @@ import (
 // writing does, and a Fork or Truncate that leaves the next position in a shared block
 // cancels the reservation.
 type Table struct {
-	pool   *blocks.Pool
-	bs     int
-	window int
-	ids    []blocks.ID
-	tokens int
-	// reserved is how many lookahead slots past tokens the last Append reserved: all in
-	// blocks the table alone holds, so a caller may write them (see Reserved).
-	reserved int
-	// nulls is how many leading entries a sliding window has released (all NullID).
-	nulls int
-	// release drops the table's reference on blocks: pool.Release for a plain table, the
-	// prefix index's Release under a Manager (so cached blocks become evictable).
-	release func([]blocks.ID) error
-	// cows counts copy-on-writes, for Stats.
-	cows uint64
+	// The fields a decode step and a block's allocation read come first, so that they
+	// share a cache line wherever the table is embedded (see blocktable's sequence).
+	//
 	// room is how many more tokens appendInLast may add without its checks: set when
 	// they last passed (or Append's general path found them passing, setRoom), to what
 	// is left of the last block, which is then the table's own (one holder), past every
@@ -45,7 +33,22 @@ type Table struct {
 	// that changes the table sets it to 0 (resetRoom), and so does Fork, whose child
 	// shares the last block; 0 only means "check again". Only full blocks are cached,
 	// so nothing else takes a second holder of a partly filled last block.
-	room int
+	room   int
+	tokens int
+	ids    []blocks.ID
+	// reserved is how many lookahead slots past tokens the last Append reserved: all in
+	// blocks the table alone holds, so a caller may write them (see Reserved).
+	reserved int
+	// nulls is how many leading entries a sliding window has released (all NullID).
+	nulls  int
+	pool   *blocks.Pool
+	bs     int
+	window int
+	// release drops the table's reference on blocks: pool.Release for a plain table, the
+	// prefix index's Release under a Manager (so cached blocks become evictable).
+	release func([]blocks.ID) error
+	// cows counts copy-on-writes, for Stats.
+	cows uint64
 }
 
 // resetRoom makes the next appendInLast check the table again.

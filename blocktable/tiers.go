@@ -279,6 +279,7 @@ func (m *Manager) Resume(seq SeqID) (AdmitResult, error) {
 	// blocks whatever part of it is computed. Admit committed no block the cut reaches:
 	// the block the cut falls in is partial, and the blocks before it key alike.
 	back.prompt.MM = ownMM(back.prompt.MM, s.prompt.MM) // s's record is reused once recycled
+	back.setPlain()
 	m.orderFix(back)
 	m.releaseHold(s)
 	m.recycle(s)

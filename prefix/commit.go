@@ -61,23 +61,56 @@ func (x *Index) commitHeld(cur *Cursor, p *Prompt, ids []blocks.ID) (CommitResul
 // decode step's commit, which commit would treat as commitUnderLeaf does: 16-token text
 // blocks, no quota, no retention ranges or first time limit, a live cursor at a block with
 // no children (so nothing to find under it: the block is new), and id a block not cached.
-// Else it returns 0 and commit runs, which also returns every error. That id is not
-// cached it reads from the pool's count of its holders, not from its node: the caller
-// holds it, and a cached block is held by the index too (CheckInvariants), so a count of
-// one is the caller's alone; the node's pair is then written, never read (see node). A
-// block with other holders takes commit's general path, which looks.
+// Else it returns 0 and commit runs, which also returns every error. These are the
+// prompt's checks; extendable makes the rest.
 func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
-	n := cur.node
-	if x.bs != 16 || len(p.MM) != 0 || len(p.RetentionRanges) != 0 || x.ctl.quota != nil ||
-		uint(n-1) >= uint(x.nb) || uint(id) >= uint(x.nb) || (x.until == nil && p.Retention.Until != 0) ||
-		(x.cfg.requireNS && p.Namespace == (Namespace{})) || (int(cur.blocks)+1)*16 > len(p.Tokens) {
+	if len(p.MM) != 0 || len(p.RetentionRanges) != 0 || (x.until == nil && p.Retention.Until != 0) ||
+		(x.cfg.requireNS && p.Namespace == (Namespace{})) || cur.root != x.rootOf(p.Namespace) {
 		return 0
 	}
-	if nd := &x.nodes[n]; x.nodes[n].gen != cur.gen || nd.flags&flagCached == 0 || nd.children != 0 ||
-		cur.root != x.rootOf(p.Namespace) || x.refs[id] != 1 {
+	return x.extendable(cur, len(p.Tokens), id)
+}
+
+// extendable is leafToExtend's checks of the index, the cursor and id, for a prompt of
+// ntok tokens. That id is not cached it reads from the pool's count of its holders, not
+// from its node: the caller holds it, and a cached block is held by the index too
+// (CheckInvariants), so a count of one is the caller's alone; the node's pair is then
+// written, never read (see node). A block with other holders takes commit's general
+// path, which looks.
+func (x *Index) extendable(cur *Cursor, ntok int, id blocks.ID) int32 {
+	n := cur.node
+	if x.bs != 16 || x.ctl.quota != nil || uint(n-1) >= uint(x.nb) || uint(id) >= uint(x.nb) ||
+		(int(cur.blocks)+1)*16 > ntok {
+		return 0
+	}
+	if nd := &x.nodes[n]; nd.gen != cur.gen || nd.flags&flagCached == 0 || nd.children != 0 || x.refs[id] != 1 {
 		return 0
 	}
 	return n
+}
+
+// commitNext is trusted.CommitNext: commitHeld's decode-step path for a Manager's
+// sequence whose prompt is plain (the default namespace, no multimodal inputs, no
+// retention, no retention ranges), given its tokens rather than its Prompt. A Manager's
+// record keeps its prompt on two lines of its own that a decode step never reads, and a
+// decode commit of a plain prompt needs nothing from them: leafToExtend's prompt checks
+// all pass for it but the namespace's root, which is the default one. Where the index
+// needs the prompt (an observer's or the events' hashes, lower tiers) or commit would
+// refuse (a namespace required), or under -tags kvinvariants, it reports false and
+// changes nothing, and the caller commits through commitHeld.
+func (x *Index) commitNext(cur *Cursor, tokens []int32, id blocks.ID) bool {
+	if invariant.Enabled || x.hashes != nil || x.obs != nil || x.tiers != nil || x.cfg.requireNS ||
+		cur.root != x.defRoot {
+		return false
+	}
+	at := x.extendable(cur, len(tokens), id)
+	if at == 0 {
+		return false
+	}
+	start := int(cur.blocks)
+	n := x.extend(cur, (*[16]int32)(tokens[start*16:(start+1)*16]), Retention{}, id, at)
+	x.extended(cur, n, start)
+	return true
 }
 
 // commitUnderLeaf is commit(cur, p, ids, true) for the case leafToExtend found: one new
@@ -87,14 +120,29 @@ func (x *Index) leafToExtend(cur *Cursor, p *Prompt, id blocks.ID) int32 {
 // insertChain's loop for that one block written out: no multimodal keys, retention
 // ranges or quota, and a parent with no child, so none of their branches and no loop
 // (TestCommitUnderLeafMatchesCommit runs it and commit in lockstep; a change to
-// insertChain's per-block steps belongs in both).
+// insertChain's per-block steps belongs in extend).
 func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int32) CommitResult {
 	start := int(cur.blocks)
-	src := (*[16]int32)(p.Tokens[start*16 : (start+1)*16]) // leafToExtend checked the length
+	n := x.extend(cur, (*[16]int32)(p.Tokens[start*16:(start+1)*16]), p.Retention, ids[0], at) // leafToExtend checked the length
+	if x.hashes != nil {
+		x.hashChain(at, start, p, ids)
+	}
+	if x.obs != nil {
+		x.emitStored(at, start, p, ids)
+	}
+	if x.tiers != nil {
+		x.tierCommitted(ids)
+	}
+	x.extended(cur, n, start)
+	return CommitResult{Stored: 1}
+}
+
+// extend caches block id, whose tokens are src, with retention r, as the only child of
+// the cursor's leaf at, and returns its node: commitUnderLeaf's and commitNext's writes.
+func (x *Index) extend(cur *Cursor, src *[16]int32, r Retention, id blocks.ID, at int32) int32 {
 	pn := &x.nodes[at]
-	key := x.key16(pn.key, src, x.root(cur.root), start == 0)
+	key := x.key16(pn.key, src, x.root(cur.root), cur.blocks == 0)
 	t := x.tick()
-	id := ids[0]
 	if x.refs[id] >= blocks.MaxRefCount { // held by the caller, so not free
 		panic("kvpage: broken invariant: a trusted commit of a block with MaxRefCount holders")
 	}
@@ -106,7 +154,7 @@ func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int3
 	nd.gen = x.newGen() // a new incarnation: cursors at the evicted one stay stale
 	nd.hits = 1
 	nd.flags = flagCached
-	x.retain(n, p.Retention)
+	x.retain(n, r)
 	nd.tok = *src
 	x.cached++
 	if pn.flags&flagPinned == 0 {
@@ -125,19 +173,15 @@ func (x *Index) commitUnderLeaf(cur *Cursor, p *Prompt, ids []blocks.ID, at int3
 	} else {
 		x.pin(n)
 	}
-	if x.hashes != nil {
-		x.hashChain(at, start, p, ids)
-	}
-	if x.obs != nil {
-		x.emitStored(at, start, p, ids)
-	}
-	if x.tiers != nil {
-		x.tierCommitted(ids)
-	}
+	return n
+}
+
+// extended moves the cursor onto node n, the extension of its block start, and counts
+// the insert.
+func (x *Index) extended(cur *Cursor, n int32, start int) {
 	x.stats.inserts++
-	*cur = Cursor{node: n, blocks: int32(start + 1), gen: nd.gen, root: cur.root}
+	*cur = Cursor{node: n, blocks: int32(start + 1), gen: x.nodes[n].gen, root: cur.root}
 	x.mutated()
-	return CommitResult{Stored: 1}
 }
 
 // commit is Commit; held skips the checks the caller's invariant makes redundant (see

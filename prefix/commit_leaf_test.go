@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// commitHeld's short path for a decode step's commit (commitUnderLeaf) against commit's
-// general one, in lockstep over two indexes: sequences admitted over shared prefixes,
+// commitHeld's short path for a decode step's commit (commitUnderLeaf), and for a plain
+// prompt commitNext's (falling back to commitHeld where it declines, as a Manager does),
+// against commit's general one, in lockstep over two indexes: sequences admitted over shared prefixes,
 // decoding a token at a time under memory pressure (allocations evict), some decoding the
 // same tokens (so their blocks are duplicates, and a cursor's node has children), some
 // with a retention priority or a time limit, finishing or dropped when the pool runs out;
@@ -20,7 +21,7 @@ import (
 // same state (nodes, holders, hints, hits, eviction set, events).
 func TestCommitUnderLeafMatchesCommit(t *testing.T) {
 	const bs = 16
-	short := 0
+	short, next := 0, 0
 	for variant := range 5 {
 		for seed := range uint64(6) {
 			rng := rand.New(rand.NewPCG(seed, uint64(variant)))
@@ -129,7 +130,14 @@ func TestCommitUnderLeafMatchesCommit(t *testing.T) {
 							if s.curA.Blocks() == full-1 && a.leafToExtend(&s.curA, &s.p, ids[0]) != 0 {
 								short++
 							}
-							rA, errA := a.commitHeld(&s.curA, &s.p, ids)
+							var rA CommitResult
+							var errA error
+							if plain := len(s.p.MM) == 0 && s.p.Retention == (Retention{}); plain && a.commitNext(&s.curA, s.p.Tokens, ids[0]) {
+								rA = CommitResult{Stored: 1} // a Manager's decode commit of a plain prompt
+								next++
+							} else {
+								rA, errA = a.commitHeld(&s.curA, &s.p, ids)
+							}
 							rB, errB := b.commit(&s.curB, &s.p, ids, true)
 							require.Equal(t, errA, errB)
 							require.Equal(t, rA, rB, "step %d", step)
@@ -145,5 +153,6 @@ func TestCommitUnderLeafMatchesCommit(t *testing.T) {
 	}
 	if !invariant.Enabled {
 		require.Greater(t, short, 100, "the short path must be taken")
+		require.Greater(t, next, 100, "the plain path (commitNext) must be taken")
 	}
 }

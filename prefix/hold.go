@@ -14,6 +14,9 @@ func init() {
 		res, err := x.(*Index).commitHeld(cur.(*Cursor), p.(*Prompt), ids)
 		return res.Stored, res.Duplicates, res.Orphaned, err
 	}
+	trusted.CommitNext = func(x, cur any, tokens []int32, id blocks.ID) bool {
+		return x.(*Index).commitNext(cur.(*Cursor), tokens, id)
+	}
 }
 
 // Acquire takes one reference on each of ids (cached blocks a request matched), takes them

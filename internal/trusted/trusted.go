@@ -19,6 +19,14 @@ var AcquireMatched func(index any, ids []blocks.ID)
 // Duplicates and Orphaned. Package prefix installs it.
 var CommitHeld func(index, cur, prompt any, ids []blocks.ID) (stored, duplicates, orphaned int, err error)
 
+// CommitNext commits id as the next block under cur (a *prefix.Cursor) for a decode
+// step of a sequence whose prompt is plain (the default namespace, no multimodal inputs,
+// no retention, no retention ranges) and whose tokens are tokens, the caller holding id
+// once: CommitHeld's one-block path without the Prompt, whose fields a Manager keeps on
+// lines a decode step does not read. It reports false, changing nothing, where that path
+// does not apply; the caller then commits through CommitHeld. Package prefix installs it.
+var CommitNext func(index, cur any, tokens []int32, id blocks.ID) bool
+
 // GroupHeads returns a pointer to a *prefix.GroupTree's device list heads, the block
 // prefix.GroupTree.First returns for (node n, group g) at index n*groups+g, 0 for none.
 // It is First without its range check, for blocktable/hybrid's lookups, whose walks
