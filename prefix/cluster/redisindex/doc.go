@@ -70,9 +70,10 @@
 // or a ClusterClient keep a few retries (the default 3 lets a failover that completes
 // within the backoff heal unseen); with a plain Client set MaxRetries to -1, so that
 // ErrReadOnly comes back after one attempt. Lookups are reads and never meet READONLY.
-// A deadline that ends the backoff returns the deadline's error (ErrUnavailable), not
-// ErrReadOnly: keep Config.Timeout above the retries' backoff.
-// (TestReadOnlyAttemptsAreTheCallersMaxRetries counts the attempts on a real replica.)
+// A deadline that ends the backoff returns the reply Redis gave last, so a replica's
+// READONLY is still ErrReadOnly; the deadline's error (ErrUnavailable) comes back only
+// when no attempt got a reply. (TestReadOnlyAttemptsAreTheCallersMaxRetries counts the
+// attempts on a real replica; TestReadOnlyUnderADeadlineThatEndsTheBackoff cuts them off.)
 //
 // # Concurrency
 //

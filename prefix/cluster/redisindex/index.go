@@ -151,7 +151,7 @@ func execErr(cmds []redis.Cmder, err error) error {
 		return nil
 	}
 	if !errors.As(err, &rerr) {
-		return unavailable(err)
+		return lastReplyErr(cmds, err)
 	}
 	for _, c := range cmds {
 		if err := cmdErr(c); err != nil {
@@ -159,6 +159,32 @@ func execErr(cmds []redis.Cmder, err error) error {
 		}
 	}
 	return nil
+}
+
+// lastReplyErr is execErr's error for a pipeline whose Exec failed with err, which is no
+// reply of Redis (a lost connection, the call's deadline): the reply of Redis the commands
+// still hold from an earlier attempt, if the first command that failed holds one, else
+// ErrUnavailable. Replies that are no failure (redis.Nil, NOSCRIPT) are passed over, as
+// execErr passes them. go-redis sends a pipeline whose first reply is READONLY (or LOADING,
+// TRYAGAIN, ...) again after a backoff; when the deadline (Config.Timeout) ends that
+// backoff, Exec returns the deadline's error, but it stamps that error only on commands
+// without one, so each keeps the reply it last had. That reply is what a router must act
+// on: a replica's READONLY is ErrReadOnly, not a blip to retry.
+func lastReplyErr(cmds []redis.Cmder, err error) error {
+	var rerr redis.Error
+	for _, c := range cmds {
+		ce := c.Err()
+		if ce == nil {
+			continue
+		}
+		if !errors.As(ce, &rerr) {
+			break // this attempt's own failure: no reply to prefer
+		}
+		if e := cmdErr(c); e != nil {
+			return e
+		}
+	}
+	return unavailable(err)
 }
 
 // cmdErr is ErrRefused naming c and its key, if Redis answered c with an error that is a
