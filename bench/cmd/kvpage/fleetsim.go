@@ -20,7 +20,8 @@ func init() {
 const fleetSimIntro = `usage: kvpage fleet-sim [flags]
 
 Simulates a fleet: --servers servers, each its own kvpage Manager with prefix sharing
-over the KV memory the planner gives --model on --gpu (or --kv-budget-tokens), behind
+over the KV memory the planner gives --model on --gpu, its weights in --dtype and its
+KV cache in --kv-cache-dtype (or --kv-budget-tokens), behind
 one router. Each request is routed when it arrives by each --policies policy, with the
 router's cluster index as the servers' KV events (vLLM's msgpack, decoded and applied)
 have told it, --event-delay steps late. Arrivals are Poisson at --rate-per-server x
@@ -53,7 +54,8 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 	weight := f.fs.Float64("weight", 0.5, "prefix-load's prefix weight w, in [0, 1]")
 	model := f.fs.String("model", "llama-3-8b", "model preset (the planner sizes each server's KV memory)")
 	gpu := f.fs.String("gpu", "rtx-4090", "GPU preset, one per server")
-	dtype := f.fs.String("dtype", "auto", "data type the model runs in, as vLLM's --dtype: "+strings.Join(sizing.ModelDTypeNames(), ", ")+"; sizes the weights and the KV cache")
+	dtype := f.fs.String("dtype", "auto", "data type the model runs in, as vLLM's --dtype: "+strings.Join(sizing.ModelDTypeNames(), ", ")+"; sizes the weights and --kv-cache-dtype auto")
+	kvDType := f.fs.String("kv-cache-dtype", "auto", "KV cache data type, as plan's: auto (the checkpoint's, else the model's), "+strings.Join(sizing.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4); sizes each server's KV budget")
 	budget := f.fs.Int("kv-budget-tokens", 0, "KV budget per server in tokens, instead of --model and --gpu")
 	blockSize := f.fs.Int("block-size", 16, "tokens per block")
 	charts := f.fs.String("charts", "", "directory to write the charts into")
@@ -108,6 +110,11 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badFlag("--dtype: %w", err)
 	}
+	// The spelling is checked even when --kv-budget-tokens leaves nothing to size, as
+	// plan's and sim's are.
+	if _, err := sizing.ResolveCacheDType(*kvDType, sizing.ModelSpec{}); err != nil {
+		return badFlag("--kv-cache-dtype: %w", err)
+	}
 	if *charts != "" {
 		if err := os.MkdirAll(*charts, 0o755); err != nil {
 			return err
@@ -118,12 +125,15 @@ func runFleetSim(args []string, stdout, stderr io.Writer) error {
 		capacity := *budget
 		memory := fmt.Sprintf("%d tokens per server (--kv-budget-tokens)", capacity)
 		if capacity == 0 {
-			if capacity, err = planBudget(*model, *gpu, runDType, w.MaxModelLen); err != nil {
+			if capacity, err = planBudget(*model, *gpu, runDType, *kvDType, w.MaxModelLen); err != nil {
 				return err
 			}
 			memory = fmt.Sprintf("%s on %s: %d tokens per server (the planner, max-model-len %d)", *model, *gpu, capacity, w.MaxModelLen)
 			if runDType != 0 {
 				memory += ", --dtype " + *dtype
+			}
+			if !strings.EqualFold(strings.TrimSpace(*kvDType), "auto") {
+				memory += ", --kv-cache-dtype " + *kvDType
 			}
 		}
 		if wi > 0 {
@@ -199,8 +209,9 @@ func openConversationsNote(perServer int) string {
 }
 
 // planBudget is one server's KV budget in tokens from the planner, the model run in
-// run (vLLM's --dtype; 0 for auto) and its KV cache too (--kv-cache-dtype auto).
-func planBudget(model, gpu string, run sizing.DType, maxModelLen int) (int, error) {
+// run (vLLM's --dtype; 0 for auto) and its KV cache in kv (--kv-cache-dtype, resolved as
+// plan resolves it: auto is the checkpoint's declared KV data type, else the model's).
+func planBudget(model, gpu string, run sizing.DType, kv string, maxModelLen int) (int, error) {
 	m, err := sizing.ModelPreset(model)
 	if err != nil {
 		return 0, badFlag("--model: %w", err)
@@ -212,7 +223,11 @@ func planBudget(model, gpu string, run sizing.DType, maxModelLen int) (int, erro
 	if err != nil {
 		return 0, badFlag("--gpu: %w", err)
 	}
-	p, err := sizing.NewPlan(sizing.PlanConfig{Model: m, GPU: g, MaxModelLen: maxModelLen})
+	d, err := sizing.ResolveCacheDType(kv, m)
+	if err != nil {
+		return 0, badFlag("--kv-cache-dtype: %w", err)
+	}
+	p, err := sizing.NewPlan(sizing.PlanConfig{Model: m, GPU: g, MaxModelLen: maxModelLen, CacheDType: d})
 	if err != nil {
 		return 0, err
 	}

@@ -92,3 +92,25 @@ func TestFleetSimDType(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `unknown --dtype value "fp32"; closest names: float, float32`)
 }
+
+// fleet-sim sizes each server's KV cache in --kv-cache-dtype, as plan and sim do: fp8
+// halves llama-3-8b's 131,072 bytes a token, so an RTX 4090 holds 108,657 tokens where
+// auto's bf16 holds 54,328. Before, fleet-sim had no --kv-cache-dtype and every fleet
+// was sized in the model's data type. A bad spelling exits 2, with --kv-budget-tokens too.
+func TestFleetSimKVCacheDType(t *testing.T) {
+	for d, want := range map[string]string{"auto": "54328 tokens per server (the planner, max-model-len 2048)\n",
+		"fp8": "108657 tokens per server (the planner, max-model-len 2048), --kv-cache-dtype fp8\n"} {
+		if raceEnabled && d != "fp8" {
+			continue // a run takes seconds under -race, and has no concurrency to check
+		}
+		code, out, errOut := runKV("fleet-sim", "--workload", "sysprompt", "--servers", "1", "--policies", "round-robin",
+			"--requests-per-server", "1", "--kv-cache-dtype", d)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "sysprompt: llama-3-8b on rtx-4090: "+want, d)
+	}
+	for _, extra := range [][]string{nil, {"--kv-budget-tokens", "1000"}} {
+		code, _, errOut := runKV(append([]string{"fleet-sim", "--kv-cache-dtype", "fp9"}, extra...)...)
+		require.Equal(t, 2, code, extra)
+		require.Contains(t, errOut, `--kv-cache-dtype: unknown data type "fp9"`, extra)
+	}
+}
