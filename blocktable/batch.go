@@ -19,11 +19,21 @@ type Batch struct {
 	n      int
 }
 
-// Rows returns the packed buffer, Len() x Stride() entries.
-func (b *Batch) Rows() []int32 { return b.rows[:b.n*b.stride] }
+// Rows returns the packed buffer, Len() x Stride() entries, without a copy: the Batch's
+// own memory, valid until the next pack into it (a kernel launch reads it in place).
+// It is clipped to its length, so that an append to it copies rather than writing into
+// the buffer's room.
+func (b *Batch) Rows() []int32 {
+	n := b.n * b.stride
+	return b.rows[:n:n]
+}
 
-// Row returns row i.
-func (b *Batch) Row(i int) []int32 { return b.rows[i*b.stride : (i+1)*b.stride] }
+// Row returns row i of Rows, valid as long: clipped to the row, so that an append to it
+// copies rather than overwriting row i+1.
+func (b *Batch) Row(i int) []int32 {
+	lo, hi := i*b.stride, (i+1)*b.stride
+	return b.rows[lo:hi:hi]
+}
 
 // Stride is the length of every row.
 func (b *Batch) Stride() int { return b.stride }

@@ -50,9 +50,10 @@ func (m *Manager) Seqs(dst []SeqID) []SeqID {
 }
 
 // Tokens returns seq's token ids without a copy, for a scheduler's reads: the slice is
-// the Manager's own, so read it, do not write to it (its tokens key the blocks still to
-// be committed) and do not keep it past the next call. It is clipped to its length, so
-// that an append to it copies rather than writing into the Manager's room.
+// the Manager's own, valid until the next call that changes the Manager, so read it, do
+// not write to it (its tokens key the blocks still to be committed) and do not keep it.
+// It is clipped to its length, so that an append to it copies rather than writing into
+// the Manager's room.
 // AppendTokens (like AppendInputs for the inputs) gives a copy to change or keep.
 func (m *Manager) Tokens(seq SeqID) ([]int32, error) {
 	s, err := m.lookup("tokens", seq)
@@ -74,13 +75,30 @@ func (m *Manager) AppendTokens(dst []int32, seq SeqID) ([]int32, error) {
 }
 
 // Blocks returns the block table of the running sequence seq (null entries of a sliding
-// window included). The slice is the Manager's: read it, do not keep it past the next call.
+// window included) without a copy, as Tokens returns the tokens: the slice is the
+// Manager's own, valid until the next call that changes the Manager, so read it, do not
+// write to it (a write would redirect the sequence's KV) and do not keep it. It is
+// clipped to its length, so that an append to it copies rather than writing into the
+// room the table grows into. AppendBlocks gives a copy to change or keep: a KV
+// connector that saves a finished sequence's blocks after Finish takes one first.
 func (m *Manager) Blocks(seq SeqID) ([]blocks.ID, error) {
 	s, err := m.running("blocks", seq)
 	if err != nil {
 		return nil, err
 	}
-	return s.t.ids, nil
+	return s.t.Blocks(), nil
+}
+
+// AppendBlocks appends the block table of the running sequence seq (null entries of a
+// sliding window included) to dst and returns the extended slice: a copy, the caller's
+// to change or keep. A dst with room allocates nothing. For a sequence unknown or not
+// running it returns dst and ErrUnknownSeq or ErrNotRunning (in a *SeqError).
+func (m *Manager) AppendBlocks(dst []blocks.ID, seq SeqID) ([]blocks.ID, error) {
+	s, err := m.running("blocks", seq)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s.t.ids...), nil
 }
 
 // Slot returns the flat KV slot (block x BlockSize + offset) of token position pos of

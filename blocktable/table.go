@@ -107,9 +107,17 @@ func (t *Table) NumBlocks() int { return len(t.ids) }
 // BlockSize is the number of tokens per block.
 func (t *Table) BlockSize() int { return t.bs }
 
-// Blocks returns the table's block IDs (null entries outside a sliding window included).
-// The slice is the table's: read it, do not keep it past the next mutation.
-func (t *Table) Blocks() []blocks.ID { return t.ids }
+// Blocks returns the table's block IDs (null entries outside a sliding window included)
+// without a copy: the slice is the table's own, valid until its next Append, Truncate,
+// Fork or Release, so read it, do not write to it and do not keep it. It is clipped to
+// its length, so that an append to it copies rather than writing into the room the table
+// grows into. AppendBlocks gives a copy to change or keep.
+func (t *Table) Blocks() []blocks.ID { return t.ids[:len(t.ids):len(t.ids)] }
+
+// AppendBlocks appends the table's block IDs (null entries outside a sliding window
+// included) to dst and returns the extended slice: a copy, the caller's to change or
+// keep. A dst with room allocates nothing.
+func (t *Table) AppendBlocks(dst []blocks.ID) []blocks.ID { return append(dst, t.ids...) }
 
 // CopyOnWrites is the number of blocks this table copied on first write.
 func (t *Table) CopyOnWrites() uint64 { return t.cows }

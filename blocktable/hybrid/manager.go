@@ -371,8 +371,9 @@ func gcd(a, b int) int {
 }
 
 // Groups returns the group specs, in group order: the Manager's own slice (New copied
-// Config.Groups), to read, not to change, as Tokens' slice.
-func (m *Manager) Groups() []Spec { return m.specs }
+// Config.Groups), which never changes, to read, not to write to, as Tokens' slice. It is
+// clipped to its length, so that an append to it copies.
+func (m *Manager) Groups() []Spec { return m.specs[:len(m.specs):len(m.specs)] }
 
 // cachedView answers Spec.Hit's questions for one kind over the path being matched.
 type cachedView struct {
@@ -1026,14 +1027,34 @@ func (m *Manager) EvictBlocks(ids []blocks.ID) {
 }
 
 // Table returns sequence id's block table for group g (the null block where the group no
-// longer needs the tokens). It is valid until the next call that changes the sequence.
+// longer needs the tokens) without a copy, as blocktable.Manager's Blocks: the slice is
+// the Manager's own, valid until the next call that changes the Manager, so read it, do
+// not write to it and do not keep it. It is clipped to its length, so that an append to
+// it copies rather than writing into the room the table grows into. AppendTable gives a
+// copy to change or keep.
 func (m *Manager) Table(id blocktable.SeqID, g int) ([]blocks.ID, error) {
+	t, err := m.table("table", id, g)
+	return t[:len(t):len(t)], err
+}
+
+// AppendTable appends sequence id's block table for group g to dst and returns the
+// extended slice: a copy, the caller's to change or keep. A dst with room allocates
+// nothing. On error it returns dst and Table's error: blocktable.ErrUnknownSeq, or
+// blocktable.ErrNotRunning for a sequence swapped out, or blocktable.ErrInvalidArgument
+// for a group out of range (in a *blocktable.SeqError).
+func (m *Manager) AppendTable(dst []blocks.ID, id blocktable.SeqID, g int) ([]blocks.ID, error) {
+	t, err := m.table("table", id, g)
+	return append(dst, t...), err
+}
+
+// table is the Manager's own slice of running sequence id's table for group g.
+func (m *Manager) table(op string, id blocktable.SeqID, g int) ([]blocks.ID, error) {
 	s, ok := m.lookup(id)
 	if !ok {
-		return nil, m.missing("table", id)
+		return nil, m.missing(op, id)
 	}
 	if g < 0 || g >= m.ng {
-		return nil, seqErr("table", id, errInvalid)
+		return nil, seqErr(op, id, errInvalid)
 	}
 	return s.tables[g], nil
 }
@@ -1041,7 +1062,7 @@ func (m *Manager) Table(id blocktable.SeqID, g int) ([]blocks.ID, error) {
 // Slot returns the slot (block ID x block size + offset) of token pos of sequence id in
 // group g, the value a paged-attention kernel's slot mapping holds.
 func (m *Manager) Slot(id blocktable.SeqID, g, pos int) (int64, error) {
-	t, err := m.Table(id, g)
+	t, err := m.table("table", id, g)
 	if err != nil {
 		return 0, err
 	}

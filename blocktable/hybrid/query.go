@@ -90,9 +90,10 @@ func (m *Manager) arrivalOf(id blocktable.SeqID) uint64 {
 
 // Tokens returns sequence id's tokens, running or swapped out (what a recompute-mode
 // readmission passes as its prompt), as blocktable.Manager's Tokens; ErrUnknownSeq for an
-// ID the Manager does not know. The slice is the Manager's own, not a copy: read it, do
-// not write to it and do not keep it past the next call. It is clipped to its length, so
-// that an append to it copies. AppendTokens gives a copy to change or keep.
+// ID the Manager does not know. The slice is the Manager's own, not a copy, valid until
+// the next call that changes the Manager: read it, do not write to it and do not keep
+// it. It is clipped to its length, so that an append to it copies. AppendTokens gives a
+// copy to change or keep.
 func (m *Manager) Tokens(id blocktable.SeqID) ([]int32, error) {
 	t, ok := m.tokensOf(id)
 	if !ok {
