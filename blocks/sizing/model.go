@@ -148,6 +148,9 @@ type ModelSpec struct {
 	// compressed-tensors kv_cache_scheme: kvscheme.go), which vLLM's --kv-cache-dtype
 	// auto takes over ServingDType; 0 when it declares none (AutoCacheDType).
 	KVDType DType `json:"-"`
+	// gpuCapability is the compute capability of the GPU m is served on when it is below
+	// 8.0 (OnGPU), else 0: ServingDType then picks from fp16 and fp32.
+	gpuCapability int
 	// WeightDType is the data type the weights are stored in when it differs from DType
 	// (an fp8 or mxfp4 checkpoint); 0 means DType.
 	WeightDType DType `json:"-"`
@@ -232,10 +235,11 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 }
 
 // ServingDType is the data type vLLM runs m in under --dtype auto, its default, on a GPU of
-// compute capability 8.0 or later (every GPU preset: A100 8.0, L40S and RTX 4090 8.9,
-// H100 and H200 9.0, B200 10.0; a custom GPU is assumed to be one): fp16 when DType is
-// fp16 (but for the five model types below, which fall back to bf16), bf16 otherwise
-// (float32, not given, or a type no model runs in, such as fp8).
+// compute capability 8.0 or later (A100 8.0, L40S and RTX 4090 8.9, H100 and H200 9.0,
+// B200 10.0; a custom GPU is assumed to be one): fp16 when DType is fp16 (but for the
+// five model types below, which fall back to bf16), bf16 otherwise (float32, not given,
+// or a type no model runs in, such as fp8). On an older GPU (m.OnGPU: the V100 and T4
+// presets) it is fp16, or fp32 for the five.
 // vLLM's rule (vllm/config/model.py):
 //
 //   - _find_dtype: the config's torch_dtype (or dtype, then text_config's, vision_config's,
@@ -249,7 +253,7 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 //
 // So without torch_dtype a checkpoint saved in fp16 would run in fp16, the same 2 bytes a
 // value as the bf16 assumed here; one in fp32 runs in bf16. On a 6.x-7.x GPU a float32 or
-// bf16 model would run in fp16 (2 bytes again), and the five models above in fp32.
+// bf16 model runs in fp16 (2 bytes again), and the five models above in fp32 (OnGPU).
 //
 // --kv-cache-dtype auto is this data type (vllm/utils/torch_utils.py,
 // kv_cache_dtype_str_to_dtype returns model_config.dtype), and so is --mamba-cache-dtype
@@ -261,6 +265,9 @@ func (m ModelSpec) KVBitsPerToken(d DType) (Bits, error) {
 func (m ModelSpec) ServingDType() DType {
 	if m.RunDType != 0 {
 		return m.RunDType
+	}
+	if m.gpuCapability != 0 {
+		return m.preAmpereDType(m.gpuCapability)
 	}
 	if m.DType == FP16 && !fp16Refused(m.ModelType) {
 		return FP16

@@ -140,6 +140,11 @@ func NewPlan(c PlanConfig) (Plan, error) {
 }
 
 func (c PlanConfig) withDefaults() (PlanConfig, error) {
+	m, err := c.Model.OnGPU(c.GPU)
+	if err != nil {
+		return c, err
+	}
+	c.Model = m
 	if c.TensorParallel == 0 {
 		c.TensorParallel = 1
 	}

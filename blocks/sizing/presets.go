@@ -40,8 +40,13 @@ type GPU struct {
 	MemoryMiB     int64    `json:"memory_mib"`
 	// Bytes, when not 0, is the memory in bytes and takes precedence over MemoryMiB: a
 	// size given in decimal units ("an 80 GB card") is not a whole number of MiB.
-	Bytes  int64  `json:"bytes,omitempty"`
-	Source string `json:"source,omitempty"`
+	Bytes int64 `json:"bytes,omitempty"`
+	// ComputeCapability is the CUDA compute capability as vLLM's DeviceCapability.to_int
+	// writes it, major x 10 + minor: 75 for a T4's 7.5, 90 for an H100's 9.0. It decides
+	// which data types vLLM runs a model in (ModelSpec.OnGPU). 0 is unknown, planned as
+	// 8.0 or later (a custom GPU, --gpu-memory).
+	ComputeCapability int    `json:"compute_capability,omitempty"`
+	Source            string `json:"source,omitempty"`
 }
 
 // MemoryBytes returns the memory in bytes: Bytes when set, else MemoryMiB x 2^20.
@@ -122,6 +127,9 @@ func parsePresets() (presetTable, error) {
 	for i, g := range t.gpus {
 		if g.MemoryMiB <= 0 {
 			return t, fmt.Errorf("GPU %s: memory %d MiB", g.Name, g.MemoryMiB)
+		}
+		if g.ComputeCapability < 60 {
+			return t, fmt.Errorf("GPU %s: compute capability %d (vLLM runs on 6.0 and later)", g.Name, g.ComputeCapability)
 		}
 		if err := addNames(t.gpuNames, i, append([]string{g.Name}, g.Aliases...)); err != nil {
 			return t, err

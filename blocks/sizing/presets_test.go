@@ -133,25 +133,31 @@ func TestUnknownModelListsClosestPresets(t *testing.T) {
 	}
 }
 
-// The memory nvidia-smi reports for each GPU (Memory-Usage total), from public logs.
+// The memory nvidia-smi reports for each GPU (Memory-Usage total), from public logs, and
+// its compute capability (NVIDIA's table; vLLM's major x 10 + minor).
 func TestGPUPresets(t *testing.T) {
 	tests := []struct {
 		name string
 		mib  int64
+		cc   int
 	}{
-		{"a100-40gb", 40960},
-		{"a100-80gb", 81920},
-		{"h100-80gb", 81559},
-		{"h200", 143771},
-		{"b200", 183359},
-		{"l40s", 46068},
-		{"rtx-4090", 24564},
+		{"a100-40gb", 40960, 80},
+		{"a100-80gb", 81920, 80},
+		{"h100-80gb", 81559, 90},
+		{"h200", 143771, 90},
+		{"b200", 183359, 100},
+		{"l40s", 46068, 89},
+		{"rtx-4090", 24564, 89},
+		{"v100-16gb", 16384, 70},
+		{"v100-32gb", 32768, 70},
+		{"t4", 15360, 75},
 	}
 	require.Equal(t, len(tests), len(GPUPresetNames()))
 	for _, tt := range tests {
 		g, err := GPUPreset(tt.name)
 		require.NoError(t, err)
 		assert.Equal(t, tt.mib, g.MemoryMiB, tt.name)
+		assert.Equal(t, tt.cc, g.ComputeCapability, tt.name)
 		assert.Equal(t, tt.mib<<20, g.MemoryBytes())
 		assert.NotEmpty(t, g.NvidiaSMIName)
 	}

@@ -223,6 +223,9 @@ func planBudget(model, gpu string, run sizing.DType, kv string, maxModelLen int)
 	if err != nil {
 		return 0, badFlag("--gpu: %w", err)
 	}
+	if m, err = m.OnGPU(g); err != nil {
+		return 0, badFlag("--dtype on --gpu %s: %w", gpu, err)
+	}
 	d, err := sizing.ResolveCacheDType(kv, m)
 	if err != nil {
 		return 0, badFlag("--kv-cache-dtype: %w", err)

@@ -135,8 +135,15 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 			return in, badFlag("--dtype has no meaning with --kv-bytes-per-token, which gives the KV bytes and the weights directly")
 		}
 		d, in.bytesOnly = sizing.INT8, true
-	} else if d, err = sizing.ResolveCacheDType(f.kvCacheDType, m); err != nil {
-		return in, badFlag("--kv-cache-dtype: %w", err)
+	} else {
+		// The GPU decides what --dtype auto runs in below compute capability 8.0, and so
+		// what --kv-cache-dtype auto is; vLLM refuses --dtype bfloat16 there.
+		if m, err = m.OnGPU(g); err != nil {
+			return in, badFlag("--dtype %s on --gpu %s: %w", f.dtype, g.Name, err)
+		}
+		if d, err = sizing.ResolveCacheDType(f.kvCacheDType, m); err != nil {
+			return in, badFlag("--kv-cache-dtype: %w", err)
+		}
 	}
 	overhead := int64(f.overheadGiB * (1 << 30))
 	if f.overhead.set {
@@ -157,19 +164,23 @@ func (f *sizingFlags) resolve() (sizingInput, error) {
 	}
 	in.autoLen = f.maxModelLen.auto
 	if !in.bytesOnly && strings.EqualFold(strings.TrimSpace(f.kvCacheDType), "auto") {
-		in.assumptions = append(in.assumptions, "kv cache dtype "+d.String()+": --kv-cache-dtype auto, "+autoDTypeWhy(m))
+		in.assumptions = append(in.assumptions, "kv cache dtype "+d.String()+": --kv-cache-dtype auto, "+autoDTypeWhy(m, g))
 	}
 	return in, nil
 }
 
 // autoDTypeWhy says where --kv-cache-dtype auto's data type comes from: the model's
-// torch_dtype, or vLLM's --dtype auto reading of it (sizing.ModelSpec.ServingDType).
-func autoDTypeWhy(m sizing.ModelSpec) string {
-	switch {
+// torch_dtype, or vLLM's --dtype auto reading of it on g (sizing.ModelSpec.ServingDType,
+// OnGPU).
+func autoDTypeWhy(m sizing.ModelSpec, g sizing.GPU) string {
+	switch cc := g.ComputeCapability; {
 	case m.KVDType != 0:
 		return "the KV cache data type the checkpoint's quantization_config declares"
 	case m.RunDType != 0:
 		return "the data type the model runs in: --dtype " + m.RunDType.String()
+	case cc > 0 && cc < 80:
+		return fmt.Sprintf("the data type vLLM runs the model in on %s: compute capability %d.%d runs no bf16, so --dtype auto runs it in %s",
+			g.Name, cc/10, cc%10, m.ServingDType())
 	case m.DType == 0:
 		return "the data type vLLM runs the model in: no torch_dtype, so its default float32, which --dtype auto runs in bf16"
 	case m.DType != m.ServingDType():
