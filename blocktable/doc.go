@@ -68,6 +68,17 @@
 // prefix sharing that wants Swap builds the index anyway, with a host tier; without
 // tiers Swap fails with ErrSwapNeedsTiers.
 //
+// Commits come before the forward pass, as vLLM's allocate_slots caches blocks: Admit
+// and Append commit a block as soon as its tokens have slots, so that requests in the
+// same step share it. No call fails after a commit: every refusal (out of blocks, a bad
+// size, tier 1 full) is decided before the first block is committed, and a commit keys
+// only tokens whose slots the call has already secured, so a refused call commits
+// nothing and there is nothing to roll back. What a step committed holds no KV until the
+// step's forward pass runs. A server whose pass does not run, or produces KV it rejects
+// (an engine fault, a NaN check), must keep later requests from hitting those blocks:
+// BumpEpoch of the namespace makes its cached blocks unreachable at once, whatever is
+// held (blocktable/hybrid has vLLM's finer EvictBlocks).
+//
 // A sliding window (Config.SlidingWindow) runs without a prefix index: New refuses both
 // together (ErrWindowWithIndex), since this Manager would never match a window's blocks.
 // Prefix caching for sliding-window models, pure (Mistral 7B) or hybrid, is
@@ -105,8 +116,14 @@
 // # Cost
 //
 // Append, AppendToken, slot lookups and FillRow/FillSlots/Pack allocate nothing in
-// steady state: finished sequences' records are reused, and token and block buffers keep
-// their capacity (Request.MaxTokens sizes them once).
+// steady state: finished sequences' records are reused (at most one more is kept than
+// the Manager has sequences, so a burst's records go back as its sequences finish), and
+// token and block buffers keep their capacity (Request.MaxTokens sizes them once).
+//
+// Queries that return the Manager's own slices (Tokens, Blocks, Table.Blocks, a Batch's
+// rows) are views, valid until the next call that changes the Manager (or the Table, or
+// the next pack into the Batch), and clipped to their length so that an append copies;
+// AppendTokens, AppendBlocks and AppendInputs give copies to keep.
 //
 // # Extending it
 //

@@ -15,7 +15,12 @@
 // lookahead slots; Match, MatchRequest and HitBlocks look up without touching anything,
 // and AdmitCost is Admit's dry run (its hit and the blocks each group would take);
 // EvictBlocks drops given blocks from the device's cache (vLLM's evict_blocks; lower
-// tiers' copies stay). Fork shares a
+// tiers' copies stay): what a server calls for the blocks a step committed when that
+// step's forward pass did not run or its KV was rejected, since Admit, Extend and Append
+// cache full blocks before the pass, as vLLM's allocate_slots does (each decides every
+// refusal before its first commit, so a refused call caches nothing). Table, Tokens
+// and Groups are views, clipped so that an append copies and valid until the next call
+// that changes the Manager; AppendTable and AppendTokens give copies. Fork shares a
 // sequence's blocks in every group (parallel sampling): the first write into a shared,
 // partly filled block copies it, and TakeCopies hands the step's copies, per group, to the
 // kernel. Preempt asks a preemption policy of package evict (Config.Preemption) for
