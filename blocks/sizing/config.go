@@ -705,6 +705,23 @@ func isQwen(modelType string) bool {
 const weightsNote = "weights: "
 
 // dtypes reads torch_dtype (or dtype) and the weight type of a quantized checkpoint.
+// latentOnly reports whether every layer that caches tokens in gs caches an MLA latent
+// (DeepSeek's models): vLLM builds no Attention layer for such a model, only
+// MLAAttention, so nothing applies compressed-tensors' auto-to-fp8 rule.
+func latentOnly(gs []LayerGroup) bool {
+	n := 0
+	for _, g := range gs {
+		switch {
+		case g.State():
+		case !g.MLA():
+			return false
+		default:
+			n++
+		}
+	}
+	return n > 0
+}
+
 func (c *hfConfig) dtypes(m *ModelSpec) error {
 	s, ok, err := c.str("torch_dtype")
 	if err != nil {
@@ -745,11 +762,16 @@ func (c *hfConfig) dtypes(m *ModelSpec) error {
 	if err != nil {
 		return err
 	}
-	if kv != 0 {
+	method, _ := qc["quant_method"].(string)
+	switch {
+	case kv != 0 && method == "compressed-tensors" && latentOnly(m.Groups):
+		c.note("%s.kv_cache_scheme (compressed-tensors): the checkpoint's KV cache is fp8_e4m3, which vLLM's --kv-cache-dtype auto "+
+			"does not take for MLA layers (only its Attention layer turns the scheme into fp8; MLAAttention keeps auto), "+
+			"so auto is the model's data type; give --kv-cache-dtype fp8 for an fp8 latent cache", name)
+	case kv != 0:
 		m.KVDType = kv
 		c.note("%s", kvNote)
 	}
-	method, _ := qc["quant_method"].(string)
 	bitsNum, _ := qc["bits"].(json.Number)
 	switch {
 	case method == "fp8":

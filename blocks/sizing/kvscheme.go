@@ -22,7 +22,9 @@ import (
 //     makes auto "fp8", fp8_e4m3 on CUDA. CompressedTensorsKVCacheMethod refuses, and vLLM
 //     does not start, a scheme with neither type "float" nor num_bits 8, a strategy other
 //     than "tensor" or "attn_head", or symmetric not true: so is it refused here
-//     (ErrBadConfig).
+//     (ErrBadConfig). Only the Attention layer applies the rule: a model of MLA layers
+//     alone (DeepSeek's; vLLM's MLAAttention reads the cache data type as it stands) keeps
+//     auto the model's data type, and ParseHFConfig records no KVDType for it, only a note.
 //
 // Other methods (fp8, mxfp4, awq, gptq, ...) declare no KV cache data type: auto stays the
 // model's.
