@@ -13,7 +13,8 @@ import (
 // read by other copies, or tier 1 has no room. It reports whether it prepared the
 // copy; the owner then holds one more reference on b (TransferRefs) until
 // CompleteTransfer hands b back, so that b is neither evicted nor reused meanwhile.
-// TakePlans hands the copy out.
+// TakePlans hands the copy out. The copy's slot starts with b's uses on the device
+// (SetDeviceHits), which the tier's policy reads.
 func (t *GroupTree) PrepareStore(b blocks.ID) bool {
 	ts := t.tiers
 	if ts == nil {
@@ -28,6 +29,7 @@ func (t *GroupTree) PrepareStore(b blocks.ID) bool {
 		return false
 	}
 	ts.devRefs[b]++
+	ts.lv[0].hits[s] = max(ts.devHits[b], 1) // its count once resident (CompleteTransfer)
 	ts.queue = append(ts.queue, tierOp{from: Device, to: 1, src: int32(b), dst: s})
 	return true
 }
@@ -189,9 +191,10 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 		countDone(&ts.stats, r.kind, op, opOK, bb)
 		switch {
 		case r.kind == Store && opOK:
-			// A copy from the device is the content's first use here (the tree sees no
-			// device hits); one between lower tiers keeps the source slot's count.
-			hits := uint32(1)
+			// A copy from the device keeps the count PrepareStore gave its slot, the
+			// block's device uses then (a stream-ordered source may hold other content
+			// by now); one between lower tiers keeps the source slot's count.
+			hits := ts.lv[op.to-1].hits[op.dst]
 			if op.from != Device {
 				hits = ts.lv[op.from-1].hits[op.src]
 			}

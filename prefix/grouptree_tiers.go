@@ -34,7 +34,8 @@ type gtierStore struct {
 	lv  []gtierLevel // lv[t-1] is tier t
 	planBook
 	clock    evict.Counter
-	devRefs  []int32 // per device block: in-flight copies holding it
+	devRefs  []int32  // per device block: in-flight copies holding it
+	devHits  []uint32 // per device block: its uses on the device, as the owner counts them (SetDeviceHits)
 	stats    [MaxTiers]TierStats
 	slotBuf  []int32
 	nodeBuf  []Node
@@ -54,7 +55,7 @@ type gtierLevel struct {
 	pins    []int32 // copies in flight reading the slot
 	leaving []bool  // drop the slot when its last pin goes
 	touched []uint64
-	hits    []uint32 // per slot: its content's uses, 1 stored and one per load (evict.Entry.Hits)
+	hits    []uint32 // per slot: its content's uses, its device uses when stored and one per load (evict.Entry.Hits)
 	holds   []int32  // holds on the slot (grouptree_tierhold.go): no eviction candidate
 	hgen    []uint32 // bumped when the slot is freed, so that a stale hold names it no more
 }
@@ -80,7 +81,7 @@ func (t *GroupTree) SetTiers(c TierConfig) error {
 	if c.BlockBytes > math.MaxInt64/most {
 		return &SizeError{What: "block bytes", N: c.BlockBytes, Max: math.MaxInt64 / most}
 	}
-	ts := &gtierStore{cfg: c, planBook: newPlanBook(), devRefs: make([]int32, nb)}
+	ts := &gtierStore{cfg: c, planBook: newPlanBook(), devRefs: make([]int32, nb), devHits: make([]uint32, nb)}
 	ts.cfg.Tiers = append([]TierSpec(nil), c.Tiers...)
 	for _, s := range ts.cfg.Tiers {
 		sl, err := newSlotLevel(s, &ts.clock)

@@ -40,7 +40,6 @@ type tierState struct {
 	streamed   bool   // TierConfig.StreamOrdered: a store's device source is released when handed out
 	demote     []bool // per block: a write-back demotion in flight
 	demoting   int
-	hits       []uint32 // per block: hits since it was cached (WriteAfterHits)
 	hitQueue   []blocks.ID
 	ahead      []blocks.ID
 	done       []blocks.ID
@@ -77,7 +76,7 @@ type keptSource struct {
 
 func newTierState(c *prefix.TierConfig, numBlocks int) *tierState {
 	return &tierState{write: c.Tiers[0].Write, hitsN: c.Tiers[0].Hits, freeTarget: c.FreeTarget, streamed: c.StreamOrdered,
-		demote: make([]bool, numBlocks), hits: make([]uint32, numBlocks)}
+		demote: make([]bool, numBlocks)}
 }
 
 // prepareStore prepares the copy of cached block b into tier 1 and holds b for it (a
@@ -123,7 +122,8 @@ func (s *store) countEvictions(ids []blocks.ID) {
 	}
 }
 
-// cachedRun runs tier 1's write policy for blocks just cached.
+// cachedRun runs tier 1's write policy for blocks just cached, whose device uses start
+// at 1, their computation (prefix.GroupTree.SetDeviceHits: a copy's slot starts with them).
 func (s *store) cachedRun(ids []blocks.ID) {
 	ts := s.tiers
 	through := ts.write == prefix.WriteThrough || ts.write == prefix.WriteAfterHits && ts.hitsN <= 1
@@ -135,26 +135,28 @@ func (s *store) cachedRun(ids []blocks.ID) {
 		if b == blocks.NullID || !s.t.IsCached(b) {
 			continue
 		}
-		ts.hits[b] = 0
+		s.t.SetDeviceHits(b, 1)
 		if through {
 			s.prepareStore(b, false)
 		}
 	}
 }
 
-// hitRun counts a hit on each of ids (WriteAfterHits): a block reaching the threshold is
-// stored by the next TakePlans (reserving a slot now could evict a block an admission
-// found in the tier and is about to load).
+// hitRun counts a use on the device of each of ids, blocks a hit took, in the tree
+// (prefix.GroupTree.SetDeviceHits), whatever the write policy: a copy's slot starts with
+// them, so that tier 1's policy ranks a block hit often on the device above one hit once,
+// as an Index's tiers rank a node's copy by its hits. Under WriteAfterHits a block
+// reaching the threshold is stored by the next TakePlans (reserving a slot now could evict
+// a block an admission found in the tier and is about to load).
 func (s *store) hitRun(ids []blocks.ID) {
 	ts := s.tiers
-	if ts.write != prefix.WriteAfterHits {
-		return
-	}
 	for _, b := range ids {
 		if b == blocks.NullID {
 			continue
 		}
-		if ts.hits[b]++; ts.hits[b] == ts.hitsN {
+		h := s.t.DeviceHits(b) + 1
+		s.t.SetDeviceHits(b, h)
+		if ts.write == prefix.WriteAfterHits && h == ts.hitsN+1 { // hitsN hits past its computation
 			ts.hitQueue = append(ts.hitQueue, b)
 		}
 	}
@@ -167,7 +169,7 @@ func (s *store) startStores() {
 	s.t.BatchTierEvents() // the slots these copies drop to make room: one event per tier
 	defer s.t.FlushTierEvents()
 	for _, b := range ts.hitQueue {
-		if s.t.IsCached(b) && ts.hits[b] >= ts.hitsN {
+		if s.t.IsCached(b) && s.t.DeviceHits(b) > ts.hitsN {
 			s.prepareStore(b, false)
 		}
 	}
