@@ -145,9 +145,11 @@ func (s *store) cachedRun(ids []blocks.ID) {
 // hitRun counts a use on the device of each of ids, blocks a hit took, in the tree
 // (prefix.GroupTree.SetDeviceHits), whatever the write policy: a copy's slot starts with
 // them, so that tier 1's policy ranks a block hit often on the device above one hit once,
-// as an Index's tiers rank a node's copy by its hits. Under WriteAfterHits a block
-// reaching the threshold is stored by the next TakePlans (reserving a slot now could evict
-// a block an admission found in the tier and is about to load).
+// as an Index's tiers rank a node's copy by its hits. Under WriteAfterHits a block whose
+// uses reach the threshold, its computation counted as the first (as an Index counts a
+// node's: Hits 1 stores it as it is cached, Hits 2 at its first hit), is stored by the
+// next TakePlans (reserving a slot now could evict a block an admission found in the tier
+// and is about to load).
 func (s *store) hitRun(ids []blocks.ID) {
 	ts := s.tiers
 	for _, b := range ids {
@@ -156,7 +158,7 @@ func (s *store) hitRun(ids []blocks.ID) {
 		}
 		h := s.t.DeviceHits(b) + 1
 		s.t.SetDeviceHits(b, h)
-		if ts.write == prefix.WriteAfterHits && h == ts.hitsN+1 { // hitsN hits past its computation
+		if ts.write == prefix.WriteAfterHits && h == ts.hitsN {
 			ts.hitQueue = append(ts.hitQueue, b)
 		}
 	}
@@ -169,7 +171,7 @@ func (s *store) startStores() {
 	s.t.BatchTierEvents() // the slots these copies drop to make room: one event per tier
 	defer s.t.FlushTierEvents()
 	for _, b := range ts.hitQueue {
-		if s.t.IsCached(b) && s.t.DeviceHits(b) > ts.hitsN {
+		if s.t.IsCached(b) && s.t.DeviceHits(b) >= ts.hitsN {
 			s.prepareStore(b, false)
 		}
 	}
