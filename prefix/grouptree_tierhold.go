@@ -96,7 +96,7 @@ func (t *GroupTree) Hold(ids, stored []blocks.ID) (HoldID, []blocks.ID, error) {
 		}
 	}
 	if need, room := t.HoldNeed(ids); need > room {
-		return 0, stored, &TierFullError{Requested: need, Available: room}
+		return 0, stored, &TierFullError{Requested: need, Available: room, InFlight: t.inFlightSlots(1)}
 	}
 	t.BatchTierEvents() // the slots its copies drop to make room: one event per tier
 	defer t.FlushTierEvents()
@@ -244,4 +244,22 @@ func (t *GroupTree) checkHolds() error {
 		}
 	}
 	return nil
+}
+
+// inFlightSlots is how many of lower tier tier's slots copies in flight occupy and no hold
+// keeps, as an Index's inFlightSlots: slots receiving a copy, and resident slots a load or
+// a copy down reads. TierFullError carries tier 1's. 0 without lower tiers and for a tier
+// the tree lacks. O(the tier's capacity).
+func (t *GroupTree) inFlightSlots(tier Tier) int {
+	ts := t.tiers
+	if ts == nil || tier < 1 || int(tier) > len(ts.lv) {
+		return 0
+	}
+	l, n := &ts.lv[tier-1], 0
+	for s, st := range l.st {
+		if st != slotNone && l.holds[s] == 0 && (st == slotPending || st == slotDoomed || l.pins[s] > 0) {
+			n++
+		}
+	}
+	return n
 }

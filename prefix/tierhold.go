@@ -29,10 +29,25 @@ var ErrUnknownHold = errors.New("prefix: unknown hold")
 // It matches ErrTierFull.
 type TierFullError struct {
 	Requested, Available int
+	// InFlight is how many of tier 1's slots copies in flight occupy and no hold keeps
+	// (an Index's or a GroupTree's Hold counts them as it refuses: O(tier 1's capacity)):
+	// slots receiving a copy, and slots a load or a copy down reads.
+	// Each leaves that state when the server confirms its copy (CompleteTransfer), as a
+	// free slot or an eviction candidate. So a caller can tell a refusal worth retrying
+	// once its transfers complete (Requested <= Available+InFlight; vLLM's offloading
+	// manager refuses a store that needs blocks still in flight, and its connector
+	// retries) from a tier full of held copies, where only ReleaseHold makes room.
+	// Under a write-back tier 2 Available counts free slots only, and a landed copy is a
+	// candidate that must be copied down first: InFlight is then an upper bound.
+	InFlight int
 }
 
-// Error says both counts.
+// Error says the counts (InFlight when there are any).
 func (e *TierFullError) Error() string {
+	if e.InFlight > 0 {
+		return fmt.Sprintf("prefix: tier 1 has room for %d of the %d blocks to hold (%d more slots held by copies in flight)",
+			e.Available, e.Requested, e.InFlight)
+	}
 	return fmt.Sprintf("prefix: tier 1 has room for %d of the %d blocks to hold", e.Available, e.Requested)
 }
 
@@ -176,7 +191,7 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 		}
 	}
 	if need, room := x.HoldNeed(ids); need > room {
-		return 0, &TierFullError{Requested: need, Available: room}
+		return 0, &TierFullError{Requested: need, Available: room, InFlight: x.inFlightSlots(1)}
 	}
 	x.beginTierEvents() // the slots dropped to make room: one event per tier
 	defer x.flushTierEvents()

@@ -31,3 +31,26 @@ func (x *Index) HoldInFlight(h HoldID) int {
 	}
 	return k
 }
+
+// inFlightSlots is how many of lower tier t's slots copies in flight occupy and no hold
+// keeps: slots receiving a copy (pending, doomed included), and resident slots a load or a
+// copy down reads. They leave that state as the server confirms the copies
+// (CompleteTransfer), so Hold's room (HoldNeed) may grow by up to this many;
+// TierFullError carries tier 1's. 0 without lower tiers and for a tier the index lacks.
+// It reads every slot of the tier: O(its capacity), paid by a refused Hold alone.
+func (x *Index) inFlightSlots(t Tier) int {
+	ts := x.tiers
+	if ts == nil || t < 1 || int(t) > len(ts.lv) {
+		return 0
+	}
+	i, n := t-1, 0
+	for _, o := range ts.lv[i].owner {
+		if o == 0 {
+			continue
+		}
+		if en := &ts.ents[o-1]; en.holds == 0 && (en.st[i] == slotPending || en.st[i] == slotDoomed || en.pins[i] > 0) {
+			n++
+		}
+	}
+	return n
+}
