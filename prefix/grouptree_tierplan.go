@@ -210,6 +210,9 @@ func (t *GroupTree) CompleteTransfer(id TransferID, ok bool, dev []blocks.ID) (T
 			l := &ts.lv[op.from-1]
 			l.touched[op.src] = ts.clock.Tick()
 			l.hits[op.src]++ // a load is a use (the slot is pinned: its policy sees it at unpinSlot)
+			// The loaded block's device uses start at its content's, as an Index's promoted
+			// node takes its entry's hits (the owner keeps them as it caches the block).
+			ts.devHits[op.dst] = l.hits[op.src]
 		default:
 			failSlot(t, op.from, op.src)
 		}

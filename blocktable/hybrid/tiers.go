@@ -48,7 +48,8 @@ type tierState struct {
 	lfDepth    []int32
 	lfChain    []int32
 	loads      []prefix.GroupLoad
-	before     []int // commitTiered's scratch: blocks cached per group before
+	loadHits   []uint32 // CompleteTransfer's scratch: a load's blocks' device uses (keptLoadHits)
+	before     []int    // commitTiered's scratch: blocks cached per group before
 	// chain is, per group, the match units per block when the group's blocks keep their
 	// waiting prefix behind them in the free queue (full attention: requeuePrefix), 0
 	// for a group whose blocks keep the order they were freed in. Filled from the specs
@@ -665,6 +666,9 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 	if len(ts.kept) > ts.keptHead && r.Kind == prefix.Store {
 		m.st.settleKept(id, ok)
 	}
+	if ok && r.Kind == prefix.Load {
+		m.keptLoadHits(dev, false)
+	}
 	done := LoadDone{Result: r}
 	if seqID, found := m.loads[id]; found {
 		delete(m.loads, id)
@@ -679,12 +683,36 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 				m.tierCounts.LoadFailedTokens += tokens
 			}
 			m.commit(s, s.computed)
+			if ok {
+				m.keptLoadHits(dev, true)
+			}
 		}
 	}
 	if invariant.Enabled {
 		invariant.Check(m.CheckInvariants)
 	}
 	return done, nil
+}
+
+// keptLoadHits keeps the device uses the tree gave a load's blocks, their content's in the
+// tier they came from (prefix.GroupTree.CompleteTransfer), across the commit that caches
+// them, which starts a block's uses at 1 (cachedRun): saved before it, set again after it
+// on the blocks it cached. A copy of such a block made later, once the tier dropped its
+// slot, then ranks by every use, as an Index's promoted node keeps its entry's hits.
+func (m *Manager) keptLoadHits(dev []blocks.ID, restore bool) {
+	ts, t := m.st.tiers, m.st.t
+	if !restore {
+		ts.loadHits = ts.loadHits[:0]
+		for _, b := range dev {
+			ts.loadHits = append(ts.loadHits, t.DeviceHits(b))
+		}
+		return
+	}
+	for i, b := range dev {
+		if t.IsCached(b) && ts.loadHits[i] > t.DeviceHits(b) {
+			t.SetDeviceHits(b, ts.loadHits[i])
+		}
+	}
 }
 
 // TierCounts are the Manager's counters of its lower tiers, beside prefix.TierStats.

@@ -65,3 +65,41 @@ func TestTierDemotionKeepsDeviceHits(t *testing.T) {
 		})
 	}
 }
+
+// A block loaded back from the host takes its content's uses there as its device uses, as
+// an Index's promoted node takes its entry's hits: A, used three times on the device, is
+// demoted (its slot starts at 3), evicted, and loaded back (a fourth use): the loaded
+// block counts 4, so that a later copy of it, once the host has dropped its slot, ranks
+// by all of them. Before, the commit that cached the loaded block started it at 1.
+func TestTierLoadKeepsItsHits(t *testing.T) {
+	m, err := New(Config{Groups: []Spec{FullAttention{Block: 4}}, NumBlocks: 4,
+		Tiers: &prefix.TierConfig{Tiers: []prefix.TierSpec{{Medium: prefix.MediumCPU, Capacity: 4, Write: prefix.WriteBack}},
+			BlockBytes: 16, FreeTarget: 3}})
+	require.NoError(t, err)
+	a := []int32{1, 1, 1, 1, 1}
+	for range 3 {
+		_, err := m.AdmitTiered(0, &Request{Prompt: a, MaxTokens: 5})
+		require.NoError(t, err)
+		require.NoError(t, m.Finish(0))
+	}
+	complete := func() {
+		t.Helper()
+		for _, p := range m.TakePlans(nil) {
+			_, err := m.CompleteTransfer(p.ID, true)
+			require.NoError(t, err)
+		}
+	}
+	complete() // A's block demoted: in the host, gone from the device
+	hit, load, err := m.MatchTiers(&Request{Prompt: a})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 4}, [2]int{hit, load})
+	r, err := m.AdmitTiered(1, &Request{Prompt: a, MaxTokens: 5})
+	require.NoError(t, err)
+	require.Equal(t, 4, r.LoadTokens)
+	tb, err := m.Table(1, 0)
+	require.NoError(t, err)
+	complete()
+	require.True(t, m.Block(tb[0]).Cached)
+	require.Equal(t, uint32(4), m.st.t.DeviceHits(tb[0]), "three uses on the device, one load")
+	require.NoError(t, m.CheckInvariants())
+}
