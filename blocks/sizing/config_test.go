@@ -262,6 +262,9 @@ func FuzzParseHFConfig(f *testing.F) {
 	} {
 		f.Add([]byte(shape + qc + "}"))
 	}
+	// A latent-only (MLA) model with a compressed-tensors scheme, which auto does not take.
+	f.Add([]byte(`{"num_hidden_layers": 2, "num_attention_heads": 4, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "quantization_config": ` +
+		`{"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": true}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseHFConfig(data)
 		if err != nil {
