@@ -95,7 +95,7 @@ func (f *sizingFlags) register(fs *flagSet, d sizingDefaults) {
 	flags.Var(&f.maxModelLen, "max-model-len", d.maxModelLenHelp)
 	fs.alias("context", "max-model-len")
 	flags.StringVar(&f.dtype, "dtype", "auto", "data type the model runs in, as vLLM's --dtype: "+strings.Join(sizing.ModelDTypeNames(), ", ")+
-		" (auto: torch_dtype, float32 or none run in bfloat16); sizes the weights, the Mamba state and --kv-cache-dtype auto")
+		" (auto: torch_dtype, float32 or none run in bfloat16; fp16 below compute capability 8.0, such as --gpu t4 or v100); sizes the weights, the Mamba state and --kv-cache-dtype auto")
 	flags.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto (the model's), "+strings.Join(sizing.DTypeNames(), ", ")+" (fp8 = fp8_e4m3, fp4 = nvfp4)")
 	flags.IntVar(&f.blockSize, "block-size", sizing.DefaultBlockSize, fmt.Sprintf("tokens per block, 1 to %d", maxBlockSize))
 	flags.Float64Var(&f.util, "gpu-memory-utilization", sizing.DefaultGPUMemoryUtilization, "fraction of GPU memory for weights, activations and KV cache, in (0, 1]")
