@@ -247,7 +247,7 @@ func (t *GroupTree) checkHolds() error {
 }
 
 // inFlightSlots is how many of lower tier tier's slots copies in flight occupy and no hold
-// keeps, as an Index's inFlightSlots: slots receiving a copy, and resident slots a load or
+// keeps, as an Index's InFlightSlots: slots receiving a copy, and resident slots a load or
 // a copy down reads. TierFullError carries tier 1's. 0 without lower tiers and for a tier
 // the tree lacks. O(the tier's capacity).
 func (t *GroupTree) inFlightSlots(tier Tier) int {

@@ -191,7 +191,7 @@ func (x *Index) Hold(ids []blocks.ID) (HoldID, error) {
 		}
 	}
 	if need, room := x.HoldNeed(ids); need > room {
-		return 0, &TierFullError{Requested: need, Available: room, InFlight: x.inFlightSlots(1)}
+		return 0, &TierFullError{Requested: need, Available: room, InFlight: x.InFlightSlots(1)}
 	}
 	x.beginTierEvents() // the slots dropped to make room: one event per tier
 	defer x.flushTierEvents()

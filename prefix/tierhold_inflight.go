@@ -32,13 +32,15 @@ func (x *Index) HoldInFlight(h HoldID) int {
 	return k
 }
 
-// inFlightSlots is how many of lower tier t's slots copies in flight occupy and no hold
+// InFlightSlots is how many of lower tier t's slots copies in flight occupy and no hold
 // keeps: slots receiving a copy (pending, doomed included), and resident slots a load or a
 // copy down reads. They leave that state as the server confirms the copies
-// (CompleteTransfer), so Hold's room (HoldNeed) may grow by up to this many;
-// TierFullError carries tier 1's. 0 without lower tiers and for a tier the index lacks.
-// It reads every slot of the tier: O(its capacity), paid by a refused Hold alone.
-func (x *Index) inFlightSlots(t Tier) int {
+// (CompleteTransfer), so Hold's room (HoldNeed) may grow by up to this many: a caller
+// that compares HoldNeed's need and room itself, and refuses with a TierFullError of its
+// own (blocktable.Manager's swap), fills InFlight with tier 1's, as Hold does. 0 without
+// lower tiers and for a tier the index lacks. It reads every slot of the tier: O(its
+// capacity), for a refusal path, not a hot one.
+func (x *Index) InFlightSlots(t Tier) int {
 	ts := x.tiers
 	if ts == nil || t < 1 || int(t) > len(ts.lv) {
 		return 0

@@ -35,14 +35,16 @@ func TestTierFullErrorCountsInFlight(t *testing.T) {
 			}
 			b := admit(t, x, pool, Prompt{Tokens: toks(500, 9)})
 			plans := x.TakePlans(nil) // B's own copies find no room; A's are in flight unless held
-			require.Equal(t, tc.inFlight, x.inFlightSlots(1))
+			require.Equal(t, tc.inFlight, x.InFlightSlots(1))
+			require.Zero(t, x.InFlightSlots(0), "no tier 0 below the device")
+			require.Zero(t, x.InFlightSlots(2), "a tier the index lacks")
 			_, err := x.Hold(b.ids[:2])
 			var full *TierFullError
 			require.ErrorAs(t, err, &full)
 			require.Equal(t, TierFullError{Requested: 2, Available: 0, InFlight: tc.inFlight}, *full)
 			require.ErrorIs(t, err, ErrTierFull)
 			completeAll(t, x, plans, true)
-			require.Zero(t, x.inFlightSlots(1), "every copy landed")
+			require.Zero(t, x.InFlightSlots(1), "every copy landed")
 			_, err = x.Hold(b.ids[:2])
 			if tc.retryOK {
 				require.NoError(t, err, "the retry found the landed copies evictable")
@@ -52,6 +54,8 @@ func TestTierFullErrorCountsInFlight(t *testing.T) {
 			require.NoError(t, x.CheckInvariants())
 		})
 	}
+	_, plain := newTestIndex(t, 4)
+	require.Zero(t, plain.InFlightSlots(1), "no tiers")
 }
 
 // A GroupTree's refused Hold counts its tier-1 slots in flight the same way: a slot

@@ -448,7 +448,7 @@ var withoutInvalidInput = map[string]bool{
 	// blocktable/tiers_test.go, on an index with tiers.
 	"Index.NumTiers": true, "Index.TierStatsOf": true, "Index.TransferRefs": true, "Index.PendingTransfers": true,
 	"Index.PeekLower": true, "Index.RecordTierLookup": true, "Index.TakePlans": true, "Index.CompleteTransfer": true,
-	"Index.PrepareLoad": true, "Index.Demote": true, "Index.HoldNeed": true, "Index.HeldBlocks": true, "Index.HoldInFlight": true, "Manager.TakePlans": true, "Manager.CompleteTransfer": true, "Manager.Resume": true, "Manager.NewStep": true,
+	"Index.PrepareLoad": true, "Index.Demote": true, "Index.HoldNeed": true, "Index.HeldBlocks": true, "Index.HoldInFlight": true, "Index.InFlightSlots": true, "Manager.TakePlans": true, "Manager.CompleteTransfer": true, "Manager.Resume": true, "Manager.NewStep": true,
 	"Table.BlockSize": true, "Table.Blocks": true, "Table.AppendBlocks": true, "Table.CheckInvariants": true, "Table.CopyOnWrites": true,
 	"Table.Fork": true, "Table.Len": true, "Table.Need": true, "Table.NumBlocks": true, "Table.Release": true,
 	"Table.Reserved":          true,
