@@ -160,9 +160,10 @@ func (m *Manager) appendSwapIDs(dst []blocks.ID, s *sequence) []blocks.ID {
 
 // checkHoldRoom refuses a swap of victims, in the order they would be swapped out, whose
 // blocks tier 1 cannot take together. The error names the first victim at which the
-// need exceeds the room (with every victim's need and the room in its TierFullError): the
-// sequence the refusal is about when there is one, and where a caller that preempts fewer
-// would stop. Finding it is a second pass, on the refusal only.
+// need exceeds the room (with every victim's need, the room and tier 1's slots in flight
+// in its TierFullError, as the index's Hold fills them): the sequence the refusal is
+// about when there is one, and where a caller that preempts fewer would stop. Finding it
+// is a second pass, on the refusal only.
 func (m *Manager) checkHoldRoom(victims []*sequence) error {
 	m.swapIDs = m.swapIDs[:0]
 	for _, s := range victims {
@@ -183,7 +184,8 @@ func (m *Manager) checkHoldRoom(victims []*sequence) error {
 			}
 		}
 	}
-	return &SeqError{Op: "swap out", Seq: at, Err: &prefix.TierFullError{Requested: need, Available: room}}
+	full := &prefix.TierFullError{Requested: need, Available: room, InFlight: m.index.InFlightSlots(1)}
+	return &SeqError{Op: "swap out", Seq: at, Err: full}
 }
 
 // swapToTiers is Swap preemption of s, once checkHoldRoom has passed.
