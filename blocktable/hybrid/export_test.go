@@ -46,12 +46,11 @@ func (m *Manager) ClosureBreaks() []blocks.ID {
 	t := m.st.t
 	var out []blocks.ID
 	for n := range t.Nodes() {
-		parent := t.Parent(n)
-		if t.IsRoot(n) || t.IsRoot(parent) {
+		if t.IsRoot(n) {
 			continue
 		}
 		for g := range m.specs {
-			if m.closureBroken(n, parent, g) {
+			if m.closureBroken(n, g) {
 				out = append(out, t.First(n, g))
 			}
 		}

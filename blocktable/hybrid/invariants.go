@@ -19,7 +19,8 @@ import (
 //   - every node's pins are the sequences positioned on it; every sequence's pin is the
 //     end of its path, and its path is a chain of live nodes from its namespace's root;
 //   - full attention stays downward closed: a node with a block of a full-attention group
-//     has a parent with one too, so eviction in queue order is leaf-only for full
+//     has one at its parent block's node too (the group's units per block up: the nodes
+//     between hold none of its blocks), so eviction in queue order is leaf-only for full
 //     attention (unless EvictBlocks dropped an interior block, as vLLM's evict_blocks
 //     may: its descendants then stay cached but unreachable, as in vLLM). With lower
 //     tiers a copy into them holds its device block out of the queue while the parent
@@ -106,12 +107,11 @@ func (m *Manager) CheckInvariants() error {
 		if t.Pins(n) != pins[n] {
 			return fmt.Errorf("node %d: %d pins, %d sequences on it", n, t.Pins(n), pins[n])
 		}
-		parent := t.Parent(n)
-		if !closed || t.IsRoot(n) || t.IsRoot(parent) {
+		if !closed || t.IsRoot(n) {
 			continue
 		}
 		for g := range m.specs {
-			if m.closureBroken(n, parent, g) {
+			if m.closureBroken(n, g) {
 				return fmt.Errorf("node %d: group %d (full attention) cached below a parent no tier holds", n, g)
 			}
 		}
@@ -141,13 +141,20 @@ func countNodes(t *prefix.GroupTree) int {
 	return n
 }
 
-// closureBroken reports whether group g's device blocks at node n, below parent, break
-// full attention's downward closure in the form tiers keep (CheckInvariants): g is full
-// attention, n has a device block of it and parent none, and (with tiers) no lower tier
-// holds the parent's nor does a copy keep n's (deferredByCopy).
-func (m *Manager) closureBroken(n, parent prefix.Node, g int) bool {
+// closureBroken reports whether group g's device blocks at node n break full attention's
+// downward closure in the form tiers keep (CheckInvariants): g is full attention, n has a
+// device block of it and the node of its parent block none, and (with tiers) no lower
+// tier holds the parent's nor does a copy keep n's (deferredByCopy). The parent block
+// is the group's units per block up (m.k[g]): a block of 8 tokens over units of 4 has it
+// two nodes up, and the node between holds no block of the group. A first block, whose
+// parent is its namespace's root, breaks nothing.
+func (m *Manager) closureBroken(n prefix.Node, g int) bool {
 	t := m.st.t
-	return m.specs[g].Downward() && m.k[g] == 1 && t.First(n, g) != blocks.NullID && t.First(parent, g) == blocks.NullID &&
+	if !m.specs[g].Downward() || t.First(n, g) == blocks.NullID {
+		return false
+	}
+	parent := m.st.up(n, m.k[g])
+	return parent != prefix.NoNode && !t.IsRoot(parent) && t.First(parent, g) == blocks.NullID &&
 		(m.st.tiers == nil || !t.HeldBelow(parent, g) && !m.deferredByCopy(n, g))
 }
 
