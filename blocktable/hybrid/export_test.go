@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/blocktable"
@@ -94,3 +95,53 @@ func (m *Manager) SpareRecords() int { return len(m.spare) }
 
 // Slots is how many Freeable slots the Manager has made: the accounting's rows.
 func (m *Manager) Slots() int { return int(m.fa.slots) }
+
+// KeptOrderBreaks is, for the tests, every demoted block of a full-attention group a
+// stream-ordered store keeps cached at the free queue's front (releaseHandedOut) whose
+// parent block (its group's units per block up), kept by the same store, waits ahead of
+// it with every other copy of the parent: the allocations would evict the parent first
+// and leave the block cached below it. leafFirst orders a store's sources child first,
+// and nothing since moves a parent ahead of its child (a hit takes a prefix out of the
+// queue whole, a release puts it at the back). Blocks an allocation took, or that are
+// cached for another entry since, are no longer the store's.
+func (m *Manager) KeptOrderBreaks() []blocks.ID {
+	ts := m.st.tiers
+	if ts == nil {
+		return nil
+	}
+	t := m.st.t
+	pos := map[blocks.ID]int{}
+	i := 0
+	for b := range m.st.q.All() {
+		pos[b] = i
+		i++
+	}
+	keptBy := map[blocks.ID]prefix.TransferID{}
+	for _, r := range ts.kept[ts.keptHead:] {
+		if e, ok := t.Entry(r.b); ok && e == r.e {
+			if _, free := pos[r.b]; free {
+				keptBy[r.b] = r.id
+			}
+		}
+	}
+	var out []blocks.ID
+	for b, id := range keptBy {
+		e, _ := t.Entry(b)
+		p := m.st.up(e.Node, m.k[e.Group])
+		if !m.specs[e.Group].Downward() || p == prefix.NoNode || t.IsRoot(p) {
+			continue
+		}
+		same, behind := false, false // a parent block the store keeps; one evicted after b, or held
+		for x := t.First(p, e.Group); x != blocks.NullID; x = t.NextCached(x) {
+			q, free := pos[x]
+			behind = behind || !free || q > pos[b]
+			px, kept := keptBy[x]
+			same = same || kept && px == id
+		}
+		if same && !behind {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -125,23 +125,29 @@ func (tm *tierModel) count(medium string) int {
 // TestTierMachine runs random admissions (with loads), decode steps, finishes, swap and
 // recompute preemptions, resumptions, plans taken and transfers completed ok or failed,
 // and prefix-cache resets on a hybrid Manager with a host tier and sometimes a disk
-// below it (every write policy, watermarks, small tiers, stream-ordered stores or not),
-// against a reference model of what each tier holds, built from the events alone. After
-// every step: the invariants
-// (the tiers' books included: slots, pins, transfer references, demotions); the model's
-// keys per tier are exactly the tier's residents (no event lost or duplicated by a move);
-// and, for full-attention models, every admission's device hit and load are exactly the
-// longest prefix the model says the device holds, then the longest continuation it says
-// the lower tiers hold: a block confirmed stored is found and loaded until its tier
-// reports it removed. At the end every transfer completes and nothing is leaked.
+// below it (every write policy, watermarks, small tiers, stream-ordered stores or not;
+// blocks of 2, 4 or 8 tokens per group over a match unit that may be smaller, so that a
+// block spans several units: tierGeometry), against a reference model of what each tier
+// holds, built from the events alone. After every step: the invariants (the tiers' books
+// included: slots, pins, transfer references, demotions; full attention's closure, its
+// parent block the group's units per block up); the model's keys per tier are exactly
+// the tier's residents (no event lost or duplicated by a move); no stream-ordered store
+// keeps a parent ahead of its child at the free queue's front (KeptOrderBreaks); and,
+// for full-attention models, every admission's device hit and load are exactly the
+// longest prefix (a multiple of the groups' LCM) the model says the device holds, then
+// the longest continuation it says the lower tiers hold: a block confirmed stored is
+// found and loaded until its tier reports it removed. At the end every transfer
+// completes and nothing is leaked.
 func TestTierMachine(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		const bs = 4
 		// The first group: full attention, or (no group of full attention at all) a small
 		// sliding window or chunked local attention, whose lower-tier hits may need none of
 		// their blocks loaded (a window of one token, a hit ending on a chunk boundary).
+		// Each group's block is of 2, 4 or 8 tokens, and the match unit divides them
+		// (tierGeometry): a block may span several units, and the groups' sizes differ.
 		var specs []hybrid.Spec
 		fullOnly := true
+		bs := drawTierBlock(rt, "first block")
 		switch rapid.IntRange(0, 3).Draw(rt, "first group") {
 		case 0, 1:
 			specs = append(specs, hybrid.FullAttention{Block: bs})
@@ -152,28 +158,32 @@ func TestTierMachine(t *testing.T) {
 			specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: bs * rapid.IntRange(1, 3).Draw(rt, "first chunk")})
 			fullOnly = false
 		}
-		switch rapid.IntRange(0, 5).Draw(rt, "second group") {
+		switch second := rapid.IntRange(0, 5).Draw(rt, "second group"); second {
 		case 1:
-			specs = append(specs, hybrid.FullAttention{Block: bs})
+			specs = append(specs, hybrid.FullAttention{Block: drawTierBlock(rt, "second block")})
 		case 2:
-			specs = append(specs, hybrid.SlidingWindow{Block: bs, Window: rapid.IntRange(1, 9).Draw(rt, "window")})
+			b := drawTierBlock(rt, "second block")
+			specs = append(specs, hybrid.SlidingWindow{Block: b, Window: rapid.IntRange(1, 2*b+1).Draw(rt, "window")})
 			fullOnly = false
-		case 3:
-			specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAll})
+		case 3, 5:
+			mode := hybrid.MambaAll
+			if second == 5 {
+				mode = hybrid.MambaAlign
+			}
+			specs = append(specs, hybrid.Mamba{Block: drawTierBlock(rt, "second block"), Mode: mode})
 			fullOnly = false
 		case 4:
-			specs = append(specs, hybrid.ChunkedLocal{Block: bs, Chunk: bs * rapid.IntRange(1, 3).Draw(rt, "chunk")})
-			fullOnly = false
-		case 5:
-			specs = append(specs, hybrid.Mamba{Block: bs, Mode: hybrid.MambaAlign})
+			b := drawTierBlock(rt, "second block")
+			specs = append(specs, hybrid.ChunkedLocal{Block: b, Chunk: b * rapid.IntRange(1, 3).Draw(rt, "chunk")})
 			fullOnly = false
 		}
-		nb := rapid.IntRange(6, 20).Draw(rt, "blocks")
-		host := prefix.TierSpec{Medium: prefix.MediumCPU, Capacity: rapid.IntRange(1, 24).Draw(rt, "host"),
+		geo := newTierGeometry(rt, specs)
+		nb := 1 + geo.scaled(rapid.IntRange(5, 19).Draw(rt, "blocks"))
+		host := prefix.TierSpec{Medium: prefix.MediumCPU, Capacity: geo.scaled(rapid.IntRange(1, 24).Draw(rt, "host")),
 			Write: prefix.WritePolicy(rapid.IntRange(0, 2).Draw(rt, "host write")), Hits: uint32(rapid.IntRange(1, 3).Draw(rt, "hits"))}
 		tiers := []prefix.TierSpec{host}
 		if rapid.Bool().Draw(rt, "disk") {
-			tiers = append(tiers, prefix.TierSpec{Medium: prefix.MediumDisk, Capacity: rapid.IntRange(1, 24).Draw(rt, "disk size"),
+			tiers = append(tiers, prefix.TierSpec{Medium: prefix.MediumDisk, Capacity: geo.scaled(rapid.IntRange(1, 24).Draw(rt, "disk size")),
 				Write: prefix.WritePolicy(rapid.IntRange(0, 1).Draw(rt, "disk write"))})
 		}
 		cfg := prefix.TierConfig{Tiers: tiers, BlockBytes: 16, FreeTarget: rapid.IntRange(0, nb/2).Draw(rt, "free target"),
@@ -183,7 +193,7 @@ func TestTierMachine(t *testing.T) {
 			media = append(media, t.Medium)
 		}
 		model := newTierModel(media)
-		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, Observer: model, Tiers: &cfg})
+		m, err := hybrid.New(hybrid.Config{Groups: specs, NumBlocks: nb, MatchUnit: geo.unit, Observer: model, Tiers: &cfg})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -225,7 +235,15 @@ func TestTierMachine(t *testing.T) {
 		}
 		var order []prefix.TransferID
 		next := blocktable.SeqID(0)
-		bases := [][]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 2, 3, 4, 9, 9, 9, 9}, {5, 5, 5, 5, 5, 5, 5, 5}}
+		// Three bases: three blocks of the LCM, one sharing the first's first block, one
+		// of its own (with blocks of 4: 1..12, 1..4 9 9 9 9, and eight 5s).
+		b := geo.lcm
+		var bases [3][]int32
+		for i := range 3 * b {
+			bases[0] = append(bases[0], int32(i+1))
+		}
+		bases[1] = append(slices.Clone(bases[0][:b]), slices.Repeat([]int32{9}, b)...)
+		bases[2] = slices.Repeat([]int32{5}, 2*b)
 
 		check := func(what string) {
 			if err := m.CheckInvariants(); err != nil {
@@ -236,6 +254,9 @@ func TestTierMachine(t *testing.T) {
 			}
 			if err := model.closureCheck(m.ClosureBreakKeys()); err != nil {
 				rt.Fatalf("%s: %v", what, err)
+			}
+			if b := m.KeptOrderBreaks(); len(b) > 0 {
+				rt.Fatalf("%s: demoted blocks %v wait in the free queue behind their parents, kept by the same store", what, b)
 			}
 			dev := 0
 			for _, c := range m.Stats().CachedPrefixes {
@@ -277,49 +298,36 @@ func TestTierMachine(t *testing.T) {
 				rt.Fatalf("%s: Seqs %v, %d running and %d swapped", what, ids, len(live), len(swapped))
 			}
 		}
-		// expect is the model's hit for prompt: the device prefix every group holds, then
-		// the continuation every group holds in some lower tier, in tokens.
+		// expect is the model's hit for prompt, in tokens: the device prefix every group
+		// holds, then the continuation every group holds in some lower tier, each a
+		// multiple of the groups' LCM (a span of it held in every group, or none).
 		expect := func(prompt []int32) (int, int) {
-			h := make([]byte, 8)
-			prefix.Fast64{}.Root(h)
-			limit := (len(prompt) - 1) / bs
-			devEnd, end := 0, 0
-			onDev := true
-			for b := 0; b < limit; b++ {
-				nh := make([]byte, 8)
-				prefix.Fast64{}.Block(nh, h, prompt[b*bs:(b+1)*bs], prefix.Extra{})
-				h = nh
-				all := func(medium string) bool {
-					for g := range ng {
-						if !model.held[tierKey(medium, g, h)] {
-							return false
-						}
-					}
-					return true
-				}
-				lower := func() bool {
-					for g := range ng {
-						found := false
+			limit := len(prompt) - 1
+			hs := geo.unitHashes(prompt, limit/geo.unit)
+			held := func(from, to int, dev bool) bool { // every group's blocks of tokens [from, to)
+				for g := range ng {
+					for i := from / geo.bs[g]; i < to/geo.bs[g]; i++ {
+						h := geo.blockHash(hs, g, i)
+						found := dev && model.held[tierKey("", g, h)]
 						for _, s := range tiers {
-							found = found || model.held[tierKey(s.Medium, g, h)]
+							found = found || !dev && model.held[tierKey(s.Medium, g, h)]
 						}
 						if !found {
 							return false
 						}
 					}
-					return true
 				}
-				if onDev && all("") {
-					devEnd, end = b+1, b+1
-					continue
-				}
-				onDev = false
-				if !lower() {
-					break
-				}
-				end = b + 1
+				return true
 			}
-			return devEnd * bs, (end - devEnd) * bs
+			dev := 0
+			for dev+geo.lcm <= limit && held(dev, dev+geo.lcm, true) {
+				dev += geo.lcm
+			}
+			end := dev
+			for end+geo.lcm <= limit && held(end, end+geo.lcm, false) {
+				end += geo.lcm
+			}
+			return dev, end - dev
 		}
 		admitted := func(rt *rapid.T, id blocktable.SeqID, prompt []int32, r hybrid.AdmitResult, wantHit, wantLoad int) {
 			if fullOnly && (r.Hit != wantHit || r.LoadTokens != wantLoad) {
@@ -336,16 +344,16 @@ func TestTierMachine(t *testing.T) {
 
 		actions := map[string]func(*rapid.T){
 			"admit": func(rt *rapid.T) {
-				base := rapid.SampledFrom(bases).Draw(rt, "base")
+				base := rapid.SampledFrom(bases[:]).Draw(rt, "base")
 				cut := rapid.IntRange(1, len(base)).Draw(rt, "cut")
-				prompt := append(append([]int32(nil), base[:cut]...), rapid.SliceOfN(rapid.Int32Range(1, 3), 0, 6).Draw(rt, "tail")...)
+				prompt := append(append([]int32(nil), base[:cut]...), rapid.SliceOfN(rapid.Int32Range(1, 3), 0, geo.tokens(6)).Draw(rt, "tail")...)
 				wantHit, wantLoad := expect(prompt)
 				h, l, err := m.MatchTiers(&hybrid.Request{Prompt: prompt})
 				if err != nil {
 					rt.Fatal(err)
 				}
 				var e prefix.Explanation
-				if eh, err := m.Explain(&hybrid.Request{Prompt: prompt}, &e); err != nil || eh != h || e.MatchedBlocks != h/bs {
+				if eh, err := m.Explain(&hybrid.Request{Prompt: prompt}, &e); err != nil || eh != h || e.MatchedBlocks != h/geo.unit {
 					rt.Fatalf("Explain %v: %d (%d blocks, %v), MatchTiers' hit %d", prompt, eh, e.MatchedBlocks, err, h)
 				}
 				if fullOnly && (h != wantHit || l != wantLoad) {
@@ -356,7 +364,7 @@ func TestTierMachine(t *testing.T) {
 				}
 				id := next
 				next++
-				r, err := m.AdmitTiered(id, &hybrid.Request{Prompt: prompt, MaxTokens: len(prompt) + 6})
+				r, err := m.AdmitTiered(id, &hybrid.Request{Prompt: prompt, MaxTokens: len(prompt) + geo.tokens(6)})
 				if errors.Is(err, blocks.ErrOutOfBlocks) {
 					check("admit refused")
 					return
