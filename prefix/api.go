@@ -121,7 +121,8 @@ type BlockStored struct {
 // Hash returns the hash of the i-th stored block.
 func (e *BlockStored) Hash(i int) []byte { return e.Hashes[i*e.HashSize : (i+1)*e.HashSize] }
 
-// BlockRemoved reports cached blocks that left the index (evicted, or dropped by Reset).
+// BlockRemoved reports cached blocks that left the index (evicted, or dropped by Reset or
+// EvictBlocks).
 type BlockRemoved struct {
 	Hashes   []byte
 	HashSize int

@@ -23,8 +23,10 @@
 // Pin holds blocks within WithPinBudget, saying what it refused; SetQuota (WithQuotas)
 // caps a namespace, evicting its own blocks first; SaltRegion shares a public prefix and
 // keeps the rest per tenant; BumpEpoch makes a namespace's blocks unreachable at once,
-// evicted lazily. Explain says, as a MissReason, where and why a lookup stopped
-// (WithEvictionHistory tells evicted from never stored). QueueOrder and BatchSharing
+// evicted lazily; EvictBlocks drops given blocks and every block below them (vLLM's
+// evict_blocks), for a step whose KV failed after its commits. Explain says, as a
+// MissReason, where and why a lookup stopped (WithEvictionHistory tells evicted from
+// never stored). QueueOrder and BatchSharing
 // order and group waiting requests by what is cached, changing nothing.
 //
 // # Lower tiers

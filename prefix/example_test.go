@@ -62,3 +62,27 @@ func ExampleGroupTree() {
 	// full attention blocks: 1 2
 	// cached per group: [2 1]
 }
+
+// A step's forward pass failed after its blocks were committed (or a KV connector failed
+// to load one): EvictBlocks takes them out of the cache, with every block below them, so
+// no later request hits KV that was never computed. Blocks a request holds stay its own.
+func ExampleIndex_EvictBlocks() {
+	const blockSize = 4
+	pool, _ := blocks.New(16, blocks.WithNullBlock())
+	idx, _ := prefix.New(pool, blockSize)
+
+	p := &prefix.Prompt{Tokens: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}} // three blocks
+	ids, _ := pool.Allocate(nil, 3)
+	var cur prefix.Cursor
+	_, _ = idx.Commit(&cur, p, ids) // cached before the pass, so that the step can share them
+	// ... the pass fails for the second block and everything after it ...
+	dropped, _ := idx.EvictBlocks(nil, ids[1:2])
+	fmt.Println("dropped", dropped, "still cached", idx.Stats().Cached)
+	hit, _ := idx.Peek(nil, p, prefix.WholePrompt)
+	fmt.Println("a later lookup hits", hit)
+	fmt.Println("held by the request:", pool.RefCount(ids[1]))
+	// Output:
+	// dropped [3 2] still cached 1
+	// a later lookup hits [1]
+	// held by the request: 1
+}

@@ -87,10 +87,12 @@ const (
 	EvictEpoch
 	// EvictReset: Reset dropped it.
 	EvictReset
+	// EvictDropped: EvictBlocks dropped it, or a block above it (its KV was not valid).
+	EvictDropped
 	numEvictCauses
 )
 
-var causeNames = [numEvictCauses]string{"none", "policy", "window", "quota", "epoch", "reset"}
+var causeNames = [numEvictCauses]string{"none", "policy", "window", "quota", "epoch", "reset", "dropped"}
 
 // String names the cause.
 func (c EvictCause) String() string {

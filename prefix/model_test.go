@@ -216,3 +216,48 @@ func (m *model) cachedIDs() []blocks.ID {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// dropBlocks mirrors Index.EvictBlocks: the cached blocks of ids and every entry below
+// one of them leave, deepest first, ties by block ID, and it returns them in that order.
+func (m *model) dropBlocks(ids []blocks.ID) []blocks.ID {
+	doomed := map[string]bool{}
+	for _, id := range ids {
+		if k, ok := m.byID[id]; ok {
+			doomed[k] = true
+		}
+	}
+	depth := func(k string) int {
+		d := 0
+		for ; k != ""; k = m.entries[k].parent {
+			d++
+		}
+		return d
+	}
+	var keys []string
+	for k := range m.entries {
+		for a := k; a != ""; a = m.entries[a].parent {
+			if doomed[a] {
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if di, dj := depth(keys[i]), depth(keys[j]); di != dj {
+			return di > dj
+		}
+		return m.entries[keys[i]].id < m.entries[keys[j]].id
+	})
+	var out []blocks.ID
+	for _, k := range keys {
+		e := m.entries[k]
+		if e.parent != "" {
+			m.entries[e.parent].children--
+		}
+		delete(m.entries, k)
+		delete(m.byID, e.id)
+		delete(m.holders, e.id)
+		out = append(out, e.id)
+	}
+	return out
+}

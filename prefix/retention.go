@@ -261,7 +261,9 @@ func (x *Index) Pin(ids []blocks.ID) (PinResult, error) {
 }
 
 // Unpin drops one pin from each of ids (the blocks a Pin granted). All or nothing: a
-// block without a pin fails the call with ErrNotPinned and unpins nothing.
+// block without a pin fails the call with ErrNotPinned and unpins nothing. A pinned block
+// that EvictBlocks dropped stays pinned, out of the cache, until its last Unpin hands it
+// back to the pool.
 func (x *Index) Unpin(ids []blocks.ID) error {
 	c := &x.ctl
 	for i, id := range ids {

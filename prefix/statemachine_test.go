@@ -1,6 +1,7 @@
 package prefix
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -245,6 +246,43 @@ func (mc *machine) BadRelease(t *rapid.T) {
 	}
 }
 
+// EvictBlocks drops a few blocks, mostly cached ones (held or not, leaves or not), as a
+// server does for blocks whose KV failed: the model drops them and everything below, in
+// the same order as the events; a bad ID fails the call and changes nothing.
+func (mc *machine) EvictBlocks(t *rapid.T) {
+	cached := mc.m.cachedIDs()
+	var ids []blocks.ID
+	for range rapid.IntRange(0, 3).Draw(t, "drops") {
+		if len(cached) > 0 && rapid.IntRange(0, 3).Draw(t, "dropCached") > 0 {
+			ids = append(ids, rapid.SampledFrom(cached).Draw(t, "drop"))
+		} else {
+			ids = append(ids, blocks.ID(rapid.IntRange(0, mc.pool.NumBlocks()-1).Draw(t, "dropAny")))
+		}
+	}
+	mc.evicted = mc.evicted[:0]
+	if rapid.IntRange(0, 7).Draw(t, "dropBad") == 0 {
+		bad := rapid.SampledFrom([]blocks.ID{-1, blocks.ID(mc.pool.NumBlocks())}).Draw(t, "badID")
+		ids = slices.Insert(ids, rapid.IntRange(0, len(ids)).Draw(t, "badAt"), bad)
+		before := snap(mc.x, mc.pool)
+		got, err := mc.x.EvictBlocks(nil, ids)
+		if !errors.Is(err, ErrInvalidArgument) || len(got) != 0 || len(mc.evicted) != 0 {
+			t.Fatalf("evict blocks %v: %v, %v dropped, events %v", ids, err, got, mc.evicted)
+		}
+		if after := snap(mc.x, mc.pool); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("a failed EvictBlocks changed the state")
+		}
+		return
+	}
+	want := mc.m.dropBlocks(ids)
+	got, err := mc.x.EvictBlocks(nil, ids)
+	if err != nil {
+		t.Fatalf("evict blocks %v: %v", ids, err)
+	}
+	if !slices.Equal(got, want) || !slices.Equal(mc.evicted, want) {
+		t.Fatalf("evict blocks %v: dropped %v, events %v, model %v", ids, got, mc.evicted, want)
+	}
+}
+
 func (mc *machine) Check(t *rapid.T) {
 	if err := mc.x.CheckInvariants(); err != nil {
 		t.Fatal(err)
@@ -299,7 +337,8 @@ func runMachine(t *rapid.T) {
 	t.Repeat(neverStuck(map[string]func(*rapid.T){
 		"Admit": mc.Admit, "Grow": mc.Grow, "Finish": mc.Finish, "Lookup": mc.Lookup,
 		"Evict": mc.Evict, "Reset": mc.Reset, "BadRelease": mc.BadRelease,
-		"": mc.Check,
+		"EvictBlocks": mc.EvictBlocks,
+		"":            mc.Check,
 	}))
 	mc.leakCheck(t)
 }

@@ -21,7 +21,7 @@ type Stats struct {
 	Namespaces int
 	// Inserts counts blocks newly cached; Duplicates blocks committed whose content was
 	// already cached under the same parent; Evictions blocks evicted (by Evict or for the
-	// pool); Dropped blocks dropped by Reset.
+	// pool); Dropped blocks dropped by Reset or EvictBlocks.
 	Inserts, Duplicates, Evictions, Dropped uint64
 	// ResumedLookups, ResumedLookedUpTokens and ResumedHitTokens count, apart from the
 	// above, the lookups of preempted requests admitted again (RecordResumedLookup): they

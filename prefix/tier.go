@@ -201,7 +201,8 @@ type TierStats struct {
 	Plans uint64
 }
 
-// ErrTransfersPending: Reset while transfers to or from a lower tier are in flight.
+// ErrTransfersPending: Reset or EvictBlocks while transfers to or from a lower tier are in
+// flight (or, for EvictBlocks, a write-back demotion).
 var ErrTransfersPending = errors.New("prefix: transfers are in flight")
 
 // ErrUnknownTransfer: CompleteTransfer with an ID that names no prepared transfer.

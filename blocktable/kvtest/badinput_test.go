@@ -184,6 +184,11 @@ func indexCases(t *testing.T) badGroup {
 		{"Index.SetQuota", "a quota in an index built without WithQuotas", func() error { return x.SetQuota(prefix.Namespace{Salt: "t"}, 3) }, errs(prefix.ErrInvalidArgument), false},
 		{"Index.Acquire", "a cached block, then an uncached one", func() error { return x.Acquire([]blocks.ID{cachedHeld, free}) }, errs(prefix.ErrNotCached), false},
 		{"Index.Acquire", "an unknown block", func() error { return x.Acquire([]blocks.ID{-3}) }, errs(prefix.ErrNotCached), false},
+		{"Index.EvictBlocks", "a cached block, then one outside the pool", func() error {
+			_, err := x.EvictBlocks(nil, []blocks.ID{cachedHeld, blocks.ID(env.Pool.NumBlocks())})
+			return err
+		}, errs(prefix.ErrInvalidArgument), false},
+		{"Index.EvictBlocks", "a negative block", func() error { _, err := x.EvictBlocks(nil, []blocks.ID{evictable, -1}); return err }, errs(prefix.ErrInvalidArgument), false},
 		{"Index.Release", "a cached block nobody acquired", func() error { return x.Release([]blocks.ID{evictable}) }, errs(prefix.ErrNotAcquired), false},
 		{"Index.Release", "a free block", func() error { return x.Release([]blocks.ID{free}) }, errs(blocks.ErrDoubleFree), false},
 		{"Index.Release", "a held block, then an unacquired one", func() error { return x.Release([]blocks.ID{partial, evictable}) }, errs(prefix.ErrNotAcquired), false},
