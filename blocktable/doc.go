@@ -76,8 +76,9 @@
 // nothing and there is nothing to roll back. What a step committed holds no KV until the
 // step's forward pass runs. A server whose pass does not run, or produces KV it rejects
 // (an engine fault, a NaN check), must keep later requests from hitting those blocks:
-// BumpEpoch of the namespace makes its cached blocks unreachable at once, whatever is
-// held (blocktable/hybrid has vLLM's finer EvictBlocks).
+// EvictBlocks (vLLM's evict_blocks) drops those blocks, and the cached blocks below them,
+// from the index, and the sequences holding one commit nothing more; BumpEpoch of the
+// namespace instead makes all its cached blocks unreachable at once, whatever is held.
 //
 // A sliding window (Config.SlidingWindow) runs without a prefix index: New refuses both
 // together (ErrWindowWithIndex), since this Manager would never match a window's blocks.

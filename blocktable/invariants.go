@@ -75,7 +75,10 @@ func (m *Manager) CheckInvariants() error {
 		}
 		want := int(h)
 		if m.index != nil && m.index.IsCached(id) {
-			want += 1 + m.index.Pins(id) // the index's reference, and one per pin
+			want++ // the index's reference
+		}
+		if m.index != nil {
+			want += m.index.Pins(id) // one per pin, cached or dropped by EvictBlocks
 		}
 		if m.index != nil {
 			want += m.index.TransferRefs(id) // copies to or from a lower tier in flight

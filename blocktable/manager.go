@@ -110,7 +110,8 @@ type sequence struct {
 	// the index's plain path, which reads none of the prompt's two lines.
 	plain bool
 	// stale marks a sequence computed with the weights of an earlier epoch of its
-	// namespace: it commits nothing more (epoch.go).
+	// namespace (epoch.go), or one holding a block EvictBlocks dropped (evictblocks.go):
+	// it commits nothing more.
 	stale bool
 	// dup marks a sequence one of whose commits found a duplicate (or an evicted prefix):
 	// its cursor may stand on a block it does not hold. tangled marks one that committed a

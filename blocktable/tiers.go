@@ -142,7 +142,8 @@ func (m *Manager) CompleteTransfer(id prefix.TransferID, ok bool) (LoadDone, err
 // index has it, and those past it that swapToTiers commits first (after a Truncate whose
 // path was partly evicted). A block given slots in the current step holds no KV until
 // the step runs, and is computed again at Resume instead. A stale sequence holds
-// nothing: its KV is of an earlier epoch, and it is computed again.
+// nothing: its KV is of an earlier epoch (or follows a dropped block), and it is
+// computed again.
 func (m *Manager) appendSwapIDs(dst []blocks.ID, s *sequence) []blocks.ID {
 	if s.stale {
 		return dst

@@ -386,6 +386,7 @@ func managerCases(t *testing.T) badGroup {
 		{"Manager.AppendTokens", "an unknown sequence", func() error { _, err := m.AppendTokens(nil, unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
 		{"Manager.AppendBlocks", "a swapped sequence", func() error { _, err := m.AppendBlocks(nil, c); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.Seq", "an unknown sequence", func() error { _, err := m.Seq(unknown); return err }, errs(blocktable.ErrUnknownSeq), false},
+		{"Manager.EvictBlocks", "a block outside the pool", func() error { _, err := m.EvictBlocks([]blocks.ID{blocks.ID(env.Pool.NumBlocks())}); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Slot", "a position past the table", func() error { _, err := m.Slot(a, 12); return err }, errs(blocktable.ErrInvalidArgument), false},
 		{"Manager.Slot", "a swapped sequence", func() error { _, err := m.Slot(c, 0); return err }, errs(blocktable.ErrNotRunning), false},
 		{"Manager.FillSlots", "a negative position", func() error { _, err := m.FillSlots(a, -1, 0, slots); return err }, errs(blocktable.ErrInvalidArgument), false},
