@@ -147,6 +147,18 @@ func (m *model) victim() (string, bool) {
 	return best, found
 }
 
+// remove takes entry k out of the model (its parent loses a child) and returns its block.
+func (m *model) remove(k string) blocks.ID {
+	e := m.entries[k]
+	if e.parent != "" {
+		m.entries[e.parent].children--
+	}
+	delete(m.entries, k)
+	delete(m.byID, e.id)
+	delete(m.holders, e.id)
+	return e.id
+}
+
 // evict removes up to n victims and returns their blocks in order.
 func (m *model) evict(n int) []blocks.ID {
 	var out []blocks.ID
@@ -155,14 +167,7 @@ func (m *model) evict(n int) []blocks.ID {
 		if !ok {
 			break
 		}
-		e := m.entries[k]
-		if e.parent != "" {
-			m.entries[e.parent].children--
-		}
-		delete(m.entries, k)
-		delete(m.byID, e.id)
-		delete(m.holders, e.id)
-		out = append(out, e.id)
+		out = append(out, m.remove(k))
 	}
 	return out
 }
@@ -250,14 +255,7 @@ func (m *model) dropBlocks(ids []blocks.ID) []blocks.ID {
 	})
 	var out []blocks.ID
 	for _, k := range keys {
-		e := m.entries[k]
-		if e.parent != "" {
-			m.entries[e.parent].children--
-		}
-		delete(m.entries, k)
-		delete(m.byID, e.id)
-		delete(m.holders, e.id)
-		out = append(out, e.id)
+		out = append(out, m.remove(k))
 	}
 	return out
 }
