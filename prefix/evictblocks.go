@@ -45,7 +45,8 @@ const flagKept uint8 = 1 << 6
 // All or nothing: an ID outside the pool fails the call with a *BlockError wrapping
 // ErrInvalidArgument, and an index with lower tiers refuses while a transfer or a
 // demotion is in flight (ErrTransfersPending, as Reset does); either changes nothing.
-// It costs O(pool blocks + dropped blocks x depth) and is for failures, not a hot path.
+// It costs O(pool blocks + dropped blocks x depth x log dropped blocks) (the deepest-first
+// sort measures depth in its comparisons) and is for failures, not a hot path.
 func (x *Index) EvictBlocks(dst, ids []blocks.ID) ([]blocks.ID, error) {
 	for _, id := range ids {
 		if uint(id) >= uint(x.nb) {
