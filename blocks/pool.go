@@ -192,6 +192,42 @@ func (p *Pool) allocateHandoff(dst []ID, n int) ([]ID, error) {
 	return dst, nil
 }
 
+// allocateOne is poolrefs.AllocateOne: Allocate(dst, 1)'s block, counters and checks, or
+// false with nothing changed where Allocate would fail or take a path it does not (fault
+// injection; a Reclaimer that frees blocks instead of handing them over). A full pool's
+// every decode step lands here, so it asks the reclaimer for its victim directly
+// (ReclaimOne) rather than through Available, a slice and ReclaimInto: about a third of
+// what a block costs the sharing simulator run (issue 19, bench/README).
+func (p *Pool) allocateOne() (ID, bool) {
+	if p.faults != nil {
+		return 0, false
+	}
+	if p.nfree == 0 {
+		if p.handoff == nil {
+			return 0, false
+		}
+		id, ok := p.handoff.ReclaimOne()
+		if !ok {
+			return 0, false
+		}
+		p.allocs++
+		p.releases++
+		p.reclaimed++
+		p.checkAfterMutation()
+		return id, true
+	}
+	id := p.ring[p.head]
+	p.head++
+	if p.head == len(p.ring) {
+		p.head = 0
+	}
+	p.refs[id] = 1
+	p.nfree--
+	p.allocs++
+	p.checkAfterMutation()
+	return id, true
+}
+
 // reclaim makes at least n blocks free by asking the Reclaimer for the shortfall, or returns
 // an *OutOfBlocksError, having changed nothing but the FailedAllocations counter, when free
 // plus reclaimable blocks cannot cover n.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvpage/kvpage/blocks"
 	"github.com/kvpage/kvpage/internal/invariant"
+	"github.com/kvpage/kvpage/internal/poolrefs"
 	"github.com/kvpage/kvpage/prefix"
 )
 
@@ -217,14 +218,14 @@ func (t *Table) setRoom() {
 // has a window, or when the pool has no block for it or no slot past the table's in its
 // capacity; Append then gives the answer (its error, or the window's path).
 func (t *Table) appendInNew() (AppendResult, bool) {
-	if t.window != 0 || t.tokens != len(t.ids)*t.bs || t.tokens >= t.pool.Capacity()*t.bs || t.pool.Available() < 1 {
+	if t.window != 0 || t.tokens != len(t.ids)*t.bs || t.tokens >= t.pool.Capacity()*t.bs {
 		return AppendResult{}, false
 	}
-	ids, err := t.pool.Allocate(t.ids, 1)
-	if err != nil {
-		panic(fmt.Sprintf("kvpage: broken invariant: pool reported a block available but failed: %v", err))
+	id, ok := poolrefs.AllocateOne(t.pool)
+	if !ok {
+		return AppendResult{}, false
 	}
-	t.ids = ids
+	t.ids = append(t.ids, blocks.ID(id))
 	t.tokens++
 	t.reserved = 0 // it was: no slot was left past the tokens
 	t.room = t.bs - 1

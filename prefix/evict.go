@@ -117,6 +117,33 @@ func (r reclaimer) ReclaimInto(dst []blocks.ID) int {
 	return len(ids)
 }
 
+// ReclaimOne is ReclaimInto for a one-block dst (poolrefs.Handoff), the pool's every
+// allocation in a full cache on a decode step: the same victim and writes, no slice.
+func (r reclaimer) ReclaimOne() (blocks.ID, bool) {
+	x := r.x
+	if !x.plainEviction() {
+		return r.reclaimOneSlow()
+	}
+	id, ok := x.evictLeaf()
+	if !ok {
+		return 0, false
+	}
+	x.stats.evictions++ // evicted: no observer to tell (plainEviction)
+	x.mutated()
+	return id, true
+}
+
+// reclaimOneSlow is ReclaimOne through ReclaimInto, for an index with ghost history, an
+// observer or lower tiers; its one-element buffer escapes through evictInto, so it is kept
+// off ReclaimOne's frame.
+func (r reclaimer) reclaimOneSlow() (blocks.ID, bool) {
+	var one [1]blocks.ID
+	if r.ReclaimInto(one[:]) == 0 {
+		return 0, false
+	}
+	return one[0], true
+}
+
 // plainEviction reports whether an eviction needs none of evictInto's optional steps: no
 // ghost history, no observer's hashes, no lower tiers.
 func (x *Index) plainEviction() bool {
@@ -130,9 +157,17 @@ func (x *Index) plainEviction() bool {
 // each optional step, keeps every value it carries on the stack across them (about 200
 // instructions a call where this takes a few dozen).
 func (x *Index) evictOne(ids []blocks.ID) []blocks.ID {
+	if id, ok := x.evictLeaf(); ok {
+		return append(ids, id)
+	}
+	return ids
+}
+
+// evictLeaf is evictOne returning the victim rather than appending it (ReclaimOne).
+func (x *Index) evictLeaf() (blocks.ID, bool) {
 	k, ok := x.policy.Victim()
 	if !ok {
-		return ids
+		return 0, false
 	}
 	id := blocks.ID(k)
 	nd := x.nodeOfVictim(id)
@@ -143,7 +178,7 @@ func (x *Index) evictOne(ids []blocks.ID) []blocks.ID {
 	if p := x.unlink(nodeOf(id), nd); p != 0 {
 		x.evAdd(p) // right after Victim: the LRU's parent-takes-the-root step (see evictInto)
 	}
-	return append(ids, id)
+	return id, true
 }
 
 // evictUpTo pops up to n victims, unlinks them and returns their blocks to the pool in
