@@ -143,6 +143,27 @@ func (p *lru) AddVictim(key int32, lastAccess uint64) (int32, bool) {
 	return p.Victim()
 }
 
+// AddAfterVictim is AddAt for a key that is not a candidate, right after Victim
+// (internal/evictfast): the parent of a single evicted block, the prefix index's step on
+// every decode allocation in a full cache. The new element takes the popped root's place;
+// ranking before both children (the parent is usually the oldest candidate, see
+// AddVictim), it stays there, and neither the key's position nor the heap is read beyond
+// the root's two children. Any other case is AddAt's.
+func (p *lru) AddAfterVictim(key int32, lastAccess uint64) {
+	if invariant.Enabled || !p.popped || lastAccess < p.base || lastAccess-p.base > p.maxRel {
+		p.AddAt(key, lastAccess)
+		return
+	}
+	it := (lastAccess-p.base)<<p.kb | uint64(key)
+	p.popped = false
+	if h := p.heap; (len(h) < 2 || it < h[1]) && (len(h) < 3 || it < h[2]) {
+		h[0] = it
+		p.pos[key] = 1
+		return
+	}
+	p.down(0, it)
+}
+
 // Victim pops the least recently used candidate (lazily: see lru).
 func (p *lru) Victim() (int32, bool) {
 	p.settle()

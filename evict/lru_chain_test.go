@@ -49,3 +49,51 @@ func TestLRUAddVictimIsAddThenVictim(t *testing.T) {
 		}
 	}
 }
+
+// TestLRUAddAfterVictimIsAdd drives two LRUs with the same seeded calls, one taking
+// AddAfterVictim where the other takes Add, for a key that is no candidate (the prefix
+// index's one-block eviction: the victim's parent), both right after a Victim and at any
+// other time (AddAt's path), and requires the same victims, lengths and valid heaps.
+func TestLRUAddAfterVictimIsAdd(t *testing.T) {
+	const keys = 64
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		a, err := NewLRU(keys)
+		require.NoError(t, err)
+		b, err := NewLRU(keys)
+		require.NoError(t, err)
+		fast := a.(*lru)
+		in := map[int32]bool{}
+		now := uint64(1000)
+		for step := 0; step < 5000; step++ {
+			key := int32(rng.IntN(keys))
+			switch op := rng.IntN(10); {
+			case op < 3:
+				now++
+				a.Add(Entry{Key: key, LastAccess: now})
+				b.Add(Entry{Key: key, LastAccess: now})
+				in[key] = true
+			case op < 4:
+				require.Equal(t, b.Remove(key), a.Remove(key))
+				delete(in, key)
+			case op < 7:
+				ka, oka := a.Victim()
+				kb, okb := b.Victim()
+				require.Equal(t, kb, ka, "seed %d step %d", seed, step)
+				require.Equal(t, okb, oka)
+				delete(in, ka)
+			default:
+				if in[key] {
+					continue // AddAfterVictim's caller knows the key is no candidate
+				}
+				// Old times as well as new: a parent's last access is older than its child's.
+				t0 := now - uint64(rng.IntN(900))
+				fast.AddAfterVictim(key, t0)
+				b.Add(Entry{Key: key, LastAccess: t0})
+				in[key] = true
+			}
+			require.Equal(t, b.Len(), a.Len())
+			require.NoError(t, fast.check(), "seed %d step %d", seed, step)
+		}
+	}
+}

@@ -176,7 +176,13 @@ func (x *Index) evictLeaf() (blocks.ID, bool) {
 		panic("kvpage: broken invariant: an evictable block is held outside the index")
 	}
 	if p := x.unlink(nodeOf(id), nd); p != 0 {
-		x.evAdd(p) // right after Victim: the LRU's parent-takes-the-root step (see evictInto)
+		// Right after Victim: the LRU's parent-takes-the-root step (see evictInto). The
+		// parent had a child, so it was no candidate (evictable).
+		if x.chain != nil {
+			x.chain.AddAfterVictim(int32(blockOf(p)), x.nodes[p].lastAccess)
+		} else {
+			x.policy.Add(x.evictEntry(p))
+		}
 	}
 	return id, true
 }

@@ -10,9 +10,14 @@ package evictfast
 // Chain is implemented by evict.NewLRU's policy. AddVictim(key, t) is exactly
 // Add(evict.Entry{Key: key, LastAccess: t}) followed by Victim(), and AddAt(key, t) exactly
 // Add(evict.Entry{Key: key, LastAccess: t}): the LRU orders by LastAccess and key alone.
+// AddAfterVictim(key, t) is AddAt(key, t) for a key that is not a candidate, called right
+// after Victim: a victim's parent left an unreferenced leaf, which had a child and so was
+// no candidate, where the chain stops (one block evicted) rather than going on to the next
+// victim.
 type Chain interface {
 	AddVictim(key int32, lastAccess uint64) (int32, bool)
 	AddAt(key int32, lastAccess uint64)
+	AddAfterVictim(key int32, lastAccess uint64)
 }
 
 // Of returns the fast path of policy p if p is exactly evict.NewLRU's policy, and nil for
