@@ -150,6 +150,10 @@ func (p *lru) AddVictim(key int32, lastAccess uint64) (int32, bool) {
 // AddVictim), it stays there, and neither the key's position nor the heap is read beyond
 // the root's two children. Any other case is AddAt's.
 func (p *lru) AddAfterVictim(key int32, lastAccess uint64) {
+	if invariant.Enabled && p.pos[key] != 0 {
+		// The fast path below would leave key in the heap twice; AddAt would hide it.
+		panic(fmt.Sprintf("kvpage: broken invariant: AddAfterVictim of key %d, already a candidate", key))
+	}
 	if invariant.Enabled || !p.popped || lastAccess < p.base || lastAccess-p.base > p.maxRel {
 		p.AddAt(key, lastAccess)
 		return

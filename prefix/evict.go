@@ -150,12 +150,7 @@ func (x *Index) plainEviction() bool {
 	return x.obs == nil && x.tiers == nil && !x.ctl.ghost.on()
 }
 
-// evictOne is evictInto(ids, 1) when plainEviction holds: a decode step's allocation in a
-// full cache, which takes one block and so evicts one leaf, whose parent, if it is left an
-// unreferenced leaf, becomes a candidate. The same victim, the same calls on the policy and
-// the same writes as evictInto; written apart because evictInto's loop, with a call for
-// each optional step, keeps every value it carries on the stack across them (about 200
-// instructions a call where this takes a few dozen).
+// evictOne is evictLeaf appending its victim to ids: ReclaimInto's one-block dst.
 func (x *Index) evictOne(ids []blocks.ID) []blocks.ID {
 	if id, ok := x.evictLeaf(); ok {
 		return append(ids, id)
@@ -163,7 +158,13 @@ func (x *Index) evictOne(ids []blocks.ID) []blocks.ID {
 	return ids
 }
 
-// evictLeaf is evictOne returning the victim rather than appending it (ReclaimOne).
+// evictLeaf is evictInto(ids, 1) when plainEviction holds, returning its victim (no
+// slice): a decode step's allocation in a full cache, which takes one block and so evicts
+// one leaf, whose parent, if it is left an unreferenced leaf, becomes a candidate. The
+// same victim, the same calls on the policy and the same writes as evictInto; written
+// apart because evictInto's loop, with a call for each optional step, keeps every value
+// it carries on the stack across them (about 200 instructions a call where this takes a
+// few dozen).
 func (x *Index) evictLeaf() (blocks.ID, bool) {
 	k, ok := x.policy.Victim()
 	if !ok {
