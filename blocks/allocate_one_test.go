@@ -70,9 +70,10 @@ func TestAllocateOneMatchesAllocate(t *testing.T) {
 	}
 }
 
-// An allocateOne whose handoff returns a block the cache still shares is not its
-// concern (the prefix index checks each victim, TestReclaimIntoChecksAVictimBeforeEvictingIt);
-// a handoff with nothing to give leaves everything as it was.
+// An empty free list and a handoff with nothing to evict: allocateOne reports false and
+// leaves the pool exactly as it was, FailedAllocations included. (That a victim is held
+// by no one else is the handoff's check: the prefix index's
+// TestReclaimOneChecksAVictimBeforeEvictingIt.)
 func TestAllocateOneHandoffDryChangesNothing(t *testing.T) {
 	p, c := cachedPool(t)
 	require.NoError(t, p.SetReclaimer(nil))

@@ -4,8 +4,19 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kvpage/kvpage/internal/invariant"
 	"github.com/stretchr/testify/require"
 )
+
+// twoLRUs returns two empty LRUs over keys, the first also as its *lru for the fast paths.
+func twoLRUs(t *testing.T, keys int) (Policy, Policy, *lru) {
+	t.Helper()
+	a, err := NewLRU(keys)
+	require.NoError(t, err)
+	b, err := NewLRU(keys)
+	require.NoError(t, err)
+	return a, b, a.(*lru)
+}
 
 // TestLRUAddVictimIsAddThenVictim drives two LRUs with the same seeded calls, one taking
 // AddVictim where the other takes Add then Victim (the prefix index's chain eviction,
@@ -15,11 +26,7 @@ func TestLRUAddVictimIsAddThenVictim(t *testing.T) {
 	const keys = 64
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		a, err := NewLRU(keys)
-		require.NoError(t, err)
-		b, err := NewLRU(keys)
-		require.NoError(t, err)
-		fast := a.(*lru)
+		a, b, fast := twoLRUs(t, keys)
 		now := uint64(1000)
 		for step := 0; step < 5000; step++ {
 			key := int32(rng.IntN(keys))
@@ -58,11 +65,7 @@ func TestLRUAddAfterVictimIsAdd(t *testing.T) {
 	const keys = 64
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
-		a, err := NewLRU(keys)
-		require.NoError(t, err)
-		b, err := NewLRU(keys)
-		require.NoError(t, err)
-		fast := a.(*lru)
+		a, b, fast := twoLRUs(t, keys)
 		in := map[int32]bool{}
 		now := uint64(1000)
 		for step := 0; step < 5000; step++ {
@@ -96,4 +99,19 @@ func TestLRUAddAfterVictimIsAdd(t *testing.T) {
 			require.NoError(t, fast.check(), "seed %d step %d", seed, step)
 		}
 	}
+}
+
+// Under the kvinvariants tag, AddAfterVictim of a key that is already a candidate (its
+// caller's broken precondition) panics instead of falling back to AddAt, which would
+// re-rank the key and hide the caller's bug.
+func TestLRUAddAfterVictimRefusesACandidateUnderInvariants(t *testing.T) {
+	if !invariant.Enabled {
+		t.Skip("the check runs under -tags kvinvariants")
+	}
+	_, _, p := twoLRUs(t, 8)
+	p.Add(Entry{Key: 3, LastAccess: 5})
+	p.Add(Entry{Key: 4, LastAccess: 6})
+	_, ok := p.Victim()
+	require.True(t, ok)
+	require.Panics(t, func() { p.AddAfterVictim(4, 7) })
 }

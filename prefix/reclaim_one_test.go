@@ -15,16 +15,12 @@ import (
 // on the plain path (evictLeaf) and on ReclaimInto's (an observer), under LRU and another
 // policy.
 func TestReclaimOneMatchesReclaimInto(t *testing.T) {
+	lfu, err := evict.ByName("lfu")
+	require.NoError(t, err)
 	setups := map[string]func() []Option{
 		"plain":    func() []Option { return nil },
 		"observer": func() []Option { return []Option{WithObserver(&eventLog{})} },
-		"lfu": func() []Option {
-			f, err := evict.ByName("lfu")
-			if err != nil {
-				panic(err)
-			}
-			return []Option{WithPolicy(f)}
-		},
+		"lfu":      func() []Option { return []Option{WithPolicy(lfu)} },
 	}
 	for name, opts := range setups {
 		t.Run(name, func(t *testing.T) {
